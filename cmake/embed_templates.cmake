@@ -1,0 +1,17 @@
+# Writes a C++ file holding each template's text, so the binary needs no files at run time.
+# Invoked at build time: cmake -DOUTPUT=... -DTEMPLATES=a,b -P embed_templates.cmake
+string(REPLACE "," ";" TEMPLATES "${TEMPLATES}")
+set(body "// Generated from templates/ by cmake/embed_templates.cmake. Do not edit.\n#include \"templates.hpp\"\n\nnamespace lossjit::templates {\n")
+foreach(path IN LISTS TEMPLATES)
+  get_filename_component(name "${path}" NAME)
+  string(MAKE_C_IDENTIFIER "${name}" id)
+  file(READ "${path}" text)
+  string(FIND "${text}" ")lossjit_template\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${path} contains the raw-string delimiter")
+  endif()
+  string(APPEND body "const std::string_view ${id} = R\"lossjit_template(${text})lossjit_template\";\n")
+endforeach()
+string(APPEND body "}  // namespace lossjit::templates\n")
+file(WRITE "${OUTPUT}.tmp" "${body}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,57 @@
+// Host-side tensor utilities: .npy files, shape strings and deterministic input generators. The CLI
+// uses them to feed kernels; the tests use them to build reference data.
+//
+// Everything here throws lossjit::UsageError on bad input and never prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lossjit/tensor.hpp"
+
+namespace lossjit {
+
+// Reads a NumPy .npy file (format 1.0, 2.0 or 3.0) holding a little-endian float32 ('<f4'),
+// C-ordered array; rank 0 is allowed. Anything else is refused with a message naming the file and
+// the problem, because silently converting would hide a precision or layout mistake. Bytes after
+// the array data are ignored, as np.load does.
+HostTensor load_npy(const std::string& path);
+
+// Writes format 1.0 (2.0 only if the header cannot fit 1.0's 16-bit length), '<f4', C order, with
+// the data starting at a multiple of 64 bytes. Goes through a temporary file in the same directory
+// and a rename, so readers never see a half-written file.
+void save_npy(const std::string& path, const HostTensor& t);
+
+// "32768x32768", "4096", "2x3x4", or "scalar" for rank 0. Extents are non-negative (0 allowed),
+// each at most 2^40, at most 8 of them, and their product at most 2^62.
+Shape parse_shape(std::string_view text);
+
+// What "SHAPE:KIND" or "SHAPE:KIND[a,b]" asks for. parse_generator fills in default arguments, so
+// args always has the kind's full arity:
+//   uniform[lo,hi]    values in [lo, hi)              default [0,1]
+//   normal[mean,std]  Gaussian                        default [0,1]
+//   sign              -1 or +1 with equal probability
+//   softmax           each row of the last dimension is the softmax of standard-normal logits
+//                     (rank >= 1)
+//   const[v]          every element is v              (v required)
+//   range             element i (row-major) is i
+struct GeneratorSpec {
+    Shape shape;
+    std::string kind;
+    std::vector<double> args;
+};
+
+GeneratorSpec parse_generator(std::string_view text);
+
+// Deterministic: element i depends only on (seed, i) through a counter-based hash, so the result
+// does not depend on the number of threads used. Large tensors are filled in parallel. A spec built
+// by hand may leave args empty to get the defaults; it is validated like a parsed one.
+HostTensor generate(const GeneratorSpec& spec, std::uint64_t seed);
+
+// Per-input seed derived from the run's seed and the input's name, so that adding or renaming one
+// input does not change the data of the others. Not a cryptographic hash and not a cache key.
+std::uint64_t seed_for(std::uint64_t base_seed, std::string_view input_name);
+
+}  // namespace lossjit

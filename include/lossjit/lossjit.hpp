@@ -1,0 +1,109 @@
+// lossjit: a loss written as a string becomes one fused GPU kernel.
+//
+//   auto loss = lossjit::compile("mean(max(0, 1 - p*t))");
+//   float value = loss({p_view, t_view});           // p, t: device memory
+//
+// compile() parses and checks the program (throwing SourceError with a caret for any mistake).
+// The CUDA kernel is generated, compiled by NVRTC and cached (memory + disk) on the first call for
+// each layout of the inputs; later calls only launch it.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lossjit/device.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/tensor.hpp"
+#include "lossjit/version.hpp"
+
+namespace lossjit {
+
+struct Param {
+    std::string name;
+    double value = 0.0;
+};
+
+struct Options {
+    std::string source_name = "expr";  // shown in diagnostics: "expr:1:13: error: ..."
+    std::vector<std::string> inputs;   // input order for calls; empty: order of first appearance
+    std::vector<Param> params;         // parameters and their defaults (override `param x = v;`)
+    int device = 0;                    // CUDA device ordinal
+    int block_threads = 256;
+};
+
+using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
+
+enum class Kind { Reduction, Map };
+
+// Where the time of the most recent kernel preparation went, in milliseconds.
+struct Timings {
+    double parse_ms = 0, check_ms = 0;      // at compile()
+    double emit_ms = 0, cache_ms = 0;       // at the first call for a layout; cache_ms includes NVRTC
+    double nvrtc_ms = 0, load_ms = 0;       // NVRTC alone (0 on a cache hit); cuModuleLoadData
+    std::string cache;                      // "compiled", "disk hit", "memory hit" or "" (not yet)
+    std::string target;                     // e.g. "sm_90"
+    std::string cache_warning;              // non-empty if the disk cache could not be written
+};
+
+// What compile_kernel() produced, for tools that build kernels without running them.
+struct KernelBuild {
+    std::string source;     // the CUDA C++ that was compiled
+    std::string target;     // "sm_90" (CUBIN) or "compute_90" (PTX)
+    std::string key;        // cache key
+    std::string cache;      // "compiled", "disk hit" or "memory hit"
+    std::size_t image_bytes = 0;
+    double nvrtc_ms = 0;
+    std::string warning;
+};
+
+class Loss {
+public:
+    Kind kind() const;
+    std::string_view reduction() const;        // "sum", "mean", "batchmean"; "" for a map
+    const std::vector<std::string>& inputs() const;
+    std::vector<Param> params() const;         // current values
+    void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile
+
+    // ---- on the GPU; inputs are float32 device tensors in the order of inputs() ----
+    // Reduction: launch, wait, return the value.
+    float operator()(std::span<const TensorView> inputs, Stream stream = nullptr);
+    float operator()(std::initializer_list<TensorView> inputs) { return (*this)(std::span(inputs.begin(), inputs.size())); }
+    // Reduction: launch only; the float lands in device memory at `device_result` when `stream` gets there.
+    void evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream = nullptr);
+    // Map: launch only; writes every element of `output` (its shape must be the broadcast shape).
+    void map(std::span<const TensorView> inputs, const OutputView& output, Stream stream = nullptr);
+
+    // The broadcast shape of these inputs: the shape of a map's output. Only shapes are read.
+    Shape output_shape(std::span<const TensorView> inputs) const;
+
+    // ---- the CPU reference: float64 arithmetic on float32 host tensors ----
+    double reference(std::span<const TensorView> host_inputs) const;
+    void reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const;
+
+    // ---- the stages, for tools and curious users; only the shapes and strides of inputs are read ----
+    std::string ast() const;
+    std::string checked() const;
+    std::string cuda_source(std::span<const TensorView> inputs) const;
+    std::string cuda_source() const;  // for inputs that all share one contiguous shape
+    // Compiles (through the cache) for a target such as "sm_90" or "compute_90"; needs no GPU.
+    KernelBuild compile_kernel(std::span<const TensorView> inputs, const std::string& target) const;
+    std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;
+
+    const Timings& timings() const;
+
+    struct Impl;
+
+private:
+    friend Loss compile(std::string_view program, Options options);
+    std::shared_ptr<Impl> impl_;
+};
+
+// Parses and checks `program`; throws SourceError (user mistakes, with line, column and caret) or
+// UsageError (bad options). Needs no GPU.
+Loss compile(std::string_view program, Options options = {});
+
+}  // namespace lossjit

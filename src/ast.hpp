@@ -1,0 +1,44 @@
+// The parser's output: a syntax tree that still speaks the user's words (names, operator spellings)
+// and remembers where each node came from, so later stages can point at the user's column.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lossjit::ast {
+
+struct Pos {
+    int line = 1;
+    int column = 1;
+};
+
+enum class ExprKind { Number, Name, Call, Unary, Binary, Conditional };
+
+struct Expr {
+    ExprKind kind;
+    Pos pos;              // the operator, the name, or the first character of the literal
+    std::string text;     // operator spelling, name, function name, or the literal as written
+    double number = 0.0;  // value of a Number
+    std::vector<std::unique_ptr<Expr>> args;  // operands in source order
+};
+
+using ExprPtr = std::unique_ptr<Expr>;
+
+// `d = p - t;` binds a name; `param beta = 1;` declares a scalar parameter with its default.
+struct Statement {
+    enum class Kind { Binding, Param } kind;
+    std::string name;
+    Pos pos;        // position of the name
+    ExprPtr value;  // Binding: the bound expression; Param: the default (a literal, maybe negated)
+};
+
+struct Program {
+    std::string source_name;
+    std::string source;
+    std::vector<Statement> statements;
+    ExprPtr body;
+};
+
+}  // namespace lossjit::ast

@@ -1,0 +1,350 @@
+// check: resolve every name, check arity and reductions, fold constants. Every mistake a user can
+// make in the program text is caught here (or in parse), before any CUDA source exists.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+namespace {
+
+struct Constant {
+    std::string_view name;
+    double value;
+};
+constexpr Constant kConstants[] = {
+    {"pi", std::numbers::pi},
+    {"inf", std::numeric_limits<double>::infinity()},
+    {"nan", std::numeric_limits<double>::quiet_NaN()},
+};
+
+std::optional<double> find_constant(std::string_view name) {
+    for (const auto& c : kConstants)
+        if (c.name == name) return c.value;
+    return std::nullopt;
+}
+
+std::optional<ir::Reduction> find_reduction(std::string_view name) {
+    if (name == "sum") return ir::Reduction::Sum;
+    if (name == "mean") return ir::Reduction::Mean;
+    if (name == "batchmean") return ir::Reduction::BatchMean;
+    return std::nullopt;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string suggest_function(std::string_view name) {
+    std::size_t count = 0;
+    const std::string_view* names = function_names(&count);
+    std::string_view best;
+    std::size_t best_distance = 3;  // suggest only close misspellings
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto d = edit_distance(name, names[i]);
+        if (d < best_distance) {
+            best_distance = d;
+            best = names[i];
+        }
+    }
+    for (std::string_view r : {"sum", "mean", "batchmean"}) {
+        const auto d = edit_distance(name, r);
+        if (d < best_distance) {
+            best_distance = d;
+            best = r;
+        }
+    }
+    return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
+}
+
+std::optional<Builtin> binary_builtin(std::string_view op) {
+    static const std::map<std::string_view, Builtin> ops = {
+        {"+", Builtin::Add}, {"-", Builtin::Sub}, {"*", Builtin::Mul}, {"/", Builtin::Div},
+        {"%", Builtin::Mod}, {"^", Builtin::Pow}, {"<", Builtin::Lt},  {"<=", Builtin::Le},
+        {">", Builtin::Gt},  {">=", Builtin::Ge}, {"==", Builtin::Eq}, {"!=", Builtin::Ne},
+        {"&&", Builtin::And}, {"||", Builtin::Or},
+    };
+    const auto it = ops.find(op);
+    if (it == ops.end()) return std::nullopt;
+    return it->second;
+}
+
+class Checker {
+public:
+    Checker(const ast::Program& source, const CheckOptions& options)
+        : source_(source), options_(options) {
+        out_.source_name = source.source_name;
+        out_.source = source.source;
+        out_.inputs = options.inputs;
+    }
+
+    ir::Program run() {
+        declare_params();
+        for (const auto& st : source_.statements)
+            if (st.kind == ast::Statement::Kind::Binding) later_bindings_[st.name] = st.pos;
+
+        for (const auto& st : source_.statements) {
+            if (st.kind != ast::Statement::Kind::Binding) continue;
+            check_bindable(st.name, st.pos);
+            const int value = lower(*st.value);  // may not use its own name: still "later" here
+            later_bindings_.erase(st.name);
+            binding_slots_[st.name] = static_cast<int>(out_.bindings.size());
+            out_.bindings.push_back({st.name, value, st.pos});
+        }
+
+        const ast::Expr& body = *source_.body;
+        if (body.kind == ast::ExprKind::Call) {
+            if (const auto reduction = find_reduction(body.text)) {
+                if (body.args.size() != 1) {
+                    fail(body.pos, fmt::format("'{}' takes 1 argument, but {} were given",
+                                               body.text, body.args.size()));
+                }
+                out_.reduction = *reduction;
+                out_.body = lower(*body.args[0]);
+                return std::move(out_);
+            }
+        }
+        out_.body = lower(body);
+        return std::move(out_);
+    }
+
+private:
+    [[noreturn]] void fail(ast::Pos pos, const std::string& message) const {
+        throw SourceError({source_.source_name, pos.line, pos.column}, message, source_.source);
+    }
+
+    void declare_params() {
+        for (const auto& st : source_.statements) {
+            if (st.kind != ast::Statement::Kind::Param) continue;
+            if (find_constant(st.name)) fail(st.pos, fmt::format("'{}' is a constant and cannot be a parameter", st.name));
+            if (find_function(st.name) || find_reduction(st.name))
+                fail(st.pos, fmt::format("'{}' is a function and cannot be a parameter", st.name));
+            if (param_slot(st.name)) fail(st.pos, fmt::format("parameter '{}' is declared twice", st.name));
+            if (std::find(out_.inputs.begin(), out_.inputs.end(), st.name) != out_.inputs.end())
+                fail(st.pos, fmt::format("'{}' is listed as an input and cannot also be a parameter", st.name));
+            out_.params.push_back({st.name, st.value->number});
+        }
+        // The caller's declarations add parameters or override the program's defaults.
+        for (const auto& p : options_.params) {
+            if (auto slot = param_slot(p.name)) {
+                out_.params[static_cast<std::size_t>(*slot)].default_value = p.default_value;
+            } else {
+                out_.params.push_back(p);
+            }
+        }
+    }
+
+    std::optional<int> param_slot(std::string_view name) const {
+        for (std::size_t i = 0; i < out_.params.size(); ++i)
+            if (out_.params[i].name == name) return static_cast<int>(i);
+        return std::nullopt;
+    }
+
+    void check_bindable(const std::string& name, ast::Pos pos) const {
+        if (find_constant(name)) fail(pos, fmt::format("'{}' is a constant and cannot be rebound", name));
+        if (param_slot(name)) fail(pos, fmt::format("'{}' is a parameter and cannot be rebound", name));
+        if (binding_slots_.count(name)) fail(pos, fmt::format("'{}' is already defined", name));
+        if (find_function(name) || find_reduction(name))
+            fail(pos, fmt::format("'{}' is a function name and cannot be bound", name));
+        if (std::find(out_.inputs.begin(), out_.inputs.end(), name) != out_.inputs.end())
+            fail(pos, fmt::format("'{}' is an input and cannot be rebound", name));
+    }
+
+    int add(ir::Node node) {
+        out_.nodes.push_back(node);
+        return static_cast<int>(out_.nodes.size()) - 1;
+    }
+
+    int constant(double value, ast::Pos pos, ValueType type = ValueType::Float) {
+        ir::Node n;
+        n.kind = ir::NodeKind::Constant;
+        n.value = value;
+        n.type = type;
+        n.pos = pos;
+        return add(n);
+    }
+
+    // Builds an application, folding it when every argument is a constant. Folding uses the same
+    // float64 definitions as the CPU reference.
+    int apply(Builtin fn, std::initializer_list<int> args, ast::Pos pos) {
+        const auto& info = builtin_info(fn);
+        ir::Node n;
+        n.kind = ir::NodeKind::Apply;
+        n.fn = fn;
+        n.type = info.result;
+        n.arity = static_cast<int>(args.size());
+        n.pos = pos;
+        bool all_constant = true;
+        std::array<double, 3> values{};
+        int i = 0;
+        for (int a : args) {
+            n.args[static_cast<std::size_t>(i)] = a;
+            const auto& arg = out_.node(a);
+            all_constant = all_constant && arg.kind == ir::NodeKind::Constant;
+            values[static_cast<std::size_t>(i)] = arg.value;
+            ++i;
+        }
+        if (all_constant) return constant(apply_builtin(fn, values[0], values[1], values[2]), pos, info.result);
+        return add(n);
+    }
+
+    int lower(const ast::Expr& e) {
+        switch (e.kind) {
+            case ast::ExprKind::Number: return constant(e.number, e.pos);
+            case ast::ExprKind::Name: return lower_name(e);
+            case ast::ExprKind::Call: return lower_call(e);
+            case ast::ExprKind::Unary: {
+                const int operand = lower(*e.args[0]);
+                if (e.text == "+") return operand;
+                if (e.text == "-") return apply(Builtin::Neg, {operand}, e.pos);
+                if (e.text == "!") return apply(Builtin::Not, {operand}, e.pos);
+                break;
+            }
+            case ast::ExprKind::Binary: {
+                const auto fn = binary_builtin(e.text);
+                if (!fn) break;
+                const int lhs = lower(*e.args[0]);
+                const int rhs = lower(*e.args[1]);
+                return apply(*fn, {lhs, rhs}, e.pos);
+            }
+            case ast::ExprKind::Conditional: {
+                const int c = lower(*e.args[0]);
+                const int a = lower(*e.args[1]);
+                const int b = lower(*e.args[2]);
+                return apply(Builtin::Select, {c, a, b}, e.pos);
+            }
+        }
+        throw InternalError("checker met an unknown syntax node '" + e.text + "'");
+    }
+
+    int lower_name(const ast::Expr& e) {
+        const std::string& name = e.text;
+        if (auto it = binding_slots_.find(name); it != binding_slots_.end()) {
+            ir::Node n;
+        n.kind = ir::NodeKind::Binding;
+            n.slot = it->second;
+            n.type = out_.node(out_.bindings[static_cast<std::size_t>(it->second)].node).type;
+            n.pos = e.pos;
+            return add(n);
+        }
+        if (auto it = later_bindings_.find(name); it != later_bindings_.end()) {
+            fail(e.pos, fmt::format("'{}' is used before its definition on line {}", name,
+                                    it->second.line));
+        }
+        if (auto value = find_constant(name)) return constant(*value, e.pos);
+        if (auto slot = param_slot(name)) {
+            ir::Node n;
+        n.kind = ir::NodeKind::Param;
+            n.slot = *slot;
+            n.pos = e.pos;
+            return add(n);
+        }
+        if (find_function(name) || find_reduction(name))
+            fail(e.pos, fmt::format("'{}' is a function: call it as {}(...)", name, name));
+
+        auto it = std::find(out_.inputs.begin(), out_.inputs.end(), name);
+        if (it == out_.inputs.end()) {
+            if (!options_.inputs.empty()) {
+                fail(e.pos, fmt::format("unknown name '{}': not an input ({}), a parameter or a "
+                                        "binding", name, fmt::join(options_.inputs, ", ")));
+            }
+            out_.inputs.push_back(name);
+            it = out_.inputs.end() - 1;
+        }
+        ir::Node n;
+        n.kind = ir::NodeKind::Input;
+        n.slot = static_cast<int>(it - out_.inputs.begin());
+        n.pos = e.pos;
+        return add(n);
+    }
+
+    int lower_call(const ast::Expr& e) {
+        if (find_reduction(e.text)) {
+            fail(e.pos, fmt::format("'{}' reduces to a scalar, so it can only be the outermost call "
+                                    "of the program (e.g. {}(...) as the whole last line)",
+                                    e.text, e.text));
+        }
+        const auto signature = find_function(e.text);
+        if (!signature) fail(e.pos, fmt::format("unknown function '{}'{}", e.text, suggest_function(e.text)));
+
+        const int given = static_cast<int>(e.args.size());
+        if (given < signature->min_args || (signature->max_args >= 0 && given > signature->max_args)) {
+            std::string expected;
+            if (signature->max_args < 0) expected = fmt::format("at least {} arguments", signature->min_args);
+            else if (signature->min_args == 1) expected = "1 argument";
+            else expected = fmt::format("{} arguments", signature->min_args);
+            fail(e.pos, fmt::format("'{}' takes {}, but {} {} given", e.text, expected, given,
+                                    given == 1 ? "was" : "were"));
+        }
+        std::vector<int> args;
+        for (const auto& a : e.args) args.push_back(lower(*a));
+        if (signature->max_args < 0) {  // min/max: fold left, pairwise
+            int acc = args[0];
+            for (std::size_t i = 1; i < args.size(); ++i) acc = apply(signature->id, {acc, args[i]}, e.pos);
+            return acc;
+        }
+        switch (args.size()) {
+            case 1: return apply(signature->id, {args[0]}, e.pos);
+            case 2: return apply(signature->id, {args[0], args[1]}, e.pos);
+            case 3: return apply(signature->id, {args[0], args[1], args[2]}, e.pos);
+        }
+        throw InternalError("function with unsupported arity");
+    }
+
+    const ast::Program& source_;
+    const CheckOptions& options_;
+    ir::Program out_;
+    std::map<std::string, int> binding_slots_;
+    std::map<std::string, ast::Pos> later_bindings_;
+};
+
+}  // namespace
+
+std::string_view ir::to_string(Reduction r) {
+    switch (r) {
+        case Reduction::None: return "none (elementwise map)";
+        case Reduction::Sum: return "sum";
+        case Reduction::Mean: return "mean";
+        case Reduction::BatchMean: return "batchmean";
+    }
+    return "?";
+}
+
+ir::Program check(const ast::Program& program, const CheckOptions& options) {
+    auto is_identifier = [](std::string_view s) {
+        auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+        auto digit = [](char c) { return c >= '0' && c <= '9'; };
+        return !s.empty() && letter(s[0]) &&
+               std::all_of(s.begin(), s.end(), [&](char c) { return letter(c) || digit(c); });
+    };
+    for (const auto& name : options.inputs)
+        if (!is_identifier(name)) throw UsageError(fmt::format("input name '{}' is not an identifier", name));
+    for (const auto& p : options.params)
+        if (!is_identifier(p.name)) throw UsageError(fmt::format("parameter name '{}' is not an identifier", p.name));
+    for (std::size_t i = 0; i < options.inputs.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j)
+            if (options.inputs[i] == options.inputs[j])
+                throw UsageError(fmt::format("input '{}' is listed twice", options.inputs[i]));
+    }
+    return Checker(program, options).run();
+}
+
+}  // namespace lossjit

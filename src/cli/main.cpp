@@ -1,0 +1,378 @@
+// The lossjit command line. This is the only place that catches lossjit's exceptions and prints.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+
+namespace {
+
+using lossjit::HostTensor;
+using lossjit::TensorView;
+using lossjit::UsageError;
+using Clock = std::chrono::steady_clock;
+
+struct InputArg {
+    std::string name;
+    std::string spec;  // "SHAPE[:KIND[args]]" or a path ending in .npy
+    bool is_file() const { return spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0; }
+};
+
+struct CommonArgs {
+    std::string program;
+    std::vector<std::string> inputs;
+    std::vector<std::string> params;
+    std::uint64_t seed = 0;
+    int device = 0;
+};
+
+InputArg parse_input_arg(const std::string& text) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+        throw UsageError(fmt::format("--input '{}': expected NAME=SHAPE:GENERATOR or NAME=file.npy", text));
+    return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+lossjit::Param parse_param_arg(const std::string& text) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError(fmt::format("--param '{}': expected NAME=VALUE", text));
+    const std::string value = text.substr(eq + 1);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != value.size() || value.empty())
+        throw UsageError(fmt::format("--param '{}': '{}' is not a number", text, value));
+    return {text.substr(0, eq), v};
+}
+
+// PROGRAM is a file when it names an existing file ending in .loss, else the program text itself.
+std::pair<std::string, std::string> read_program(const std::string& arg) {
+    const std::filesystem::path path(arg);
+    const bool looks_like_file = path.extension() == ".loss";
+    if (looks_like_file) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw UsageError(fmt::format("cannot read program file '{}'", arg));
+        std::stringstream text;
+        text << in.rdbuf();
+        return {text.str(), arg};
+    }
+    return {arg, "expr"};
+}
+
+struct Prepared {
+    lossjit::Loss loss;
+    std::vector<InputArg> inputs;  // in the program's input order
+};
+
+Prepared prepare(const CommonArgs& args) {
+    const auto [text, source_name] = read_program(args.program);
+    lossjit::Options options;
+    options.source_name = source_name;
+    options.device = args.device;
+    std::vector<InputArg> given;
+    for (const auto& i : args.inputs) {
+        given.push_back(parse_input_arg(i));
+        options.inputs.push_back(given.back().name);
+    }
+    lossjit::Loss loss = lossjit::compile(text, options);
+    for (const auto& p : args.params) {
+        const auto param = parse_param_arg(p);
+        loss.set_param(param.name, param.value);
+    }
+    if (given.empty() && !loss.inputs().empty()) {
+        throw UsageError(fmt::format("the program reads {}: give each with --input NAME=SHAPE:GENERATOR "
+                                     "(e.g. --input {}=1024x1024:uniform) or --input NAME=file.npy",
+                                     fmt::join(loss.inputs(), ", "), loss.inputs().front()));
+    }
+    return {std::move(loss), std::move(given)};
+}
+
+HostTensor load_input(const InputArg& input, std::uint64_t seed) {
+    if (input.is_file()) return lossjit::load_npy(input.spec);
+    std::string spec = input.spec;
+    if (spec.find(':') == std::string::npos) spec += ":uniform";
+    return lossjit::generate(lossjit::parse_generator(spec), lossjit::seed_for(seed, input.name));
+}
+
+// Shapes only, for emitting code without data. Files are read (their header names the shape).
+std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
+    std::vector<TensorView> views;
+    for (const auto& i : inputs) {
+        if (i.is_file()) {
+            views.push_back(TensorView::contiguous(nullptr, lossjit::load_npy(i.spec).shape));
+        } else {
+            const std::string spec = i.spec.find(':') == std::string::npos ? i.spec + ":uniform" : i.spec;
+            views.push_back(TensorView::contiguous(nullptr, lossjit::parse_generator(spec).shape));
+        }
+    }
+    return views;
+}
+
+std::string trim_nul(std::string s) {
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    return s;
+}
+
+double relative_error(double value, double reference) {
+    if (std::isnan(value) && std::isnan(reference)) return 0.0;
+    if (value == reference) return 0.0;
+    return std::fabs(value - reference) / std::max(std::fabs(reference), 1e-30);
+}
+
+void print_timings(const lossjit::Timings& t) {
+    std::cerr << fmt::format(
+        "timings: parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, cache {:.3f} ms ({}; NVRTC {:.1f} ms), "
+        "module load {:.3f} ms, target {}\n",
+        t.parse_ms, t.check_ms, t.emit_ms, t.cache_ms, t.cache.empty() ? "not used" : t.cache, t.nvrtc_ms,
+        t.load_ms, t.target.empty() ? "-" : t.target);
+}
+
+struct RunArgs {
+    CommonArgs common;
+    std::vector<std::string> dumps;
+    std::string output;
+    std::string arch = "sm_90";
+    bool check = false;
+    bool cpu = false;
+    bool timings = false;
+    bool json = false;
+    double tolerance = 1e-5;
+};
+
+void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, const std::vector<TensorView>& shapes,
+                 const std::string& arch) {
+    for (const auto& stage : stages) {
+        std::cout << "// ---- " << stage << " ----\n";
+        if (stage == "ast") std::cout << loss.ast();
+        else if (stage == "checked") std::cout << loss.checked();
+        else if (stage == "cuda") std::cout << loss.cuda_source(shapes);
+        else if (stage == "ptx") std::cout << trim_nul(loss.ptx(shapes, arch));
+    }
+}
+
+int run_command(const RunArgs& args) {
+    Prepared prepared = prepare(args.common);
+    lossjit::Loss& loss = prepared.loss;
+    std::string why_not;
+    const bool gpu = !args.cpu && lossjit::cuda_available(&why_not);
+    std::string arch = args.arch;
+    if (gpu) arch = lossjit::device_info(args.common.device).arch();
+    dump_stages(loss, args.dumps, shape_views(prepared.inputs), arch);
+
+    std::vector<HostTensor> host;
+    for (const auto& i : prepared.inputs) host.push_back(load_input(i, args.common.seed));
+    std::vector<TensorView> host_views;
+    for (const auto& h : host) host_views.push_back(h.view());
+
+    nlohmann::json report;
+    report["program"] = args.common.program;
+    report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());
+    if (!gpu) {
+        if (!args.cpu) std::cerr << "lossjit: " << why_not << "; evaluating on the CPU reference (float64)\n";
+        report["device"] = "cpu-reference";
+    }
+
+    std::optional<lossjit::DeviceBuffer> output_buffer;
+    std::vector<lossjit::DeviceBuffer> buffers;
+    std::vector<TensorView> device_views;
+    if (gpu) {
+        const auto info = lossjit::device_info(args.common.device);
+        report["device"] = fmt::format("{} ({})", info.name, info.arch());
+        for (const auto& h : host) {
+            buffers.emplace_back(h.values.size() * sizeof(float), args.common.device);
+            buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
+            device_views.push_back(TensorView::contiguous(buffers.back().data(), h.shape));
+        }
+    }
+
+    int status = 0;
+    if (loss.kind() == lossjit::Kind::Reduction) {
+        double value = 0;
+        if (gpu) {
+            const auto start = Clock::now();
+            value = loss(device_views);
+            report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+            const auto again = Clock::now();
+            loss(device_views);
+            report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
+        } else {
+            value = loss.reference(host_views);
+        }
+        report["value"] = value;
+        if (gpu && args.check) {
+            const double reference = loss.reference(host_views);
+            const double error = relative_error(value, reference);
+            report["reference"] = reference;
+            report["rel_error"] = error;
+            if (!(error <= args.tolerance)) status = 1;
+        }
+        if (!args.json) {
+            std::cout << fmt::format("{:.9g}\n", value);
+            if (report.contains("reference")) {
+                std::cerr << fmt::format("check: GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n", value,
+                                         report["reference"].get<double>(), report["rel_error"].get<double>(),
+                                         status == 0 ? "ok" : "FAILED");
+            }
+        }
+    } else {
+        const lossjit::Shape shape = loss.output_shape(host_views);
+        HostTensor out{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)))};
+        if (gpu) {
+            output_buffer.emplace(out.values.size() * sizeof(float), args.common.device);
+            output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
+            const auto start = Clock::now();
+            loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape));
+            lossjit::synchronize(args.common.device);
+            report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+            output_buffer->download(out.values.data(), out.values.size() * sizeof(float));
+        } else {
+            loss.reference_map(host_views, lossjit::OutputView::contiguous(out.values.data(), shape));
+        }
+        if (gpu && args.check) {
+            std::vector<float> reference(out.values.size());
+            loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
+            double worst = 0;
+            for (std::size_t i = 0; i < reference.size(); ++i) {
+                const double e = relative_error(out.values[i], reference[i]);
+                worst = std::max(worst, std::isnan(e) ? INFINITY : e);
+            }
+            report["max_rel_error"] = worst;
+            if (!(worst <= args.tolerance)) status = 1;
+            if (!args.json)
+                std::cerr << fmt::format("check: max elementwise relative error vs the CPU reference {:.3g} ({})\n", worst,
+                                         status == 0 ? "ok" : "FAILED");
+        }
+        report["shape"] = shape;
+        if (!args.output.empty()) {
+            lossjit::save_npy(args.output, out);
+            report["output"] = args.output;
+        }
+        if (!args.json) {
+            std::cout << fmt::format("map of shape {}{}", lossjit::format_shape(shape),
+                                     args.output.empty() ? "" : ", written to " + args.output);
+            const std::size_t shown = std::min<std::size_t>(out.values.size(), 6);
+            std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                     out.values.size() > shown ? ", ..." : "");
+        }
+    }
+    report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
+                         {"emit_ms", loss.timings().emit_ms},   {"cache_ms", loss.timings().cache_ms},
+                         {"nvrtc_ms", loss.timings().nvrtc_ms}, {"load_ms", loss.timings().load_ms},
+                         {"cache", loss.timings().cache}};
+    if (args.json) std::cout << report.dump(2) << "\n";
+    if (!loss.timings().cache_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().cache_warning << "\n";
+    if (args.timings) print_timings(loss.timings());
+    return status;
+}
+
+int emit_command(const CommonArgs& args) {
+    Prepared prepared = prepare(args);
+    std::cout << prepared.loss.cuda_source(shape_views(prepared.inputs));
+    return 0;
+}
+
+int compile_command(const CommonArgs& args, const std::string& arch, bool json) {
+    Prepared prepared = prepare(args);
+    const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), arch);
+    if (json) {
+        std::cout << nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", build.cache},
+                                    {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}}
+                         .dump(2)
+                  << "\n";
+    } else {
+        std::cout << fmt::format("{}: {} bytes for {}, key {} ({}{})\n", build.target, build.image_bytes,
+                                 build.target.rfind("sm_", 0) == 0 ? "CUBIN" : "PTX", build.key, build.cache,
+                                 build.cache == "compiled" ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "");
+    }
+    if (!build.warning.empty()) std::cerr << "lossjit: warning: " << build.warning << "\n";
+    return 0;
+}
+
+int info_command() {
+    std::string why_not;
+    std::cout << "lossjit " << lossjit::kVersion << "\n";
+    if (!lossjit::cuda_available(&why_not)) {
+        std::cout << "CUDA: " << why_not << " (run uses the CPU reference)\n";
+        return 0;
+    }
+    const auto info = lossjit::device_info(0);
+    std::cout << fmt::format("CUDA device 0: {} ({}, {} SMs, {:.1f} GiB)\n", info.name, info.arch(), info.multiprocessors,
+                             static_cast<double>(info.memory_bytes) / (1ull << 30));
+    return 0;
+}
+
+void add_common(CLI::App* cmd, CommonArgs& args) {
+    cmd->add_option("program", args.program, "the program text, or a .loss file holding it")->required();
+    cmd->add_option("-i,--input", args.inputs,
+                    "NAME=SHAPE:GENERATOR (uniform[lo,hi], normal[mean,std], sign, softmax, const[v], range) "
+                    "or NAME=file.npy; repeat per input");
+    cmd->add_option("-p,--param", args.params, "NAME=VALUE for a parameter; repeatable");
+    cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
+    cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"lossjit: a loss written as a string becomes one fused GPU kernel"};
+    app.require_subcommand(1);
+
+    RunArgs run;
+    auto* run_cmd = app.add_subcommand("run", "evaluate a program (on the GPU, or the CPU reference without one)");
+    add_common(run_cmd, run.common);
+    run_cmd->add_option("--dump", run.dumps, "print a stage first: ast, checked, cuda, ptx")
+        ->check(CLI::IsMember({"ast", "checked", "cuda", "ptx"}));
+    run_cmd->add_option("-o,--output", run.output, "write a map's result to this .npy file");
+    run_cmd->add_flag("--check", run.check, "also evaluate on the CPU reference and compare (exit 1 if off)");
+    run_cmd->add_option("--tolerance", run.tolerance, "relative error --check accepts")->capture_default_str();
+    run_cmd->add_flag("--cpu", run.cpu, "use the CPU reference even if there is a GPU");
+    run_cmd->add_flag("--timings", run.timings, "print where the time went");
+    run_cmd->add_flag("--json", run.json, "print a JSON report instead of plain text");
+    run_cmd->add_option("--arch", run.arch, "architecture for --dump ptx when there is no GPU")->capture_default_str();
+
+    CommonArgs emit;
+    auto* emit_cmd = app.add_subcommand("emit", "print the CUDA C++ generated for a program");
+    add_common(emit_cmd, emit);
+
+    CommonArgs compile;
+    std::string arch = "sm_90";
+    bool compile_json = false;
+    auto* compile_cmd = app.add_subcommand("compile", "compile a program's kernel into the cache (no GPU needed)");
+    add_common(compile_cmd, compile);
+    compile_cmd->add_option("--arch", arch, "sm_XX for CUBIN, compute_XX for PTX")->capture_default_str();
+    compile_cmd->add_flag("--json", compile_json, "print a JSON report");
+
+    app.add_subcommand("info", "show the lossjit version and the CUDA device");
+
+    CLI11_PARSE(app, argc, argv);
+    try {
+        if (run_cmd->parsed()) return run_command(run);
+        if (emit_cmd->parsed()) return emit_command(emit);
+        if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
+        return info_command();
+    } catch (const lossjit::SourceError& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    } catch (const lossjit::Error& e) {
+        std::cerr << "lossjit: error: " << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "lossjit: error: out of host memory\n";
+        return 2;
+    }
+}

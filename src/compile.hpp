@@ -1,0 +1,31 @@
+// compile: CUDA C++ -> CUBIN (or PTX) with NVRTC.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lossjit {
+
+struct KernelImage {
+    std::string target;  // "sm_90": CUBIN for exactly that GPU; "compute_90": PTX the driver will JIT
+    std::string data;    // the CUBIN or PTX bytes
+    std::string log;     // NVRTC's log (warnings), usually empty
+    bool is_cubin() const { return target.rfind("sm_", 0) == 0; }
+};
+
+// NVRTC's version as "13.0".
+std::string nvrtc_version();
+
+// The target to build for a GPU of compute capability major.minor: CUBIN when this NVRTC knows the
+// architecture, else PTX for the newest virtual architecture it knows (the driver JIT-compiles it).
+std::string target_for(int major, int minor);
+
+// "sm_90" / "compute_90" / "90" -> a target NVRTC accepts; throws UsageError otherwise.
+std::string normalize_target(const std::string& text);
+
+std::vector<std::string> compile_options(const std::string& target);
+
+// Throws CompileError (with log, options and source) when NVRTC rejects the source.
+KernelImage compile_cuda(const std::string& source, const std::string& target);
+
+}  // namespace lossjit

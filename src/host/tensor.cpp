@@ -1,0 +1,80 @@
+#include "lossjit/tensor.hpp"
+
+#include <string>
+
+#include "lossjit/errors.hpp"
+
+namespace lossjit {
+
+namespace {
+
+// Far below INT64_MAX so that byte counts (up to 8 bytes per element) and index arithmetic in
+// generated kernels cannot overflow either.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
+
+}  // namespace
+
+std::string_view to_string(DType dtype) {
+    switch (dtype) {
+        case DType::float32: return "float32";
+        case DType::float64: return "float64";
+    }
+    throw InternalError("to_string: invalid DType " + std::to_string(static_cast<int>(dtype)));
+}
+
+std::size_t size_of(DType dtype) {
+    switch (dtype) {
+        case DType::float32: return 4;
+        case DType::float64: return 8;
+    }
+    throw InternalError("size_of: invalid DType " + std::to_string(static_cast<int>(dtype)));
+}
+
+std::int64_t element_count(const Shape& shape) {
+    bool empty = false;
+    for (std::int64_t extent : shape) {
+        if (extent < 0) {
+            throw UsageError("shape " + format_shape(shape) + " has a negative extent");
+        }
+        empty = empty || extent == 0;
+    }
+    // A zero extent makes the product 0 however large the other extents are, and checking it first
+    // keeps the overflow test below from rejecting such shapes.
+    if (empty) return 0;
+    std::int64_t count = 1;
+    for (std::int64_t extent : shape) {
+        if (extent > kMaxElements / count) {
+            throw UsageError("shape " + format_shape(shape) + " has more than 2^62 elements");
+        }
+        count *= extent;
+    }
+    return count;
+}
+
+std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+    std::vector<std::int64_t> strides(shape.size());
+    std::int64_t stride = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        strides[i] = stride;
+        // Zero extents count as 1, as in torch, so an empty tensor still gets distinct strides.
+        std::int64_t extent = shape[i] > 0 ? shape[i] : 1;
+        if (i > 0 && extent > kMaxElements / stride) {
+            throw UsageError("shape " + format_shape(shape) + " is too large for 64-bit strides");
+        }
+        stride *= extent;
+    }
+    return strides;
+}
+
+std::string format_shape(const Shape& shape) {
+    // "scalar" rather than "" so error messages stay readable and parse_shape can read it back.
+    if (shape.empty()) return "scalar";
+    std::string out;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) out += 'x';
+        out += std::to_string(shape[i]);
+    }
+    return out;
+}
+
+}  // namespace lossjit

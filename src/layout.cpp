@@ -1,0 +1,127 @@
+// layout: how the kernel walks its operands. Broadcasting is expressed entirely through strides
+// (a size-1 or missing dimension gets stride 0), and adjacent dimensions that every operand walks
+// alike are merged, so the common cases reach the kernel as rank 1 (all contiguous) or rank 2 (a row
+// vector broadcast over rows).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+namespace {
+
+std::vector<std::int64_t> strides_of(const OperandShape& op) {
+    if (op.strides.empty()) return contiguous_strides(op.shape);
+    if (op.strides.size() != op.shape.size()) {
+        throw UsageError(fmt::format("'{}' has {} strides for a shape of rank {}", op.name,
+                                     op.strides.size(), op.shape.size()));
+    }
+    return op.strides;
+}
+
+std::string describe(const OperandShape& op) {
+    return fmt::format("'{}' [{}]", op.name, fmt::join(op.shape, ", "));
+}
+
+}  // namespace
+
+Shape broadcast_shapes(std::span<const OperandShape> inputs) {
+    std::size_t rank = 0;
+    for (const auto& op : inputs) rank = std::max(rank, op.shape.size());
+    Shape result(rank, 1);
+    for (std::size_t back = 1; back <= rank; ++back) {
+        std::int64_t extent = 1;
+        const OperandShape* source = nullptr;
+        for (const auto& op : inputs) {
+            if (op.shape.size() < back) continue;
+            const std::int64_t e = op.shape[op.shape.size() - back];
+            if (e < 0) throw UsageError(fmt::format("{} has a negative extent", describe(op)));
+            if (e == 1) continue;
+            if (extent != 1 && e != extent) {
+                throw UsageError(fmt::format(
+                    "shapes do not broadcast: {} and {} differ in dimension {} from the end ({} vs {}); "
+                    "dimensions are aligned from the last one, and must be equal or 1",
+                    describe(*source), describe(op), back, extent, e));
+            }
+            extent = e;
+            source = &op;
+        }
+        result[rank - back] = extent;
+    }
+    return result;
+}
+
+Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* output) {
+    Layout layout;
+    layout.shape = broadcast_shapes(inputs);
+    layout.count = element_count(layout.shape);
+    const std::size_t rank = layout.shape.size();
+
+    if (output && output->shape != layout.shape) {
+        throw UsageError(fmt::format("the output has shape [{}], but the inputs broadcast to [{}]",
+                                     fmt::join(output->shape, ", "), fmt::join(layout.shape, ", ")));
+    }
+
+    // Per-operand strides over the full broadcast rank; row k of `all` is operand k, output last.
+    std::vector<std::vector<std::int64_t>> all;
+    for (const auto& op : inputs) {
+        const auto s = strides_of(op);
+        std::vector<std::int64_t> aligned(rank, 0);
+        const std::size_t lead = rank - op.shape.size();
+        for (std::size_t d = 0; d < op.shape.size(); ++d)
+            aligned[lead + d] = op.shape[d] == 1 ? 0 : s[d];
+        all.push_back(std::move(aligned));
+    }
+    if (output) {
+        auto s = strides_of(*output);
+        for (std::size_t d = 0; d < rank; ++d) {
+            if (s[d] == 0 && layout.shape[d] > 1)
+                throw UsageError("the output has a zero stride: several elements would share one location");
+            if (layout.shape[d] == 1) s[d] = 0;
+        }
+        all.push_back(std::move(s));
+    }
+
+    // Drop extent-1 dimensions, then merge an outer dimension into its inner neighbour whenever every
+    // operand steps over the inner one exactly once per step of the outer one.
+    std::vector<std::int64_t> dims;
+    std::vector<std::vector<std::int64_t>> strides(all.size());
+    for (std::size_t d = 0; d < rank; ++d) {
+        if (layout.shape[d] == 1) continue;
+        bool merge = !dims.empty();
+        for (std::size_t k = 0; merge && k < all.size(); ++k)
+            merge = strides[k].back() == all[k][d] * layout.shape[d];
+        if (merge) {
+            dims.back() *= layout.shape[d];
+            for (std::size_t k = 0; k < all.size(); ++k) strides[k].back() = all[k][d];
+        } else {
+            dims.push_back(layout.shape[d]);
+            for (std::size_t k = 0; k < all.size(); ++k) strides[k].push_back(all[k][d]);
+        }
+    }
+    if (dims.empty() || layout.count == 0) {  // a scalar, all-ones or empty shape: one flat dimension
+        dims = {layout.count};
+        for (auto& s : strides) s = {layout.count == 1 ? 0 : 1};
+    }
+    if (dims.size() > static_cast<std::size_t>(kMaxRank)) {
+        throw UsageError(fmt::format("the operands need {} dimensions after merging, more than the {} "
+                                     "lossjit supports; make some of them contiguous",
+                                     dims.size(), kMaxRank));
+    }
+
+    const auto dense = contiguous_strides(dims);
+    auto access = [&](const std::vector<std::int64_t>& s) {
+        OperandAccess a;
+        std::copy(s.begin(), s.end(), a.strides.begin());
+        a.contiguous = layout.count <= 1 || s == dense;
+        return a;
+    };
+    for (std::size_t k = 0; k < inputs.size(); ++k) layout.inputs.push_back(access(strides[k]));
+    if (output) layout.output = access(strides.back());
+    layout.dims = std::move(dims);
+    return layout;
+}
+
+}  // namespace lossjit

@@ -1,0 +1,215 @@
+// reference: the checked program evaluated on the CPU in float64, from the same node list the
+// emitter prints, with the builtins' float64 definitions. It is what GPU results are tested against
+// and what `lossjit run` uses where there is no GPU. Evaluation is column-at-a-time over chunks, so
+// a billion elements take seconds, not minutes.
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+namespace {
+
+constexpr std::int64_t kChunk = 2048;
+
+// Walks linear element indices of one operand, turning them into memory offsets without a division
+// per element (a carry-propagating counter over the collapsed dims).
+class OffsetWalker {
+public:
+    OffsetWalker(const Layout& layout, const OperandAccess& access, std::int64_t start)
+        : dims_(layout.dims), access_(access), coords_(layout.dims.size(), 0) {
+        if (access.contiguous) {
+            offset_ = start;
+            return;
+        }
+        std::int64_t rest = start;
+        for (std::size_t d = dims_.size(); d-- > 0;) {
+            coords_[d] = dims_[d] == 0 ? 0 : rest % dims_[d];
+            rest = dims_[d] == 0 ? 0 : rest / dims_[d];
+            offset_ += coords_[d] * access.strides[d];
+        }
+    }
+    std::int64_t offset() const { return offset_; }
+    void next() {
+        if (access_.contiguous) {
+            ++offset_;
+            return;
+        }
+        for (std::size_t d = dims_.size(); d-- > 0;) {
+            offset_ += access_.strides[d];
+            if (++coords_[d] < dims_[d]) return;
+            offset_ -= coords_[d] * access_.strides[d];
+            coords_[d] = 0;
+        }
+    }
+
+private:
+    const std::vector<std::int64_t>& dims_;
+    const OperandAccess& access_;
+    std::vector<std::int64_t> coords_;
+    std::int64_t offset_ = 0;
+};
+
+class ChunkEvaluator {
+public:
+    ChunkEvaluator(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+                   std::span<const double> params)
+        : program_(program), layout_(layout), inputs_(inputs), params_(params),
+          live_(program.nodes.size(), false), columns_(program.nodes.size()) {
+        mark_live(program.body);
+        for (std::size_t i = 0; i < program.nodes.size(); ++i)
+            if (live_[i] && program.nodes[i].kind != ir::NodeKind::Binding) columns_[i].resize(kChunk);
+    }
+
+    // Evaluates elements [start, start + count) and returns the body's column.
+    const double* evaluate(std::int64_t start, std::int64_t count) {
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            if (!live_[id]) continue;
+            const ir::Node& n = program_.nodes[id];
+            double* out = columns_[id].data();
+            switch (n.kind) {
+                case ir::NodeKind::Constant: std::fill_n(out, count, n.value); break;
+                case ir::NodeKind::Param: std::fill_n(out, count, params_[static_cast<std::size_t>(n.slot)]); break;
+                case ir::NodeKind::Input: {
+                    const float* base = inputs_[static_cast<std::size_t>(n.slot)];
+                    OffsetWalker walk(layout_, layout_.inputs[static_cast<std::size_t>(n.slot)], start);
+                    for (std::int64_t i = 0; i < count; ++i, walk.next()) out[i] = base[walk.offset()];
+                    break;
+                }
+                case ir::NodeKind::Binding: break;  // read through column()
+                case ir::NodeKind::Apply: {
+                    const double* a = column(n.args[0]);
+                    const double* b = n.arity > 1 ? column(n.args[1]) : a;
+                    const double* c = n.arity > 2 ? column(n.args[2]) : a;
+                    for (std::int64_t i = 0; i < count; ++i) out[i] = apply_builtin(n.fn, a[i], b[i], c[i]);
+                    break;
+                }
+            }
+        }
+        return column(program_.body);
+    }
+
+private:
+    const double* column(int id) const {
+        const ir::Node& n = program_.node(id);
+        if (n.kind == ir::NodeKind::Binding) return column(program_.bindings[static_cast<std::size_t>(n.slot)].node);
+        return columns_[static_cast<std::size_t>(id)].data();
+    }
+
+    void mark_live(int id) {
+        if (live_[static_cast<std::size_t>(id)]) return;
+        live_[static_cast<std::size_t>(id)] = true;
+        const ir::Node& n = program_.node(id);
+        if (n.kind == ir::NodeKind::Binding) mark_live(program_.bindings[static_cast<std::size_t>(n.slot)].node);
+        for (int i = 0; i < n.arity; ++i) mark_live(n.args[static_cast<std::size_t>(i)]);
+    }
+
+    const ir::Program& program_;
+    const Layout& layout_;
+    std::span<const float* const> inputs_;
+    std::span<const double> params_;
+    std::vector<bool> live_;
+    std::vector<std::vector<double>> columns_;
+};
+
+// Neumaier's compensated sum: the reference must be more accurate than what it checks.
+struct CompensatedSum {
+    double sum = 0.0, compensation = 0.0;
+    void add(double x) {
+        const double t = sum + x;
+        if (std::fabs(sum) >= std::fabs(x)) compensation += (sum - t) + x;
+        else compensation += (x - t) + sum;
+        sum = t;
+    }
+    double value() const { return sum + compensation; }
+};
+
+// Splits [0, count) into one contiguous range per thread; `work(begin, end, index)`.
+template <typename Work>
+void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
+    const std::int64_t per_thread_minimum = 1 << 16;
+    std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = static_cast<std::size_t>(std::clamp<std::int64_t>(count / per_thread_minimum, 1, static_cast<std::int64_t>(threads)));
+    *used_threads = threads;
+    std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> errors(threads);
+    for (std::size_t t = 0; t < threads; ++t) {
+        const std::int64_t begin = count * static_cast<std::int64_t>(t) / static_cast<std::int64_t>(threads);
+        const std::int64_t end = count * static_cast<std::int64_t>(t + 1) / static_cast<std::int64_t>(threads);
+        auto run = [&, begin, end, t] {
+            try {
+                work(begin, end, t);
+            } catch (...) {
+                errors[t] = std::current_exception();
+            }
+        };
+        if (threads == 1) run();
+        else pool.emplace_back(run);
+    }
+    for (auto& th : pool) th.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+double reduction_divisor(const ir::Program& program, const Layout& layout) {
+    switch (program.reduction) {
+        case ir::Reduction::Sum: return 1.0;
+        case ir::Reduction::Mean: return static_cast<double>(layout.count);  // 0 for empty: the mean is nan
+        case ir::Reduction::BatchMean:
+            if (layout.shape.empty())
+                throw UsageError("batchmean divides by the size of dimension 0, but the inputs are scalars");
+            return static_cast<double>(layout.shape[0]);
+        case ir::Reduction::None: break;
+    }
+    throw InternalError("reduction_divisor called for a map");
+}
+
+double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+                        std::span<const double> params) {
+    std::vector<CompensatedSum> partial(std::max(1u, std::thread::hardware_concurrency()));
+    std::size_t threads = 0;
+    parallel_ranges(
+        layout.count,
+        [&](std::int64_t begin, std::int64_t end, std::size_t t) {
+            ChunkEvaluator eval(program, layout, inputs, params);
+            for (std::int64_t s = begin; s < end; s += kChunk) {
+                const std::int64_t n = std::min(kChunk, end - s);
+                const double* values = eval.evaluate(s, n);
+                double chunk = 0.0;
+                for (std::int64_t i = 0; i < n; ++i) chunk += values[i];
+                partial[t].add(chunk);
+            }
+        },
+        &threads);
+    CompensatedSum total;
+    for (std::size_t t = 0; t < threads; ++t) {
+        total.add(partial[t].sum);
+        total.add(partial[t].compensation);
+    }
+    return total.value() / reduction_divisor(program, layout);
+}
+
+void reference_map(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+                   std::span<const double> params, float* output) {
+    std::size_t threads = 0;
+    parallel_ranges(
+        layout.count,
+        [&](std::int64_t begin, std::int64_t end, std::size_t) {
+            ChunkEvaluator eval(program, layout, inputs, params);
+            OffsetWalker out(layout, layout.output, begin);
+            for (std::int64_t s = begin; s < end; s += kChunk) {
+                const std::int64_t n = std::min(kChunk, end - s);
+                const double* values = eval.evaluate(s, n);
+                for (std::int64_t i = 0; i < n; ++i, out.next()) output[out.offset()] = static_cast<float>(values[i]);
+            }
+        },
+        &threads);
+}
+
+}  // namespace lossjit

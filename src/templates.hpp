@@ -1,0 +1,10 @@
+// The files of templates/, embedded at build time (cmake/embed_templates.cmake).
+#pragma once
+
+#include <string_view>
+
+namespace lossjit::templates {
+extern const std::string_view prelude_cuh;
+extern const std::string_view reduce_cu;
+extern const std::string_view map_cu;
+}  // namespace lossjit::templates

@@ -1,0 +1,143 @@
+// The command line, run as a separate process: exit codes, diagnostics, caching across processes.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int status;
+    std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args, const std::string& env = "") {
+    const std::string command = env + " " + LOSSJIT_CLI + " " + args + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    std::array<char, 4096> buffer{};
+    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string example(const char* name) { return std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name; }
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::random_device r;
+        path = fs::temp_directory_path() / ("lossjit-cli-" + std::to_string(::getpid()) + "-" + std::to_string(r()));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("a typo gets a caret diagnostic and exit code 2") {
+    const auto r = run("run 'mean(max(0, lgo(p)))' --input p=4 --cpu");
+    CHECK(r.status == 2);
+    CHECK(r.output == "expr:1:13: error: unknown function 'lgo' (did you mean 'log'?)\n"
+                      "mean(max(0, lgo(p)))\n"
+                      "            ^\n");
+}
+
+TEST_CASE("usage errors name the problem") {
+    CHECK(run("run 'mean(p - t)' --cpu").output.find("give each with --input") != std::string::npos);
+    CHECK(run("run 'mean(p - t)' -i p=3 -i t=4 --cpu").output.find("do not broadcast") != std::string::npos);
+    CHECK(run("run 'mean(p)' -i p=3:gaussian --cpu").status == 2);
+    CHECK(run("run 'mean(p)' -i p=3 --param beta=1 --cpu").output.find("no parameter 'beta'") != std::string::npos);
+    CHECK(run("run 'mean(p)' -i p=/nonexistent.npy --cpu").status == 2);
+    CHECK(run("run missing.loss --cpu").output.find("cannot read program file") != std::string::npos);
+    CHECK(run("frobnicate").status != 0);
+}
+
+TEST_CASE("run evaluates on the CPU reference where asked or where there is no GPU") {
+    const auto r = run("run " + example("mse.loss") + " -i p=1000x100:uniform -i t=1000x100:uniform --cpu");
+    CHECK(r.status == 0);
+    const double value = std::stod(r.output);
+    CHECK(value == doctest::Approx(1.0 / 6).epsilon(0.01));  // E[(U - V)^2] for independent uniforms
+
+    const auto hinge = run("run " + example("hinge.loss") + " -i p=300x200:uniform -i t=200:sign --cpu --json");
+    CHECK(hinge.status == 0);
+    CHECK(hinge.output.find("\"device\": \"cpu-reference\"") != std::string::npos);
+    CHECK(hinge.output.find("\"kind\": \"mean\"") != std::string::npos);
+
+    // Parameters change the value without touching the program.
+    const auto a = run("run " + example("smooth_l1.loss") + " -i p=100:normal -i t=100:normal --cpu");
+    const auto b = run("run " + example("smooth_l1.loss") + " -i p=100:normal -i t=100:normal --cpu -p beta=0.25");
+    CHECK(a.output != b.output);
+}
+
+TEST_CASE("a map writes its output as .npy") {
+    TempDir dir;
+    const std::string out = (dir.path / "y.npy").string();
+    const auto r = run("run " + example("hardsigmoid.loss") + " -i x=4x5:normal[0,3] --cpu -o " + out);
+    CHECK(r.status == 0);
+    const auto y = lossjit::load_npy(out);
+    CHECK(y.shape == lossjit::Shape{4, 5});
+    for (float v : y.values) CHECK((v >= 0.0f && v <= 1.0f));
+}
+
+TEST_CASE("inputs from .npy files") {
+    TempDir dir;
+    const std::string p = (dir.path / "p.npy").string();
+    lossjit::save_npy(p, lossjit::HostTensor{{2, 2}, {1, 2, 3, 4}});
+    const auto r = run("run 'sum(p * 2)' -i p=" + p + " --cpu");
+    CHECK(r.status == 0);
+    CHECK(std::stod(r.output) == 20.0);
+}
+
+TEST_CASE("emit and dumps show every stage") {
+    const auto cuda = run("emit " + example("hinge.loss") + " -i p=64x32 -i t=32");
+    CHECK(cuda.status == 0);
+    CHECK(cuda.output.find("const float value = lj_max(0.0f, 1.0f - (x_p * x_t));") != std::string::npos);
+    CHECK(cuda.output.find("lj::Strided in_t") != std::string::npos);
+
+    const auto dumps = run("run " + example("hinge.loss") +
+                           " -i p=8x4 -i t=4:sign --cpu --dump ast --dump checked --dump cuda --dump ptx");
+    CHECK(dumps.status == 0);
+    CHECK(dumps.output.find("call mean @4:1") != std::string::npos);
+    CHECK(dumps.output.find("body: max(0, 1 - p * t)") != std::string::npos);
+    CHECK(dumps.output.find("extern \"C\" __global__") != std::string::npos);
+    CHECK(dumps.output.find(".entry lossjit_kernel") != std::string::npos);
+}
+
+TEST_CASE("two processes compiling the same loss compile once (shared disk cache)") {
+    TempDir dir;
+    const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();
+    const std::string args = "compile " + example("kl.loss") + " -i p=16x16 -i t=16x16 --arch sm_90";
+    const auto first = run(args, env);
+    const auto second = run(args, env);
+    CHECK(first.status == 0);
+    CHECK(first.output.find("(compiled, NVRTC") != std::string::npos);
+    CHECK(second.output.find("(disk hit)") != std::string::npos);
+    CHECK(run(args, "LOSSJIT_CACHE=off " + env).output.find("(compiled") != std::string::npos);
+    CHECK(run(args, "LOSSJIT_CACHE=bogus " + env).output.find("expected off, read or readwrite") != std::string::npos);
+}
+
+TEST_CASE("every driver symbol resolves against the toolkit's stub libcuda") {
+    if (!fs::exists(LOSSJIT_CUDA_STUB)) return;
+    const auto r = run("info", std::string("LOSSJIT_LIBCUDA=") + LOSSJIT_CUDA_STUB);
+    CHECK(r.status == 0);
+    // The stub exports every symbol; only its cuInit refuses. A missing symbol would say "lacks".
+    CHECK(r.output.find("did not initialise") != std::string::npos);
+    CHECK(r.output.find("lacks") == std::string::npos);
+}
+
+}  // TEST_SUITE

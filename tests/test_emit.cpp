@@ -1,0 +1,172 @@
+// emit: the generated CUDA is readable (golden file), compiles with NVRTC for sm_90 for every
+// example, builtin and layout, and carries nothing of the user's text but identifiers and numbers.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "compile.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/lossjit.hpp"
+#include "pipeline.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string example(const std::string& name) { return read_file(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name); }
+
+ir::Program checked(const std::string& text) { return check(parse(text, "expr"), {}); }
+
+KernelSpec contiguous_spec(const ir::Program& p) {
+    KernelSpec spec;
+    spec.contiguous_inputs.assign(p.inputs.size(), true);
+    return spec;
+}
+
+std::string print_body(const std::string& text) {
+    const auto p = checked(text);
+    return print_expression(p, p.body);
+}
+
+}  // namespace
+
+TEST_SUITE("emit") {
+
+TEST_CASE("the expression printer") {
+    const std::pair<const char*, const char*> table[] = {
+        {"1 - p*t", "(1.0f - (p_ * t_))"},
+        {"max(0, x)", "lj_max(0.0f, x_)"},
+        {"clamp(x + 3, 0, 6) / 6", "(lj_clamp(x_ + 3.0f, 0.0f, 6.0f) / 6.0f)"},
+        {"x^2", "lj_square(x_)"},
+        {"x^3", "lj_cube(x_)"},
+        {"x^0.5", "sqrtf(x_)"},
+        {"x^-1", "(1.0f / x_)"},
+        {"x^2.5", "powf(x_, 2.5f)"},
+        {"x^y", "powf(x_, y_)"},
+        {"x < y ? x : y", "((x_ < y_) ? x_ : y_)"},
+        {"x ? 1 : 2", "((x_ != 0.0f) ? 1.0f : 2.0f)"},
+        {"!x", "(!(x_ != 0.0f))"},
+        {"x && y > 0", "((x_ != 0.0f) && (y_ > 0.0f))"},
+        {"x * 0.1", "(x_ * 0.100000001f)"},
+        {"x * 1e-45", "(x_ * 1.40129846e-45f)"},
+        {"x * -2", "(x_ * (-2.0f))"},
+        {"x - -0", "(x_ - (-0.0f))"},
+        {"x + inf", "(x_ + __int_as_float(0x7f800000))"},
+        {"x + -inf", "(x_ + (-__int_as_float(0x7f800000)))"},
+        {"x + nan", "(x_ + __int_as_float(0x7fffffff))"},
+        {"x % 2", "lj_mod(x_, 2.0f)"},
+        {"xlogy(t, t)", "lj_xlogy(t_, t_)"},
+        {"isnan(x) + 1", "(isnan(x_) + 1.0f)"},
+        {"where(x > 0, x, 0)", "((x_ > 0.0f) ? x_ : 0.0f)"},
+    };
+    for (const auto& [input, expected] : table) {
+        CAPTURE(input);
+        std::string printed = print_body(input);
+        // Inputs print as x_<name>; normalise to <name>_ to keep the table readable.
+        for (std::string name : {"p", "t", "x", "y"}) {
+            for (std::size_t at = printed.find("x_" + name); at != std::string::npos; at = printed.find("x_" + name, at))
+                printed.replace(at, 2 + name.size(), name + "_");
+        }
+        CHECK(printed == expected);
+    }
+}
+
+TEST_CASE("golden: the hinge kernel for p [64, 32] and a broadcast t [32]") {
+    Options options;
+    auto loss = compile(example("hinge.loss"), options);
+    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 32}), TensorView::contiguous(nullptr, {32})};
+    const std::string source = loss.cuda_source(shapes);
+    const std::string path = std::string(LOSSJIT_SOURCE_DIR) + "/tests/golden/hinge.cu";
+    if (std::getenv("LOSSJIT_UPDATE_GOLDEN")) {
+        std::ofstream(path, std::ios::binary) << source;
+    }
+    CHECK(source == read_file(path));
+}
+
+TEST_CASE("every example compiles to sm_90 CUBIN and to PTX") {
+    for (const char* name : {"hinge.loss", "mse.loss", "kl.loss", "smooth_l1.loss", "hardsigmoid.loss"}) {
+        CAPTURE(name);
+        const auto program = checked(example(name));
+        const std::string source = emit_cuda(program, contiguous_spec(program));
+        const auto cubin = compile_cuda(source, "sm_90");
+        CHECK(cubin.is_cubin());
+        CHECK(cubin.data.size() > 1000);
+        CHECK(cubin.data.compare(0, 4, "\x7f" "ELF") == 0);
+    }
+    const auto program = checked(example("mse.loss"));
+    const auto ptx = compile_cuda(emit_cuda(program, contiguous_spec(program)), "compute_90");
+    CHECK_FALSE(ptx.is_cubin());
+    CHECK(ptx.data.find(".entry lossjit_kernel") != std::string::npos);
+}
+
+TEST_CASE("every builtin compiles, in every layout and kind") {
+    std::string terms = "-x + !x + (x + y) + (x - y) + (x * y) + (x / y) + (x % y) + x^y + x^2 + (x < y) + (x <= y) + "
+                        "(x > y) + (x >= y) + (x == y) + (x != y) + (x && y) + (x || y) + (x ? y : 1)";
+    for (std::string f : {"abs", "sign", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                          "sin", "cos", "tan", "tanh", "sigmoid", "softplus", "relu", "erf", "erfc", "floor", "ceil",
+                          "round", "trunc", "isnan", "isinf"})
+        terms += " + " + f + "(x)";
+    terms += " + min(x, y, 1) + max(x, y) + clamp(x, -1, 1) + pow(x, y) + where(x > y, x, y) + xlogy(x, y) + pi + k";
+    const std::string reduction = "param k = 2; b = x > y; mean(" + terms + " + b)";
+    const std::string map = "param k = 2; " + terms;
+
+    for (const auto& text : {reduction, map}) {
+        const auto program = checked(text);
+        for (int rank : {1, 3}) {
+            KernelSpec spec;
+            spec.rank = rank;
+            spec.contiguous_inputs = {rank == 1, false};
+            spec.contiguous_output = rank == 1;
+            CAPTURE(spec.signature());
+            const std::string source = emit_cuda(program, spec);
+            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+        }
+    }
+}
+
+TEST_CASE("NVRTC failures carry the log, the options and the source") {
+    try {
+        compile_cuda("this is not CUDA", "sm_90");
+        FAIL("no error");
+    } catch (const CompileError& e) {
+        CHECK_FALSE(e.log().empty());
+        CHECK(e.source() == "this is not CUDA");
+        CHECK(e.options().front() == "--gpu-architecture=sm_90");
+        CHECK(std::string(e.what()).find("--- generated source ---") != std::string::npos);
+    }
+}
+
+TEST_CASE("nothing of the user's text reaches the source except identifiers and numbers") {
+    const std::string hostile = "# */ asm(\"trap;\"); #include <stdio.h>\n"
+                                "__evil = p; mean(__evil * 1e-3) # \\\n# \");";
+    const auto program = checked(hostile);
+    const std::string source = emit_cuda(program, contiguous_spec(program));
+    CHECK(source.find("asm") == std::string::npos);
+    CHECK(source.find("#include") == std::string::npos);
+    CHECK(source.find("stdio") == std::string::npos);
+    CHECK(source.find("b___evil") != std::string::npos);
+    CHECK(source.find("0.00100000005f") != std::string::npos);
+    CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+}
+
+TEST_CASE("bad kernel variants are refused") {
+    const auto program = checked("mean(x)");
+    KernelSpec spec = contiguous_spec(program);
+    spec.block_threads = 100;
+    CHECK_THROWS_AS(emit_cuda(program, spec), UsageError);
+    CHECK_THROWS_AS(normalize_target("sm_1"), UsageError);
+    CHECK_THROWS_AS(normalize_target("gpu"), UsageError);
+    CHECK(normalize_target("90") == "sm_90");
+    CHECK(normalize_target("compute_90") == "compute_90");
+}
+
+}  // TEST_SUITE

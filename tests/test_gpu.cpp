@@ -1,0 +1,200 @@
+// GPU tests: the five reference problems at their full shapes against the CPU reference, plus
+// layouts, parameters, determinism and edge cases. Skipped, visibly, where there is no device.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+bool have_gpu() {
+    static const bool available = [] {
+        std::string reason;
+        const bool ok = cuda_available(&reason);
+        if (!ok) std::printf("[lossjit] GPU tests SKIPPED: %s\n", reason.c_str());
+        return ok;
+    }();
+    return available;
+}
+
+std::string example(const std::string& name) {
+    std::ifstream in(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct DeviceTensor {
+    HostTensor host;
+    DeviceBuffer buffer;
+    explicit DeviceTensor(HostTensor h) : host(std::move(h)), buffer(host.values.size() * sizeof(float) + 4) {
+        buffer.upload(host.values.data(), host.values.size() * sizeof(float));
+    }
+    TensorView device() const { return TensorView::contiguous(buffer.data(), host.shape); }
+};
+
+DeviceTensor make(const std::string& spec, std::uint64_t seed) { return DeviceTensor(generate(parse_generator(spec), seed)); }
+
+double rel_error(double a, double b) { return a == b ? 0.0 : std::fabs(a - b) / std::fabs(b); }
+
+// Reduction on the GPU vs the CPU reference on the same data.
+void check_reduction(const std::string& program, const std::vector<std::string>& specs, double tolerance = 1e-5) {
+    auto loss = compile(program);
+    std::vector<DeviceTensor> inputs;
+    for (std::size_t i = 0; i < specs.size(); ++i) inputs.push_back(make(specs[i], 100 + i));
+    std::vector<TensorView> device, host;
+    for (const auto& t : inputs) {
+        device.push_back(t.device());
+        host.push_back(t.host.view());
+    }
+    const double gpu = loss(device);
+    const double reference = loss.reference(host);
+    INFO(program << " gpu " << gpu << " reference " << reference);
+    CHECK(rel_error(gpu, reference) <= tolerance);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("device" * doctest::skip(!have_gpu())) {
+    const auto info = device_info(0);
+    MESSAGE("running on " << info.name << " (" << info.arch() << ", " << info.multiprocessors << " SMs)");
+    CHECK(info.multiprocessors > 0);
+}
+
+TEST_CASE("the five reference problems at full size match the CPU reference" * doctest::skip(!have_gpu())) {
+    SUBCASE("hinge 32768x32768, t broadcast over rows") {
+        check_reduction(example("hinge.loss"), {"32768x32768:uniform", "32768:sign"});
+    }
+    SUBCASE("mse 32768x32768") {
+        check_reduction(example("mse.loss"), {"32768x32768:uniform", "32768x32768:uniform"});
+    }
+    SUBCASE("kl batchmean 16384x16384 softmax rows") {
+        check_reduction(example("kl.loss"), {"16384x16384:softmax", "16384x16384:softmax"});
+    }
+    SUBCASE("smooth_l1 32768x32768") {
+        check_reduction(example("smooth_l1.loss"), {"32768x32768:normal", "32768x32768:normal"});
+    }
+    SUBCASE("hardsigmoid 4096x393216: every element written") {
+        auto loss = compile(example("hardsigmoid.loss"));
+        const DeviceTensor x = make("4096x393216:normal[0,3]", 7);
+        DeviceBuffer out(x.host.values.size() * sizeof(float));
+        out.fill_bytes(0xFF);  // NaN: an element the kernel skips cannot match the reference
+        const std::vector<TensorView> inputs{x.device()};
+        loss.map(inputs, OutputView::contiguous(out.data(), x.host.shape));
+        synchronize();
+        std::vector<float> gpu(x.host.values.size());
+        out.download(gpu.data(), gpu.size() * sizeof(float));
+        std::vector<float> reference(gpu.size());
+        const std::vector<TensorView> host{x.host.view()};
+        loss.reference_map(host, OutputView::contiguous(reference.data(), x.host.shape));
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < gpu.size(); ++i)
+            if (!(std::fabs(gpu[i] - reference[i]) <= 1e-5f * std::max(1.0f, std::fabs(reference[i])))) ++bad;
+        CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("sizes around block and grid boundaries" * doctest::skip(!have_gpu())) {
+    for (const char* n : {"1", "31", "255", "256", "257", "65537", "1000003", "5000000"}) {
+        CAPTURE(n);
+        check_reduction("mean(sin(x) * y)", {std::string(n) + ":normal", std::string(n) + ":normal"}, 1e-5);
+        check_reduction("sum(x)", {std::string(n) + ":uniform"}, 1e-6);
+    }
+}
+
+TEST_CASE("layouts: broadcast rows and columns, scalars, transposed inputs" * doctest::skip(!have_gpu())) {
+    check_reduction("mean(p * t)", {"3000x1000:normal", "3000x1:normal"});
+    check_reduction("mean(p * t)", {"3000x1000:normal", "1000:normal"});
+    check_reduction("mean(p + s)", {"20x30x40:normal", "scalar:normal"});
+    check_reduction("mean(a * b * c)", {"7x1x5x1:normal", "1x3x1x11:normal", "11:normal"});
+
+    // A transposed view: the same memory read with swapped strides.
+    auto loss = compile("sum(x * w)");
+    const DeviceTensor x = make("300x500:normal", 1);
+    const DeviceTensor w = make("500x300:normal", 2);
+    TensorView xt = x.device();
+    xt.shape = {500, 300};
+    xt.strides = {1, 500};
+    const std::vector<TensorView> device{xt, w.device()};
+    TensorView xt_host = x.host.view();
+    xt_host.shape = {500, 300};
+    xt_host.strides = {1, 500};
+    const std::vector<TensorView> host{xt_host, w.host.view()};
+    CHECK(rel_error(loss(device), loss.reference(host)) < 1e-5);
+}
+
+TEST_CASE("maps: strided output, broadcast inputs, every element written" * doctest::skip(!have_gpu())) {
+    auto loss = compile("max(a, b) - relu(a) * 0.5");
+    const DeviceTensor a = make("64x1:normal", 1);
+    const DeviceTensor b = make("100:normal", 2);
+    const std::vector<TensorView> device{a.device(), b.device()};
+    const std::vector<TensorView> host{a.host.view(), b.host.view()};
+    DeviceBuffer out(64 * 100 * sizeof(float));
+    out.fill_bytes(0xFF);
+    const OutputView transposed{out.data(), DType::float32, {64, 100}, {1, 64}};  // column-major output
+    loss.map(device, transposed);
+    synchronize();
+    std::vector<float> gpu(64 * 100), reference(64 * 100);
+    out.download(gpu.data(), gpu.size() * sizeof(float));
+    loss.reference_map(host, OutputView{reference.data(), DType::float32, {64, 100}, {1, 64}});
+    CHECK(gpu == reference);
+}
+
+TEST_CASE("parameters change per call without recompiling" * doctest::skip(!have_gpu())) {
+    auto loss = compile(example("smooth_l1.loss"));
+    const DeviceTensor p = make("100000:normal", 1), t = make("100000:normal", 2);
+    const std::vector<TensorView> device{p.device(), t.device()};
+    const std::vector<TensorView> host{p.host.view(), t.host.view()};
+    for (double beta : {1.0, 0.5, 2.0, 0.01}) {
+        loss.set_param("beta", beta);
+        CHECK(rel_error(loss(device), loss.reference(host)) < 1e-5);
+    }
+    CHECK(loss.timings().cache != "");  // compiled (or found) once, for the first beta
+}
+
+TEST_CASE("the same bits every run; evaluate() leaves the result on the device" * doctest::skip(!have_gpu())) {
+    auto loss = compile(example("mse.loss"));
+    const DeviceTensor p = make("4096x4096:uniform", 1), t = make("4096x4096:uniform", 2);
+    const std::vector<TensorView> device{p.device(), t.device()};
+    const float first = loss(device);
+    for (int i = 0; i < 10; ++i) {
+        const float again = loss(device);
+        CHECK(std::memcmp(&again, &first, sizeof first) == 0);
+    }
+    DeviceBuffer result(sizeof(float));
+    loss.evaluate(device, static_cast<float*>(result.data()));
+    synchronize();
+    float on_device = 0;
+    result.download(&on_device, sizeof on_device);
+    CHECK(std::memcmp(&on_device, &first, sizeof first) == 0);
+}
+
+TEST_CASE("edge cases: empty tensors, nan, misuse" * doctest::skip(!have_gpu())) {
+    auto mean = compile("mean(x)");
+    DeviceBuffer dummy(16);
+    const std::vector<TensorView> empty{TensorView::contiguous(dummy.data(), {0, 5})};
+    CHECK(std::isnan(mean(empty)));
+    CHECK(compile("sum(x)")(empty) == 0.0f);
+
+    const DeviceTensor with_nan(HostTensor{{3}, {1.0f, NAN, 2.0f}});
+    const std::vector<TensorView> nan_input{with_nan.device()};
+    CHECK(std::isnan(compile("mean(max(x, 0))")(nan_input)));
+    CHECK(compile("mean(where(isnan(x), 0, x))")(nan_input) == doctest::Approx(1.0));
+
+    CHECK_THROWS_AS(mean(std::vector<TensorView>{}), UsageError);
+    auto map = compile("x + 1");
+    CHECK_THROWS_AS(map(nan_input), UsageError);  // a map has no scalar value
+    CHECK_THROWS_AS(map.map(nan_input, OutputView::contiguous(dummy.data(), {4})), UsageError);  // wrong shape
+    CHECK(mean(nan_input) != 0.0f);  // still usable after errors
+}
+
+}  // TEST_SUITE

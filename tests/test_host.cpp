@@ -1,0 +1,539 @@
+// Tests for the host-side utilities: shape strings, generators and .npy files.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "lossjit/errors.hpp"
+#include "lossjit/host.hpp"
+#include "lossjit/tensor.hpp"
+
+using lossjit::Shape;
+using lossjit::UsageError;
+
+namespace {
+
+// Runs f, requires it to throw UsageError, and returns the message so the test can check that the
+// message names what went wrong.
+template <class F>
+std::string usage_error_of(F&& f) {
+    try {
+        f();
+    } catch (const UsageError& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        FAIL("threw something other than UsageError: " << e.what());
+        return {};
+    }
+    FAIL("did not throw");
+    return {};
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::random_device rd;
+        path_ = std::filesystem::temp_directory_path() /
+                ("lossjit-test-host-" + std::to_string(rd()) + std::to_string(rd()));
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A .npy file built by hand, independently of save_npy, so the reader is tested against the format
+// rather than against our own writer. `align` mimics numpy (64) or old numpy (16).
+std::string npy_bytes(const std::string& dict, const std::string& data, int major = 1,
+                      std::size_t align = 64) {
+    const std::size_t preamble = major == 1 ? 10 : 12;
+    std::string header = dict;
+    while ((preamble + header.size() + 1) % align != 0) header += ' ';
+    header += '\n';
+    std::string out("\x93NUMPY", 6);
+    out += static_cast<char>(major);
+    out += '\0';
+    for (std::size_t i = 0; i < preamble - 8; ++i) {
+        out += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+    }
+    return out + header + data;
+}
+
+std::string float_bytes(const std::vector<float>& values) {
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+lossjit::HostTensor gen(const std::string& text, std::uint64_t seed = 1) {
+    return lossjit::generate(lossjit::parse_generator(text), seed);
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+
+TEST_CASE("tensor helpers") {
+    CHECK(lossjit::to_string(lossjit::DType::float32) == "float32");
+    CHECK(lossjit::to_string(lossjit::DType::float64) == "float64");
+    CHECK(lossjit::size_of(lossjit::DType::float32) == 4);
+    CHECK(lossjit::size_of(lossjit::DType::float64) == 8);
+
+    struct Case {
+        Shape shape;
+        std::int64_t count;
+        std::vector<std::int64_t> strides;
+        std::string text;
+    };
+    const Case cases[] = {
+        {{}, 1, {}, "scalar"},
+        {{4096}, 4096, {1}, "4096"},
+        {{2, 3, 4}, 24, {12, 4, 1}, "2x3x4"},
+        {{32768, 32768}, std::int64_t{1} << 30, {32768, 1}, "32768x32768"},
+        {{2, 0, 3}, 0, {3, 3, 1}, "2x0x3"},
+        {{0, std::int64_t{1} << 40, std::int64_t{1} << 40}, 0, {}, "0x1099511627776x1099511627776"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.text));
+        CHECK(lossjit::element_count(c.shape) == c.count);
+        if (!c.strides.empty() || c.shape.empty()) CHECK(lossjit::contiguous_strides(c.shape) == c.strides);
+        CHECK(lossjit::format_shape(c.shape) == c.text);
+    }
+    CHECK(lossjit::element_count({std::int64_t{1} << 31, std::int64_t{1} << 31}) ==
+          std::int64_t{1} << 62);
+    CHECK_THROWS_AS(lossjit::element_count({std::int64_t{1} << 31, (std::int64_t{1} << 31) + 1}),
+                    UsageError);
+    CHECK_THROWS_AS(lossjit::element_count({std::int64_t{1} << 40, std::int64_t{1} << 40}), UsageError);
+    CHECK_THROWS_AS(lossjit::element_count({3, -1}), UsageError);
+}
+
+TEST_CASE("parse_shape accepts") {
+    const std::pair<const char*, Shape> cases[] = {
+        {"32768x32768", {32768, 32768}},
+        {"4096", {4096}},
+        {"2x3x4", {2, 3, 4}},
+        {"scalar", {}},
+        {"0", {0}},
+        {"3x0x2", {3, 0, 2}},
+        {"007", {7}},
+        {"1099511627776", {std::int64_t{1} << 40}},
+        {"1x2x3x4x5x6x7x8", {1, 2, 3, 4, 5, 6, 7, 8}},
+        {"0x1099511627776x1099511627776", {0, std::int64_t{1} << 40, std::int64_t{1} << 40}},
+        {" 5x6 ", {5, 6}},
+    };
+    // Pairs are unpacked by hand: clang before 16 cannot capture structured bindings, which
+    // CAPTURE does.
+    for (const auto& c : cases) {
+        const std::string text = c.first;
+        CAPTURE(text);
+        CHECK(lossjit::parse_shape(text) == c.second);
+    }
+}
+
+TEST_CASE("parse_shape rejects") {
+    const char* cases[] = {
+        "",        "x",          "2x",        "x2",         "2xx3",
+        "-1",      "2x-3",       "1.5",       "abc",        "2X3",
+        "2 x 3",   "+4",         "2,3",       "(2, 3)",     "Scalar",
+        "1099511627777",                        // one past 2^40
+        "99999999999999999999999",              // overflows 64 bits
+        "1x1x1x1x1x1x1x1x1",                    // 9 dimensions
+        "1099511627776x1099511627776",          // 2^80 elements
+    };
+    for (const char* text : cases) {
+        CAPTURE(std::string(text));
+        const std::string message = usage_error_of([&] { lossjit::parse_shape(text); });
+        CHECK(contains(message, "'" + std::string(text) + "'"));
+    }
+}
+
+TEST_CASE("parse_generator accepts") {
+    struct Case {
+        const char* text;
+        Shape shape;
+        const char* kind;
+        std::vector<double> args;
+    };
+    const Case cases[] = {
+        {"32768x32768:uniform", {32768, 32768}, "uniform", {0, 1}},
+        {"100:uniform[-1,1]", {100}, "uniform", {-1, 1}},
+        {"100:uniform[ -1.5 , +2e1 ]", {100}, "uniform", {-1.5, 20}},
+        {"4x5:normal", {4, 5}, "normal", {0, 1}},
+        {"4x5:normal[0,2]", {4, 5}, "normal", {0, 2}},
+        {"4x5:normal[3,0]", {4, 5}, "normal", {3, 0}},
+        {"32768:sign", {32768}, "sign", {}},
+        {"16x16:softmax", {16, 16}, "softmax", {}},
+        {"3:const[0.5]", {3}, "const", {0.5}},
+        {"scalar:const[-2]", {}, "const", {-2}},
+        {"10:range", {10}, "range", {}},
+        {"0x4:uniform", {0, 4}, "uniform", {0, 1}},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.text));
+        const lossjit::GeneratorSpec spec = lossjit::parse_generator(c.text);
+        CHECK(spec.shape == c.shape);
+        CHECK(spec.kind == c.kind);
+        CHECK(spec.args == c.args);
+    }
+}
+
+TEST_CASE("parse_generator rejects") {
+    struct Case {
+        const char* text;
+        const char* mentions;  // part of the message that says what is wrong
+    };
+    const Case cases[] = {
+        {"uniform", "valid kinds"},
+        {"4:", "valid kinds"},
+        {"4:bogus", "valid kinds"},
+        {"4:Uniform", "valid kinds"},
+        {"4:uniform[1]", "valid kinds"},
+        {"4:uniform[0,1,2]", "valid kinds"},
+        {"4:uniform[1,1]", "lo < hi"},
+        {"4:uniform[2,1]", "lo < hi"},
+        {"4:uniform[1.00000001,1.00000002]", "no float32"},
+        {"4:normal[0,-1]", "std >= 0"},
+        {"4:normal[1]", "valid kinds"},
+        {"4:const", "valid kinds"},
+        {"4:const[]", "valid kinds"},
+        {"4:const[1,2]", "valid kinds"},
+        {"4:const[nan]", "finite"},
+        {"4:const[inf]", "finite"},
+        {"4:const[1e39]", "finite"},
+        {"4:sign[1]", "valid kinds"},
+        {"4:range[0]", "valid kinds"},
+        {"scalar:softmax", "rank >= 1"},
+        {"4:uniform[a,b]", "'a'"},
+        {"4:uniform[0,1", "']'"},
+        {"4:uniform[0,,1]", "not a finite number"},
+        {"4:uniform[[0,1]]", "brackets"},
+        {"x:uniform", "invalid shape"},
+        {"2x-3:uniform", "invalid shape"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.text));
+        const std::string message = usage_error_of([&] { lossjit::parse_generator(c.text); });
+        CAPTURE(message);
+        CHECK(contains(message, "'" + std::string(c.text) + "'"));
+        CHECK(contains(message, c.mentions));
+    }
+}
+
+TEST_CASE("generate validates hand-built specs") {
+    CHECK(gen("3:uniform").values.size() == 3);
+    const lossjit::GeneratorSpec defaults{{3}, "uniform", {}};
+    CHECK(same_bits(lossjit::generate(defaults, 1).values, gen("3:uniform").values));
+    CHECK_THROWS_AS(lossjit::generate({{3}, "nope", {}}, 1), UsageError);
+    CHECK_THROWS_AS(lossjit::generate({{3}, "uniform", {1, 0}}, 1), UsageError);
+    CHECK_THROWS_AS(lossjit::generate({{}, "softmax", {}}, 1), UsageError);
+    CHECK_THROWS_AS(lossjit::generate({{-1}, "range", {}}, 1), UsageError);
+}
+
+TEST_CASE("generators are deterministic") {
+    const char* specs[] = {"1000:uniform", "1000:normal[1,2]", "1000:sign", "10x100:softmax"};
+    for (const char* text : specs) {
+        CAPTURE(std::string(text));
+        CHECK(same_bits(gen(text, 42).values, gen(text, 42).values));
+        CHECK(!same_bits(gen(text, 42).values, gen(text, 43).values));
+    }
+
+    CHECK(lossjit::seed_for(7, "logits") == lossjit::seed_for(7, "logits"));
+    CHECK(lossjit::seed_for(7, "logits") != lossjit::seed_for(7, "target"));
+    CHECK(lossjit::seed_for(7, "logits") != lossjit::seed_for(8, "logits"));
+    CHECK(lossjit::seed_for(0, "") != lossjit::seed_for(0, "a"));
+    CHECK(!same_bits(gen("1000:uniform", lossjit::seed_for(1, "p")).values,
+                     gen("1000:uniform", lossjit::seed_for(1, "q")).values));
+}
+
+TEST_CASE("element values do not depend on tensor size or thread count") {
+    // The large tensors are filled by several threads, the small ones by one; element i must be
+    // the same either way.
+    const std::pair<const char*, const char*> cases[] = {
+        {"3000000:uniform[-1,1]", "1000:uniform[-1,1]"},
+        {"3000000:normal", "1000:normal"},
+        {"3000000:sign", "1000:sign"},
+        {"3000000:range", "1000:range"},
+        {"3000x1000:softmax", "1x1000:softmax"},
+    };
+    for (const auto& c : cases) {
+        const std::string big_text = c.first;
+        CAPTURE(big_text);
+        const auto big = gen(big_text, 9);
+        const auto small = gen(c.second, 9);
+        REQUIRE(big.values.size() >= small.values.size());
+        CHECK(std::memcmp(big.values.data(), small.values.data(),
+                          small.values.size() * sizeof(float)) == 0);
+    }
+    // The last thread's range ends exactly at the end of the tensor.
+    const auto big = gen("3000000:range");
+    CHECK(big.values.back() == 2999999.0f);
+}
+
+TEST_CASE("generated values") {
+    SUBCASE("uniform stays in [lo, hi)") {
+        const std::pair<double, double> ranges[] = {{0, 1}, {-1, 1}, {-3, 0.1}, {1, 1.0000001}, {5, 6}};
+        for (const auto& range : ranges) {
+            const double lo = range.first;
+            const double hi = range.second;
+            CAPTURE(lo);
+            CAPTURE(hi);
+            const auto t = lossjit::generate({{100000}, "uniform", {lo, hi}}, 3);
+            const auto [min, max] = std::minmax_element(t.values.begin(), t.values.end());
+            CHECK(*min >= lo);
+            CHECK(*max < hi);
+        }
+        const auto t = gen("100000:uniform");
+        double sum = 0;
+        for (float v : t.values) sum += v;
+        CHECK(sum / 100000 == doctest::Approx(0.5).epsilon(0.01));
+        // Only 1.0f lies in [1, 1.0000001).
+        const auto narrow = gen("1000:uniform[1,1.0000001]");
+        CHECK(std::all_of(narrow.values.begin(), narrow.values.end(), [](float v) { return v == 1.0f; }));
+    }
+
+    SUBCASE("normal has the requested moments") {
+        const auto t = gen("200000:normal[3,2]");
+        double sum = 0, sq = 0;
+        for (float v : t.values) {
+            REQUIRE(std::isfinite(v));
+            sum += v;
+            sq += static_cast<double>(v) * v;
+        }
+        const double mean = sum / 200000;
+        const double stddev = std::sqrt(sq / 200000 - mean * mean);
+        CHECK(mean == doctest::Approx(3).epsilon(0.01));
+        CHECK(stddev == doctest::Approx(2).epsilon(0.01));
+        const auto flat = gen("100:normal[3,0]");
+        CHECK(std::all_of(flat.values.begin(), flat.values.end(), [](float v) { return v == 3.0f; }));
+    }
+
+    SUBCASE("sign is exactly +-1 and both appear") {
+        const auto t = gen("10000:sign");
+        std::int64_t plus = 0, minus = 0;
+        for (float v : t.values) {
+            REQUIRE((v == 1.0f || v == -1.0f));
+            (v > 0 ? plus : minus) += 1;
+        }
+        CHECK(plus > 4500);
+        CHECK(minus > 4500);
+    }
+
+    SUBCASE("softmax rows sum to 1") {
+        const char* specs[] = {"16x16:softmax", "7:softmax", "3x4x50:softmax", "5x1:softmax",
+                               "2x3000:softmax"};
+        for (const char* text : specs) {
+            CAPTURE(std::string(text));
+            const auto t = gen(text);
+            const auto row = static_cast<std::size_t>(t.shape.back());
+            for (std::size_t start = 0; start < t.values.size(); start += row) {
+                double sum = 0;
+                for (std::size_t j = 0; j < row; ++j) {
+                    REQUIRE(t.values[start + j] > 0.0f);
+                    REQUIRE(t.values[start + j] <= 1.0f);
+                    sum += t.values[start + j];
+                }
+                CHECK(std::fabs(sum - 1.0) < 1e-5);
+            }
+        }
+        CHECK(gen("4x0:softmax").values.empty());
+        CHECK(gen("0x4:softmax").values.empty());
+    }
+
+    SUBCASE("const and range") {
+        const auto c = gen("3:const[0.5]");
+        CHECK(c.values == std::vector<float>{0.5f, 0.5f, 0.5f});
+        const auto s = gen("scalar:const[2]");
+        CHECK(s.shape.empty());
+        CHECK(s.values == std::vector<float>{2.0f});
+        const auto r = gen("2x5:range");
+        CHECK(r.values == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+        CHECK(gen("0:range").values.empty());
+    }
+}
+
+TEST_CASE("npy round trip") {
+    TempDir dir;
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 3.4028235e38f,
+                              -1.5f, std::bit_cast<float>(0x7FC12345u)};
+    const lossjit::HostTensor tensors[] = {
+        {{}, {42.5f}},
+        {{9}, std::vector<float>(std::begin(specials), std::end(specials))},
+        {{0}, {}},
+        {{2, 0, 3}, {}},
+        {{2, 3, 4}, gen("2x3x4:normal").values},
+        {{1000, 37}, gen("1000x37:uniform").values},
+    };
+    int k = 0;
+    for (const auto& t : tensors) {
+        CAPTURE(lossjit::format_shape(t.shape));
+        const std::string path = dir.file("t" + std::to_string(k++) + ".npy");
+        lossjit::save_npy(path, t);
+
+        const std::string bytes = read_file(path);
+        REQUIRE(bytes.size() >= 10);
+        CHECK(bytes.substr(0, 8) == std::string("\x93NUMPY\x01\x00", 8));
+        const std::size_t header = static_cast<unsigned char>(bytes[8]) |
+                                   static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+        CHECK((10 + header) % 64 == 0);
+        CHECK(bytes[10 + header - 1] == '\n');
+        CHECK(bytes.size() == 10 + header + t.values.size() * sizeof(float));
+        CHECK(bytes.substr(10 + header) == float_bytes(t.values));
+
+        const auto back = lossjit::load_npy(path);
+        CHECK(back.shape == t.shape);
+        CHECK(same_bits(back.values, t.values));
+
+        // Writing what was read reproduces the file byte for byte.
+        const std::string again = dir.file("again.npy");
+        lossjit::save_npy(again, back);
+        CHECK(read_file(again) == bytes);
+    }
+    // The header spells the shape the way numpy does.
+    CHECK(contains(read_file(dir.file("t0.npy")), "'shape': (), }"));
+    CHECK(contains(read_file(dir.file("t1.npy")), "'shape': (9,), }"));
+    CHECK(contains(read_file(dir.file("t4.npy")), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 4), }"));
+
+    // Overwriting works and leaves no temporary files behind.
+    lossjit::save_npy(dir.file("t0.npy"), {{2}, {1.0f, 2.0f}});
+    CHECK(lossjit::load_npy(dir.file("t0.npy")).values == std::vector<float>{1.0f, 2.0f});
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        CHECK(!contains(entry.path().filename().string(), ".tmp"));
+    }
+
+    CHECK_THROWS_AS(lossjit::save_npy(dir.file("bad.npy"), {{3}, {1.0f}}), UsageError);
+    CHECK_THROWS_AS(lossjit::save_npy(dir.file("missing/dir/x.npy"), {{1}, {1.0f}}), UsageError);
+}
+
+TEST_CASE("npy reader accepts files numpy writes") {
+    TempDir dir;
+    const std::vector<float> six = {1, 2, 3, 4, 5, 6};
+    struct Case {
+        const char* name;
+        std::string bytes;
+        Shape shape;
+        std::vector<float> values;
+    };
+    const std::string dict23 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+    const Case cases[] = {
+        {"v1", npy_bytes(dict23, float_bytes(six)), {2, 3}, six},
+        {"v2", npy_bytes(dict23, float_bytes(six), 2), {2, 3}, six},
+        {"v3", npy_bytes(dict23, float_bytes(six), 3), {2, 3}, six},
+        {"old-16-byte-alignment", npy_bytes(dict23, float_bytes(six), 1, 16), {2, 3}, six},
+        {"rank0", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
+                            float_bytes({7})), {}, {7}},
+        {"rank1", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
+                            float_bytes(six)), {6}, six},
+        {"empty", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }", ""),
+         {0, 5}, {}},
+        {"key-order-and-spacing",
+         npy_bytes("{\"shape\":(3,2),\"fortran_order\":False,\"descr\":\"<f4\"}", float_bytes(six)),
+         {3, 2}, six},
+        {"python2-longs",
+         npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", float_bytes(six)),
+         {2, 3}, six},
+        {"trailing-bytes", npy_bytes(dict23, float_bytes(six) + "junk"), {2, 3}, six},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.name));
+        const std::string path = dir.file(std::string(c.name) + ".npy");
+        write_file(path, c.bytes);
+        const auto t = lossjit::load_npy(path);
+        CHECK(t.shape == c.shape);
+        CHECK(t.values == c.values);
+    }
+}
+
+TEST_CASE("npy reader errors") {
+    TempDir dir;
+    const std::vector<float> six = {1, 2, 3, 4, 5, 6};
+    const std::string good = npy_bytes(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", float_bytes(six));
+    const std::string f8_data(6 * 8, '\0');
+    struct Case {
+        const char* name;
+        std::string bytes;
+        const char* mentions;
+    };
+    const Case cases[] = {
+        {"float64", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", f8_data),
+         "dtype '<f8' is not supported; lossjit computes in float32 (convert with .astype(np.float32))"},
+        {"int32", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
+                            float_bytes(six)), "dtype '<i4'"},
+        {"big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                 float_bytes(six)), "big-endian"},
+        {"structured", npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }",
+                                 float_bytes(six)), "structured"},
+        {"fortran", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+                              float_bytes(six)), "Fortran"},
+        {"truncated-data", good.substr(0, good.size() - 1), "truncated"},
+        {"truncated-header", good.substr(0, 40), "truncated"},
+        {"truncated-length", good.substr(0, 9), "truncated"},
+        {"empty-file", "", "magic"},
+        {"bad-magic", "\x93NUMPZ" + good.substr(6), "magic"},
+        {"text-file", "hello, world\n", "magic"},
+        {"version-4", "\x93NUMPY\x04" + good.substr(7), "version 4.0"},
+        {"version-1.1", "\x93NUMPY\x01\x01" + good.substr(8), "version 1.1"},
+        {"not-a-dict", npy_bytes("['<f4', False, (2, 3)]", float_bytes(six)), "malformed"},
+        {"missing-shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, }", float_bytes(six)),
+         "missing key 'shape'"},
+        {"extra-key", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}",
+                                float_bytes(six)), "unexpected key 'x'"},
+        {"negative-extent", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-6,), }",
+                                      float_bytes(six)), "non-negative"},
+        {"unterminated", npy_bytes("{'descr': '<f4, 'fortran_order': False, 'shape': (6,)",
+                                   float_bytes(six)), "malformed"},
+        {"huge-shape", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }",
+                                 float_bytes(six)), "2^62"},
+        {"shape-larger-than-file",
+         npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1024), }",
+                   float_bytes(six)), "truncated"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.name));
+        const std::string path = dir.file(std::string(c.name) + ".npy");
+        write_file(path, c.bytes);
+        const std::string message = usage_error_of([&] { lossjit::load_npy(path); });
+        CAPTURE(message);
+        CHECK(contains(message, path + ": "));
+        CHECK(contains(message, c.mentions));
+    }
+
+    const std::string missing = dir.file("does-not-exist.npy");
+    CHECK(contains(usage_error_of([&] { lossjit::load_npy(missing); }), missing));
+    CHECK(contains(usage_error_of([&] { lossjit::load_npy(dir.path().string()); }), "directory"));
+}
+
+}  // TEST_SUITE

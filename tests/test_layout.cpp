@@ -1,0 +1,107 @@
+// layout: broadcasting rules and dimension collapsing.
+#include <doctest/doctest.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+using namespace lossjit;
+
+TEST_SUITE("layout") {
+
+TEST_CASE("broadcast shapes follow NumPy") {
+    struct Row {
+        std::vector<Shape> inputs;
+        Shape expected;
+    };
+    const Row table[] = {
+        {{{32768, 32768}, {32768}}, {32768, 32768}},
+        {{{4, 1, 3}, {5, 1}}, {4, 5, 3}},
+        {{{}, {3}}, {3}},
+        {{{2, 0}, {1}}, {2, 0}},
+        {{{1}, {0}}, {0}},
+        {{}, {}},
+    };
+    for (const auto& row : table) {
+        std::vector<OperandShape> ops;
+        for (const auto& s : row.inputs) ops.push_back({"x", s, {}});
+        CHECK(broadcast_shapes(ops) == row.expected);
+    }
+}
+
+TEST_CASE("incompatible shapes name both inputs and the dimension") {
+    const std::vector<OperandShape> ops{{"p", {3, 4}, {}}, {"t", {3}, {}}};
+    CHECK_THROWS_WITH_AS(broadcast_shapes(ops),
+                         doctest::Contains("'p' [3, 4] and 't' [3] differ in dimension 1 from the end (4 vs 3)"),
+                         UsageError);
+}
+
+TEST_CASE("collapsing") {
+    SUBCASE("same-shape contiguous inputs become one flat dimension") {
+        const std::vector<OperandShape> ops{{"p", {64, 32, 8}, {}}, {"t", {64, 32, 8}, {}}};
+        const auto layout = plan_layout(ops, nullptr);
+        CHECK(layout.dims == std::vector<std::int64_t>{64 * 32 * 8});
+        CHECK(layout.count == 64 * 32 * 8);
+        CHECK(layout.inputs[0].contiguous);
+        CHECK(layout.inputs[1].contiguous);
+    }
+    SUBCASE("a row vector broadcast over rows stays two-dimensional, with stride 0 over rows") {
+        const std::vector<OperandShape> ops{{"p", {32768, 32768}, {}}, {"t", {32768}, {}}};
+        const auto layout = plan_layout(ops, nullptr);
+        CHECK(layout.dims == std::vector<std::int64_t>{32768, 32768});
+        CHECK(layout.inputs[0].contiguous);
+        CHECK_FALSE(layout.inputs[1].contiguous);
+        CHECK(layout.inputs[1].strides[0] == 0);
+        CHECK(layout.inputs[1].strides[1] == 1);
+    }
+    SUBCASE("a column vector [N,1] broadcast over columns") {
+        const std::vector<OperandShape> ops{{"p", {6, 4}, {}}, {"w", {6, 1}, {}}};
+        const auto layout = plan_layout(ops, nullptr);
+        CHECK(layout.dims == std::vector<std::int64_t>{6, 4});
+        CHECK(layout.inputs[1].strides[0] == 1);
+        CHECK(layout.inputs[1].strides[1] == 0);
+    }
+    SUBCASE("size-1 dimensions disappear") {
+        const std::vector<OperandShape> ops{{"p", {1, 10, 1, 3}, {}}};
+        const auto layout = plan_layout(ops, nullptr);
+        CHECK(layout.dims == std::vector<std::int64_t>{30});
+        CHECK(layout.inputs[0].contiguous);
+    }
+    SUBCASE("a transposed input keeps its strides") {
+        const std::vector<OperandShape> ops{{"p", {3, 5}, {1, 3}}, {"t", {3, 5}, {}}};
+        const auto layout = plan_layout(ops, nullptr);
+        CHECK(layout.dims == std::vector<std::int64_t>{3, 5});
+        CHECK_FALSE(layout.inputs[0].contiguous);
+        CHECK(layout.inputs[0].strides[0] == 1);
+        CHECK(layout.inputs[0].strides[1] == 3);
+        CHECK(layout.inputs[1].contiguous);
+    }
+    SUBCASE("a scalar and an empty tensor") {
+        const std::vector<OperandShape> scalar{{"s", {}, {}}};
+        CHECK(plan_layout(scalar, nullptr).count == 1);
+        const std::vector<OperandShape> empty{{"e", {0, 7}, {}}};
+        const auto layout = plan_layout(empty, nullptr);
+        CHECK(layout.count == 0);
+        CHECK(layout.dims == std::vector<std::int64_t>{0});
+    }
+}
+
+TEST_CASE("the output must have the broadcast shape and distinct elements") {
+    const std::vector<OperandShape> ops{{"x", {4, 6}, {}}};
+    const OperandShape wrong{"output", {6, 4}, {}};
+    CHECK_THROWS_WITH_AS(plan_layout(ops, &wrong), doctest::Contains("the output has shape [6, 4]"), UsageError);
+    const OperandShape aliased{"output", {4, 6}, {0, 1}};
+    CHECK_THROWS_WITH_AS(plan_layout(ops, &aliased), doctest::Contains("zero stride"), UsageError);
+    const OperandShape transposed{"output", {4, 6}, {1, 4}};
+    const auto layout = plan_layout(ops, &transposed);
+    CHECK_FALSE(layout.output.contiguous);
+}
+
+TEST_CASE("more than 8 uncollapsible dimensions is refused") {
+    Shape shape(9, 2);
+    std::vector<std::int64_t> odd(9);
+    for (int d = 0; d < 9; ++d) odd[static_cast<std::size_t>(d)] = 1ll << (2 * (8 - d) + 1);  // gaps everywhere
+    const std::vector<OperandShape> ops{{"p", shape, odd}};
+    CHECK_THROWS_WITH_AS(plan_layout(ops, nullptr), doctest::Contains("more than the 8"), UsageError);
+}
+
+}  // TEST_SUITE

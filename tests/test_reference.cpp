@@ -1,0 +1,142 @@
+// reference: the CPU evaluator on small hand-made tensors with known answers.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+HostTensor tensor(Shape shape, std::vector<float> values) { return HostTensor{std::move(shape), std::move(values)}; }
+
+double reduce(const std::string& text, const std::vector<HostTensor>& inputs, std::vector<Param> params = {}) {
+    Options options;
+    options.params = std::move(params);
+    auto loss = compile(text, options);
+    std::vector<TensorView> views;
+    for (const auto& t : inputs) views.push_back(t.view());
+    return loss.reference(views);
+}
+
+std::vector<float> map(const std::string& text, const std::vector<HostTensor>& inputs) {
+    auto loss = compile(text);
+    std::vector<TensorView> views;
+    for (const auto& t : inputs) views.push_back(t.view());
+    const Shape shape = loss.output_shape(views);
+    std::vector<float> out(static_cast<std::size_t>(element_count(shape)), -12345.0f);
+    loss.reference_map(views, OutputView::contiguous(out.data(), shape));
+    return out;
+}
+
+}  // namespace
+
+TEST_SUITE("reference") {
+
+TEST_CASE("the reference losses on tiny inputs") {
+    const auto p = tensor({2, 3}, {0.1f, 0.5f, 2.0f, -1.0f, 0.0f, 0.25f});
+    const auto t3 = tensor({3}, {1.0f, -1.0f, 1.0f});
+    // hinge: t[j] applies to column j. Row 0: max(0,1-0.1)=0.9, max(0,1+0.5)=1.5, max(0,1-2)=0;
+    // row 1: max(0,1+1)=2, 1, 0.75.
+    CHECK(reduce("mean(max(0, 1 - p*t))", {p, t3}) == doctest::Approx((0.9 + 1.5 + 0 + 2 + 1 + 0.75) / 6).epsilon(1e-7));
+
+    const auto t = tensor({2, 3}, {0.0f, 1.0f, 1.0f, 1.0f, 0.5f, 0.25f});
+    CHECK(reduce("mean((p - t)^2)", {p, t}) ==
+          doctest::Approx((0.01 + 0.25 + 1 + 4 + 0.25 + 0) / 6).epsilon(1e-7));
+
+    // smooth L1 with beta 1: |d| = .1 .5 1 2 .5 0.
+    const double sl1 = (0.5 * 0.01 + 0.5 * 0.25 + 0.5 + 1.5 + 0.5 * 0.25 + 0) / 6;
+    const std::string smooth_l1 = "param beta = 1; d = abs(p - t); mean(d < beta ? 0.5 * d^2 / beta : d - 0.5 * beta)";
+    CHECK(reduce(smooth_l1, {p, t}) == doctest::Approx(sl1).epsilon(1e-7));
+    const double sl1_half = (0.01 + 0.25 + 0.75 + 1.75 + 0.25 + 0) / 6;  // beta 0.5
+    CHECK(reduce(smooth_l1, {p, t}, {{"beta", 0.5}}) == doctest::Approx(sl1_half).epsilon(1e-7));
+
+    // KL batchmean: t*log(t) is 0 where t == 0; divided by dim 0 (2 rows), not by 4 elements.
+    const auto kp = tensor({2, 2}, {0.25f, 0.75f, 0.5f, 0.5f});
+    const auto kt = tensor({2, 2}, {0.0f, 1.0f, 0.5f, 0.5f});
+    const double kl = (std::log(1 / 0.75) + 0.0) / 2;
+    // Inputs come in order of first appearance: t, then p.
+    CHECK(reduce("batchmean(xlogy(t, t) - t * log(p))", {kt, kp}) == doctest::Approx(kl).epsilon(1e-7));
+
+    const auto x = tensor({5}, {-4.0f, -3.0f, 0.0f, 1.5f, 4.0f});
+    const auto hs = map("clamp(x + 3, 0, 6) / 6", {x});
+    CHECK(hs == std::vector<float>{0.0f, 0.0f, 0.5f, 0.75f, 1.0f});
+}
+
+TEST_CASE("reductions of empty tensors: mean is nan, sum is 0") {
+    const auto empty = tensor({0, 4}, {});
+    CHECK(std::isnan(reduce("mean(x)", {empty})));
+    CHECK(reduce("sum(x)", {empty}) == 0.0);
+    CHECK(map("x + 1", {empty}).empty());
+}
+
+TEST_CASE("nan propagates through min, max, clamp and relu, as in torch") {
+    const auto x = tensor({4}, {kNan, 1.0f, -1.0f, kInf});
+    const auto out = map("max(x, 0) + min(x, 0) + clamp(x, -1, 1) + relu(x)", {x});
+    CHECK(std::isnan(out[0]));
+    CHECK(out[1] == 1.0f + 0.0f + 1.0f + 1.0f);
+    CHECK(out[2] == 0.0f - 1.0f - 1.0f + 0.0f);
+    CHECK(std::isinf(out[3]));
+    const auto e = map("xlogy(x, 1) + sign(x) + (x % 3)", {tensor({3}, {0.0f, kNan, -7.0f})});
+    CHECK(e[0] == 0.0f);  // xlogy(0, 0) = 0, sign(0) = 0, 0 % 3 = 0
+    CHECK(std::isnan(e[1]));
+    CHECK(e[2] == -1.0f + 2.0f);  // xlogy(-7, 1) = -0, sign(-7) = -1, -7 % 3 = 2
+    CHECK(std::isinf(map("xlogy(x, 0)", {tensor({1}, {-7.0f})})[0]));
+    CHECK(map("x % 3", {tensor({1}, {-7.0f})})[0] == 2.0f);
+    CHECK(map("round(x)", {tensor({4}, {0.5f, 1.5f, 2.5f, -0.5f})}) == std::vector<float>{0.0f, 2.0f, 2.0f, -0.0f});
+}
+
+TEST_CASE("broadcasting and strides in the reference") {
+    const auto col = tensor({2, 1}, {10.0f, 20.0f});
+    const auto row = tensor({3}, {1.0f, 2.0f, 3.0f});
+    CHECK(map("a + b", {col, row}) == std::vector<float>{11, 12, 13, 21, 22, 23});
+
+    // A transposed view of [[1,2,3],[4,5,6]] read as shape [3,2] with strides [1,3].
+    const std::vector<float> data{1, 2, 3, 4, 5, 6};
+    auto loss = compile("x * 1");
+    const TensorView transposed{data.data(), DType::float32, {3, 2}, {1, 3}};
+    const std::vector<TensorView> views{transposed};
+    std::vector<float> out(6);
+    loss.reference_map(views, OutputView::contiguous(out.data(), {3, 2}));
+    CHECK(out == std::vector<float>{1, 4, 2, 5, 3, 6});
+}
+
+TEST_CASE("a large reduction is accurate and independent of threading") {
+    const auto x = generate(parse_generator("3000001:range"), 0);
+    // sum of 0..n-1 = n(n-1)/2 exactly representable in float64; the inputs are exact in float32 up to 2^24.
+    const double n = 3000001;
+    const double expected = n * (n - 1) / 2;
+    const double got = reduce("sum(x)", {x});
+    CHECK(std::fabs(got - expected) / expected < 1e-6);  // inputs above 2^24 are rounded to float32
+    CHECK(reduce("sum(x)", {x}) == got);                   // same bits again
+}
+
+TEST_CASE("API misuse is a clear UsageError") {
+    auto loss = compile("mean(p - t)");
+    const auto a = tensor({3}, {1, 2, 3});
+    const auto b = tensor({4}, {1, 2, 3, 4});
+    const std::vector<TensorView> one{a.view()};
+    CHECK_THROWS_WITH_AS(loss.reference(one), doctest::Contains("takes 2 inputs (p, t), but 1 was given"), UsageError);
+    const std::vector<TensorView> mismatched{a.view(), b.view()};
+    CHECK_THROWS_WITH_AS(loss.reference(mismatched), doctest::Contains("do not broadcast"), UsageError);
+    TensorView f64 = a.view();
+    f64.dtype = DType::float64;
+    const std::vector<TensorView> wrong_type{f64, a.view()};
+    CHECK_THROWS_WITH_AS(loss.reference(wrong_type), doctest::Contains("'p' is float64"), UsageError);
+    TensorView null = a.view();
+    null.data = nullptr;
+    const std::vector<TensorView> null_data{null, a.view()};
+    CHECK_THROWS_WITH_AS(loss.reference(null_data), doctest::Contains("null pointer"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.set_param("beta", 1), doctest::Contains("no parameter 'beta'"), UsageError);
+    CHECK_THROWS_AS(loss.reference_map(one, OutputView{}), UsageError);
+    CHECK_THROWS_WITH_AS(compile("batchmean(x)").reference(std::vector<TensorView>{tensor({}, {1}).view()}),
+                         doctest::Contains("batchmean divides by the size of dimension 0"), UsageError);
+}
+
+}  // TEST_SUITE
