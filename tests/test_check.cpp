@@ -4,7 +4,11 @@
 #include <cmath>
 
 #include "lossjit/errors.hpp"
+#include "paths.hpp"
 #include "pipeline.hpp"
+
+#include <fstream>
+#include <sstream>
 
 using namespace lossjit;
 
@@ -148,4 +152,19 @@ TEST_CASE("types: comparisons and logic are bool") {
     CHECK(program.node(program.body).type == ValueType::Float);
 }
 
+}  // TEST_SUITE
+
+TEST_SUITE("check") {
+TEST_CASE("docs/language.md documents every function") {
+    std::ifstream in(source_dir() + "/docs/language.md");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::size_t count = 0;
+    const std::string_view* names = function_names(&count);
+    REQUIRE(count > 30);
+    for (std::size_t i = 0; i < count; ++i) {
+        CAPTURE(names[i]);
+        CHECK(text.str().find("`" + std::string(names[i]) + "(") != std::string::npos);
+    }
+}
 }  // TEST_SUITE

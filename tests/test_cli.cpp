@@ -12,6 +12,7 @@
 
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
+#include "paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,7 +24,7 @@ struct Result {
 };
 
 Result run(const std::string& args, const std::string& env = "") {
-    const std::string command = env + " " + LOSSJIT_CLI + " " + args + " 2>&1";
+    const std::string command = env + " " + cli_path() + " " + args + " 2>&1";
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string output;
@@ -33,7 +34,7 @@ Result run(const std::string& args, const std::string& env = "") {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-std::string example(const char* name) { return std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name; }
+std::string example(const char* name) { return source_dir() + "/examples/" + name; }
 
 struct TempDir {
     fs::path path;

@@ -9,6 +9,7 @@
 #include "compile.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
+#include "paths.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;
@@ -22,7 +23,7 @@ std::string read_file(const std::string& path) {
     return s.str();
 }
 
-std::string example(const std::string& name) { return read_file(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name); }
+std::string example(const std::string& name) { return read_file(source_dir() + "/examples/" + name); }
 
 ir::Program checked(const std::string& text) { return check(parse(text, "expr"), {}); }
 
@@ -85,7 +86,7 @@ TEST_CASE("golden: the hinge kernel for p [64, 32] and a broadcast t [32]") {
     auto loss = compile(example("hinge.loss"), options);
     const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 32}), TensorView::contiguous(nullptr, {32})};
     const std::string source = loss.cuda_source(shapes);
-    const std::string path = std::string(LOSSJIT_SOURCE_DIR) + "/tests/golden/hinge.cu";
+    const std::string path = source_dir() + "/tests/golden/hinge.cu";
     if (std::getenv("LOSSJIT_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary) << source;
     }

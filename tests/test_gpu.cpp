@@ -9,6 +9,7 @@
 
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
+#include "paths.hpp"
 
 using namespace lossjit;
 
@@ -25,7 +26,7 @@ bool have_gpu() {
 }
 
 std::string example(const std::string& name) {
-    std::ifstream in(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name);
+    std::ifstream in(source_dir() + "/examples/" + name);
     std::stringstream s;
     s << in.rdbuf();
     return s.str();

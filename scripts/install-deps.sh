@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lossjit builds against (Debian 12; the CUDA 13 toolkit is expected in
+# /usr/local/cuda). Does nothing when they are all present, so it is cheap to run before every build.
+set -euo pipefail
+
+packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
+  echo "install-deps: the CUDA toolkit (13.x, with NVRTC) must be installed in /usr/local/cuda" >&2
+  exit 1
+fi

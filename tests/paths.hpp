@@ -1,0 +1,13 @@
+// Where the tests find the source tree and the CLI: baked in at build time, overridable from the
+// environment so a build folder carried to another machine (the GPU machine) still finds them.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+inline std::string env_or(const char* name, const char* fallback) {
+    const char* value = std::getenv(name);
+    return value && *value ? value : fallback;
+}
+inline std::string source_dir() { return env_or("LOSSJIT_SOURCE_DIR", LOSSJIT_SOURCE_DIR); }
+inline std::string cli_path() { return env_or("LOSSJIT_CLI", LOSSJIT_CLI); }
