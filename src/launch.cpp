@@ -183,6 +183,17 @@ struct Loss::Impl {
                                   static_cast<CUstream>(stream), args.data(), nullptr));
     }
 
+    // Validates, plans and launches; the caller holds `mutex`.
+    void run(std::span<const TensorView> inputs, const OutputView* output, float* result, Stream stream) {
+        check_inputs(inputs);
+        if (output) check_data("output", output->dtype, output->data, output->numel());
+        const Layout layout = layout_for(inputs, output);
+        if (output && layout.count == 0) return;  // an empty map has nothing to write
+        ensure_device();
+        cuda::ScopedContext scope(*context);
+        launch(layout, inputs, output ? output->data : nullptr, result, stream);
+    }
+
     void check_inputs(std::span<const TensorView> inputs) const {
         for (std::size_t k = 0; k < inputs.size() && k < program.inputs.size(); ++k)
             check_data(program.inputs[k], inputs[k].dtype, inputs[k].data, inputs[k].numel());
@@ -239,18 +250,25 @@ void Loss::set_param(std::string_view name, double value) {
                                  names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
 }
 
+bool Loss::uses(std::string_view name) const {
+    const auto& program = impl_->program;
+    for (const auto& n : program.nodes) {
+        if (n.kind == ir::NodeKind::Input && program.inputs[static_cast<std::size_t>(n.slot)] == name) return true;
+        if (n.kind == ir::NodeKind::Param && program.params[static_cast<std::size_t>(n.slot)].name == name) return true;
+    }
+    return false;
+}
+
 Shape Loss::output_shape(std::span<const TensorView> inputs) const {
     return broadcast_shapes(shapes_of(impl_->program.inputs, inputs));
 }
 
 float Loss::operator()(std::span<const TensorView> inputs, Stream stream) {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
+    // The lock also covers the copy: another call on this stream must not overwrite the result first.
     std::lock_guard lock(impl_->mutex);
-    impl_->check_inputs(inputs);
-    const Layout layout = impl_->layout_for(inputs, nullptr);
-    impl_->ensure_device();
+    impl_->run(inputs, nullptr, nullptr, stream);
     cuda::ScopedContext scope(*impl_->context);
-    impl_->launch(layout, inputs, nullptr, nullptr, stream);
     const Workspace& ws = impl_->workspaces.at(stream);
     float value = 0.0f;
     LOSSJIT_CU(cuMemcpyDtoHAsync(&value, reinterpret_cast<CUdeviceptr>(ws.result(impl_->workspace_slots())),
@@ -263,24 +281,14 @@ void Loss::evaluate(std::span<const TensorView> inputs, float* device_result, St
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
     if (!device_result) throw UsageError("evaluate() needs a device pointer for the result");
     std::lock_guard lock(impl_->mutex);
-    impl_->check_inputs(inputs);
-    const Layout layout = impl_->layout_for(inputs, nullptr);
-    impl_->ensure_device();
-    cuda::ScopedContext scope(*impl_->context);
-    impl_->launch(layout, inputs, nullptr, device_result, stream);
+    impl_->run(inputs, nullptr, device_result, stream);
 }
 
 void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Stream stream) {
     if (kind() != Kind::Map)
         throw UsageError(fmt::format("this program is a {} reduction: call it for a value, not map()", reduction()));
     std::lock_guard lock(impl_->mutex);
-    impl_->check_inputs(inputs);
-    check_data("output", output.dtype, output.data, output.numel());
-    const Layout layout = impl_->layout_for(inputs, &output);
-    if (layout.count == 0) return;
-    impl_->ensure_device();
-    cuda::ScopedContext scope(*impl_->context);
-    impl_->launch(layout, inputs, output.data, nullptr, stream);
+    impl_->run(inputs, &output, nullptr, stream);
 }
 
 double Loss::reference(std::span<const TensorView> host_inputs) const {

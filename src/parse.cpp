@@ -312,34 +312,22 @@ struct action<grammar::call> {
 
 // Operators: the spelling and position are remembered when the operator is seen and used when its
 // right operand is complete; a stack, because the operand may contain operators of its own.
-template <typename Input>
-void remember_operator(const Input& in, ParseState& s) {
-    s.operators.emplace_back(in.string(), pos_of(in));
-}
-template <> struct action<grammar::prefix_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
+struct remember_operator {
+    template <typename Input>
+    static void apply(const Input& in, ParseState& s) { s.operators.emplace_back(in.string(), pos_of(in)); }
 };
-template <> struct action<grammar::power_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
+struct reduce_binary {
+    template <typename Input>
+    static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
 };
-template <> struct action<grammar::mul_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
-template <> struct action<grammar::add_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
-template <> struct action<grammar::compare_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
-template <> struct action<grammar::equality_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
-template <> struct action<grammar::and_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
-template <> struct action<grammar::or_op> {
-    template <typename Input> static void apply(const Input& in, ParseState& s) { remember_operator(in, s); }
-};
+template <> struct action<grammar::prefix_op> : remember_operator {};
+template <> struct action<grammar::power_op> : remember_operator {};
+template <> struct action<grammar::mul_op> : remember_operator {};
+template <> struct action<grammar::add_op> : remember_operator {};
+template <> struct action<grammar::compare_op> : remember_operator {};
+template <> struct action<grammar::equality_op> : remember_operator {};
+template <> struct action<grammar::and_op> : remember_operator {};
+template <> struct action<grammar::or_op> : remember_operator {};
 
 template <> struct action<grammar::prefixed> {
     template <typename Input>
@@ -348,27 +336,13 @@ template <> struct action<grammar::prefixed> {
         s.reduce(ast::ExprKind::Unary, 1, std::move(op), pos);
     }
 };
-template <> struct action<grammar::power_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::mul_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::add_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::compare_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::equality_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::and_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
-template <> struct action<grammar::or_tail> {
-    template <typename Input> static void apply(const Input&, ParseState& s) { s.reduce_binary(); }
-};
+template <> struct action<grammar::power_tail> : reduce_binary {};
+template <> struct action<grammar::mul_tail> : reduce_binary {};
+template <> struct action<grammar::add_tail> : reduce_binary {};
+template <> struct action<grammar::compare_tail> : reduce_binary {};
+template <> struct action<grammar::equality_tail> : reduce_binary {};
+template <> struct action<grammar::and_tail> : reduce_binary {};
+template <> struct action<grammar::or_tail> : reduce_binary {};
 
 template <> struct action<grammar::conditional_tail> {
     template <typename Input>

@@ -62,7 +62,8 @@ TEST_CASE("usage errors name the problem") {
     CHECK(run("run 'mean(p - t)' --cpu").output.find("give each with --input") != std::string::npos);
     CHECK(run("run 'mean(p - t)' -i p=3 -i t=4 --cpu").output.find("do not broadcast") != std::string::npos);
     CHECK(run("run 'mean(p)' -i p=3:gaussian --cpu").status == 2);
-    CHECK(run("run 'mean(p)' -i p=3 --param beta=1 --cpu").output.find("no parameter 'beta'") != std::string::npos);
+    CHECK(run("run 'mean(p)' -i p=3 --param beta=1 --cpu").output.find("does not use a parameter 'beta'") != std::string::npos);
+    CHECK(run("run 'mean(p)' -i p=3 --param beta=x --cpu").output.find("'x' is not a number") != std::string::npos);
     CHECK(run("run 'mean(p)' -i p=/nonexistent.npy --cpu").status == 2);
     CHECK(run("run missing.loss --cpu").output.find("cannot read program file") != std::string::npos);
     CHECK(run("frobnicate").status != 0);
@@ -83,6 +84,14 @@ TEST_CASE("run evaluates on the CPU reference where asked or where there is no G
     const auto a = run("run " + example("smooth_l1.loss") + " -i p=100:normal -i t=100:normal --cpu");
     const auto b = run("run " + example("smooth_l1.loss") + " -i p=100:normal -i t=100:normal --cpu -p beta=0.25");
     CHECK(a.output != b.output);
+
+    // Options may come before the program; each --input takes exactly one value.
+    CHECK(std::stod(run("run -i p=3:const[2] 'mean(p)' --cpu").output) == 2.0);
+
+    // --param declares a parameter the program does not declare itself.
+    const auto margin = run("run 'mean(max(0, margin - p))' -i p=3:const[0.5] --param margin=2 --cpu");
+    CHECK(margin.status == 0);
+    CHECK(std::stod(margin.output) == 1.5);
 }
 
 TEST_CASE("a map writes its output as .npy") {

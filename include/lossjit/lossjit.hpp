@@ -67,6 +67,7 @@ public:
     const std::vector<std::string>& inputs() const;
     std::vector<Param> params() const;         // current values
     void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile
+    bool uses(std::string_view name) const;    // does the program read this input or parameter?
 
     // ---- on the GPU; inputs are float32 device tensors in the order of inputs() ----
     // Reduction: launch, wait, return the value.

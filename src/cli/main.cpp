@@ -89,10 +89,13 @@ Prepared prepare(const CommonArgs& args) {
         given.push_back(parse_input_arg(i));
         options.inputs.push_back(given.back().name);
     }
+    // --param declares a parameter (or sets the program's `param` default); one the program never
+    // reads is a typo, not a harmless extra.
+    for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
     lossjit::Loss loss = lossjit::compile(text, options);
-    for (const auto& p : args.params) {
-        const auto param = parse_param_arg(p);
-        loss.set_param(param.name, param.value);
+    for (const auto& p : options.params) {
+        if (!loss.uses(p.name))
+            throw UsageError(fmt::format("--param {}: the program does not use a parameter '{}'", p.name, p.name));
     }
     if (given.empty() && !loss.inputs().empty()) {
         throw UsageError(fmt::format("the program reads {}: give each with --input NAME=SHAPE:GENERATOR "
@@ -172,12 +175,11 @@ int run_command(const RunArgs& args) {
     const bool gpu = !args.cpu && lossjit::cuda_available(&why_not);
     std::string arch = args.arch;
     if (gpu) arch = lossjit::device_info(args.common.device).arch();
-    dump_stages(loss, args.dumps, shape_views(prepared.inputs), arch);
-
     std::vector<HostTensor> host;
     for (const auto& i : prepared.inputs) host.push_back(load_input(i, args.common.seed));
     std::vector<TensorView> host_views;
     for (const auto& h : host) host_views.push_back(h.view());
+    dump_stages(loss, args.dumps, host_views, arch);
 
     nlohmann::json report;
     report["program"] = args.common.program;
@@ -320,8 +322,10 @@ void add_common(CLI::App* cmd, CommonArgs& args) {
     cmd->add_option("program", args.program, "the program text, or a .loss file holding it")->required();
     cmd->add_option("-i,--input", args.inputs,
                     "NAME=SHAPE:GENERATOR (uniform[lo,hi], normal[mean,std], sign, softmax, const[v], range) "
-                    "or NAME=file.npy; repeat per input");
-    cmd->add_option("-p,--param", args.params, "NAME=VALUE for a parameter; repeatable");
+                    "or NAME=file.npy; repeat per input")
+        ->allow_extra_args(false);
+    cmd->add_option("-p,--param", args.params, "NAME=VALUE: declare a parameter or set its default; repeatable")
+        ->allow_extra_args(false);
     cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
     cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
 }
@@ -336,7 +340,8 @@ int main(int argc, char** argv) {
     auto* run_cmd = app.add_subcommand("run", "evaluate a program (on the GPU, or the CPU reference without one)");
     add_common(run_cmd, run.common);
     run_cmd->add_option("--dump", run.dumps, "print a stage first: ast, checked, cuda, ptx")
-        ->check(CLI::IsMember({"ast", "checked", "cuda", "ptx"}));
+        ->check(CLI::IsMember({"ast", "checked", "cuda", "ptx"}))
+        ->allow_extra_args(false);
     run_cmd->add_option("-o,--output", run.output, "write a map's result to this .npy file");
     run_cmd->add_flag("--check", run.check, "also evaluate on the CPU reference and compare (exit 1 if off)");
     run_cmd->add_option("--tolerance", run.tolerance, "relative error --check accepts")->capture_default_str();
