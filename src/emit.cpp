@@ -2,7 +2,9 @@
 // only prints expressions and the per-program declarations. Nothing of the user's text reaches the
 // source except identifiers (already checked by the grammar, emitted behind a prefix) and numbers
 // (re-printed from their parsed values).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 #include <fmt/format.h>
@@ -16,7 +18,6 @@ namespace lossjit {
 namespace {
 
 std::string input_value(const std::string& name) { return "x_" + name; }
-std::string input_param(const std::string& name) { return "in_" + name; }
 std::string binding_value(const std::string& name) { return "b_" + name; }
 std::string param_value(const std::string& name) { return "param_" + name; }
 
@@ -99,13 +100,6 @@ private:
     const ir::Program& program_;
 };
 
-std::vector<bool> used_inputs(const ir::Program& program) {
-    std::vector<bool> used(program.inputs.size(), false);
-    for (const auto& n : program.nodes)
-        if (n.kind == ir::NodeKind::Input) used[static_cast<std::size_t>(n.slot)] = true;
-    return used;
-}
-
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
     std::string out;
     std::size_t pos = 0;
@@ -127,83 +121,134 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
 
 }  // namespace
 
-KernelSpec KernelSpec::for_layout(const Layout& layout, bool is_map, int block_threads) {
+std::vector<int> read_inputs(const ir::Program& program) {
+    std::vector<bool> read(program.inputs.size(), false);
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::Input) read[static_cast<std::size_t>(n.slot)] = true;
+    std::vector<int> slots;
+    for (std::size_t k = 0; k < read.size(); ++k)
+        if (read[k]) slots.push_back(static_cast<int>(k));
+    return slots;
+}
+
+KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
+                              std::span<const void* const> input_data, const void* output_data, int block_threads,
+                              int unroll) {
     KernelSpec spec;
-    spec.rank = static_cast<int>(layout.dims.size());
-    for (const auto& a : layout.inputs) spec.contiguous_inputs.push_back(a.contiguous);
-    spec.contiguous_output = !is_map || layout.output.contiguous;
     spec.block_threads = block_threads;
+    spec.rank = static_cast<int>(layout.dims.size());
+    const std::size_t inner = layout.dims.size() - 1;
+    const auto slots = read_inputs(program);
+
+    bool rows = !program.is_map() || layout.output.strides[inner] == 1 || layout.count <= 1;
+    for (int slot : slots) {
+        const auto s = layout.inputs[static_cast<std::size_t>(slot)].strides[inner];
+        rows = rows && (s == 0 || s == 1);
+        spec.inner_strides.push_back(s == 0 ? 0 : 1);
+    }
+    if (!rows) {
+        spec.loop = Loop::Strided;
+        spec.inner_strides.clear();
+        return spec;
+    }
+
+    // 16-byte accesses need every row of every contiguous operand to start 16-byte aligned.
+    auto aligned = [&](const void* data, const OperandAccess& access) {
+        if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0) return false;
+        for (std::size_t d = 0; d < inner; ++d)
+            if (access.strides[d] % 4 != 0) return false;
+        return true;
+    };
+    bool vector = layout.dims[inner] % 4 == 0;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        const auto slot = static_cast<std::size_t>(slots[k]);
+        if (spec.inner_strides[k] == 1)
+            vector = vector && aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]);
+    }
+    if (program.is_map()) vector = vector && aligned(output_data, layout.output);
+    spec.vector_width = vector ? 4 : 1;
+
+    // About eight loads in flight per thread, fewer when a row is shorter than a tile.
+    if (unroll > 0) {
+        spec.unroll = unroll;
+    } else {
+        spec.unroll = std::clamp(8 / std::max<int>(1, static_cast<int>(slots.size())), 1, 4);
+        while (spec.unroll > 1 &&
+               static_cast<std::int64_t>(block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
+            spec.unroll /= 2;
+    }
     return spec;
 }
 
 std::string KernelSpec::signature() const {
-    std::string access;
-    for (bool c : contiguous_inputs) access += c ? 'c' : 's';
-    return fmt::format("rank {}, inputs [{}], output {}, {} threads/block", rank, access,
-                       contiguous_output ? 'c' : 's', block_threads);
+    if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block", rank, block_threads);
+    return fmt::format("rows, rank {}, inner strides [{}], vector {}, unroll {}, {} threads/block", rank,
+                       fmt::join(inner_strides, " "), vector_width, unroll, block_threads);
 }
 
 std::string print_expression(const ir::Program& program, int node) { return Printer(program).print(node); }
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
-    if (spec.contiguous_inputs.size() != program.inputs.size())
-        throw InternalError("kernel spec and program disagree on the number of inputs");
+    const auto slots = read_inputs(program);
+    if (spec.loop == KernelSpec::Loop::Rows && spec.inner_strides.size() != slots.size())
+        throw InternalError("kernel spec and program disagree on the inputs read");
     if (spec.rank < 1 || spec.rank > kMaxRank) throw InternalError("kernel rank out of range");
     if (spec.block_threads % 32 != 0 || spec.block_threads < 32 || spec.block_threads > 1024)
         throw UsageError(fmt::format("threads per block must be a multiple of 32 in [32, 1024], not {}",
                                      spec.block_threads));
+    if (spec.unroll < 1 || spec.unroll > 16) throw UsageError(fmt::format("unroll must be in [1, 16], not {}", spec.unroll));
+    if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
 
     const Printer printer(program);
-    const auto used = used_inputs(program);
+    const std::size_t n = slots.size();
+    const std::size_t array = std::max<std::size_t>(n, 1);
+
+    // The program for one element, as a functor the loop templates call.
+    std::string element = "// The program for one element; x[k] is the k-th input it reads.\nstruct Element {\n";
+    element += fmt::format("    static constexpr int kInputs = {};\n", n);
+    std::string inner = "1";  // innermost stride of input k: 1 contiguous, 0 one value per row
+    for (std::size_t k = spec.inner_strides.size(); k-- > 0;)
+        if (spec.inner_strides[k] == 0) inner = fmt::format("k == {} ? 0 : {}", k, inner);
+    element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n", inner);
+    for (const auto& p : program.params) element += fmt::format("    float {};\n", param_value(p.name));
+    element += fmt::format("    __device__ __forceinline__ float operator()(const float (&x)[{}]) const {{\n", array);
     const std::string indent(8, ' ');
-
-    std::string parameters;
-    for (std::size_t k = 0; k < program.inputs.size(); ++k) {
-        const auto& name = program.inputs[k];
-        parameters += spec.contiguous_inputs[k]
-                          ? fmt::format(",\n    const float* __restrict__ {}", input_param(name))
-                          : fmt::format(",\n    const lj::Strided {}", input_param(name));
-    }
-    for (const auto& p : program.params) parameters += fmt::format(",\n    const float {}", param_value(p.name));
-
-    bool any_strided = program.is_map() && !spec.contiguous_output;
-    for (std::size_t k = 0; k < program.inputs.size(); ++k)
-        any_strided = any_strided || (used[k] && !spec.contiguous_inputs[k]);
-
-    std::string element;
-    if (any_strided) {
-        element += fmt::format("{}long long c[{}];\n{}lj::coords<{}>(extents, i, c);\n", indent, spec.rank,
-                               indent, spec.rank);
-    }
-    for (std::size_t k = 0; k < program.inputs.size(); ++k) {
-        if (!used[k]) continue;
-        const auto& name = program.inputs[k];
-        element += spec.contiguous_inputs[k]
-                       ? fmt::format("{}const float {} = {}[i];\n", indent, input_value(name), input_param(name))
-                       : fmt::format("{}const float {} = {}.ptr[lj::offset<{}>(c, {}.strides)];\n", indent,
-                                     input_value(name), input_param(name), spec.rank, input_param(name));
+    for (std::size_t k = 0; k < n; ++k) {
+        element += fmt::format("{}const float {} = x[{}];\n", indent,
+                               input_value(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
     for (const auto& b : program.bindings) {
         const bool is_bool = program.node(b.node).type == ValueType::Bool;
         element += fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float", binding_value(b.name),
                                without_outer_parens(printer.print(b.node)));
     }
-    element += fmt::format("{}const float value = {};", indent, without_outer_parens(printer.print(program.body)));
+    element += fmt::format("{}return {};\n    }}\n}};", indent, without_outer_parens(printer.print(program.body)));
+
+    std::string parameters, parameter_values;
+    for (const auto& p : program.params) {
+        parameters += fmt::format(",\n    const float {}", param_value(p.name));
+        parameter_values += (parameter_values.empty() ? "" : ", ") + param_value(p.name);
+    }
+
+    const std::string loop =
+        spec.loop == KernelSpec::Loop::Rows
+            ? fmt::format("lj::for_rows<{}, {}, {}, {}>", spec.block_threads, spec.unroll, spec.vector_width, spec.rank)
+            : fmt::format("lj::for_each_strided<{}, {}>", spec.block_threads, spec.rank);
 
     std::map<std::string, std::string> values{
         {"VERSION", kVersion},
         {"SIGNATURE", spec.signature()},
         {"PRELUDE", std::string(templates::prelude_cuh)},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
-        {"PARAMETERS", parameters},
         {"ELEMENT", element},
+        {"PARAMETERS", parameters},
+        {"PARAMETER_VALUES", parameter_values},
+        {"LOOP", loop},
     };
     if (!program.is_map()) {
         values["REDUCTION"] = std::string(ir::to_string(program.reduction));
         return substitute(templates::reduce_cu, values);
     }
-    values["OUTPUT_PARAMETER"] = spec.contiguous_output ? "float* out" : "const lj::StridedOut out";
-    values["STORE"] = spec.contiguous_output ? "out[i]" : fmt::format("out.ptr[lj::offset<{}>(c, out.strides)]", spec.rank);
     return substitute(templates::map_cu, values);
 }
 

@@ -1,8 +1,9 @@
 // Host mirrors of the kernel parameter structs in templates/prelude.cuh. The two must agree field
-// for field; the sizes are asserted here and the GPU tests exercise every struct.
+// for field; sizes are asserted here and every struct is exercised by the GPU tests.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "pipeline.hpp"
 
@@ -12,8 +13,8 @@ struct Extents {
     long long count;
     long long dims[kMaxRank];
 };
-struct Strided {
-    const void* ptr;
+struct Output {
+    void* ptr;
     long long strides[kMaxRank];
 };
 struct ReduceOut {
@@ -23,7 +24,22 @@ struct ReduceOut {
     double divisor;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Strided) == 72 && sizeof(ReduceOut) == 32);
+// lj::Inputs<N>: N pointers, then N rows of kMaxRank strides (N >= 1 slots even when N is 0).
+class Inputs {
+public:
+    explicit Inputs(std::size_t n) : slots_(n > 0 ? n : 1), bytes_(slots_ * (1 + kMaxRank), 0) {}
+    void set_pointer(std::size_t k, const void* p) { bytes_[k] = reinterpret_cast<std::int64_t>(p); }
+    void set_strides(std::size_t k, const std::int64_t* strides) {
+        for (int d = 0; d < kMaxRank; ++d) bytes_[slots_ + k * kMaxRank + static_cast<std::size_t>(d)] = strides[d];
+    }
+    void* data() { return bytes_.data(); }
+
+private:
+    std::size_t slots_;
+    std::vector<std::int64_t> bytes_;
+};
+
+static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32);
 static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
 
 }  // namespace lossjit::abi

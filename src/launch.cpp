@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,38 @@ void check_data(std::string_view name, DType dtype, const void* data, std::int64
         throw UsageError(fmt::format("'{}' is not aligned to 4 bytes", name));
 }
 
+
+// Everything a launch needs that depends only on the inputs' shapes, strides and alignment. The
+// last call's plan is kept, so repeated calls with the same layout only patch pointers and launch.
+struct LaunchPlan {
+    std::vector<Shape> shapes;
+    std::vector<std::vector<std::int64_t>> strides;
+    Shape output_shape;
+    std::vector<std::int64_t> output_strides;
+    unsigned alignment = 0;  // bit k: input k (bit 31: the output) is 16-byte aligned
+    bool valid = false;
+
+    Layout layout;
+    KernelSpec spec;
+    const LoadedKernel* kernel = nullptr;
+    unsigned grid = 1;
+    std::vector<int> slots;  // program input slot of each kernel input
+    abi::Extents extents{};
+    std::unique_ptr<abi::Inputs> inputs;
+    abi::Output output{};
+    abi::ReduceOut reduce{};
+    std::vector<float> params;
+    std::vector<void*> args;
+};
+
+unsigned alignment_of(std::span<const TensorView> inputs, const OutputView* output) {
+    unsigned bits = 0;
+    for (std::size_t k = 0; k < inputs.size() && k < 31; ++k)
+        if (reinterpret_cast<std::uintptr_t>(inputs[k].data) % 16 == 0) bits |= 1u << k;
+    if (output && reinterpret_cast<std::uintptr_t>(output->data) % 16 == 0) bits |= 1u << 31;
+    return bits;
+}
+
 }  // namespace
 
 struct Loss::Impl {
@@ -72,6 +105,7 @@ struct Loss::Impl {
     std::string target;
     std::map<std::string, LoadedKernel> kernels;  // by KernelSpec::signature()
     std::map<Stream, Workspace> workspaces;
+    LaunchPlan plan;
 
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
@@ -82,8 +116,11 @@ struct Loss::Impl {
         return plan_layout(shapes, &out);
     }
 
-    KernelSpec spec_for(const Layout& layout) const {
-        return KernelSpec::for_layout(layout, program.is_map(), options.block_threads);
+    KernelSpec spec_for(const Layout& layout, std::span<const TensorView> inputs, const OutputView* output) const {
+        std::vector<const void*> data;
+        for (const auto& v : inputs) data.push_back(v.data);
+        return KernelSpec::choose(program, layout, data, output ? output->data : nullptr, options.block_threads,
+                                  options.unroll);
     }
 
     void ensure_device() {
@@ -116,6 +153,7 @@ struct Loss::Impl {
         kernel.function = kernel.module->function(kKernelName);
         int per_sm = 0;
         LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel.function, spec.block_threads, 0));
+        if (options.max_blocks_per_sm > 0) per_sm = std::min(per_sm, options.max_blocks_per_sm);
         kernel.grid_limit = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
         timings.load_ms = ms_since(start);
         return kernels.emplace(signature, std::move(kernel)).first->second;
@@ -131,71 +169,90 @@ struct Loss::Impl {
         return ws;
     }
 
-    // Builds the parameter list in the order the emitter declares it and launches once.
-    void launch(const Layout& layout, std::span<const TensorView> inputs, const void* output_ptr,
-                float* reduce_result, Stream stream) {
-        const KernelSpec spec = spec_for(layout);
-        const LoadedKernel& kernel = kernel_for(spec);
-
-        abi::Extents extents{};
-        extents.count = layout.count;
-        std::copy(layout.dims.begin(), layout.dims.end(), extents.dims);
-
-        std::vector<abi::Strided> strided(inputs.size() + 1);
-        std::vector<const void*> pointers(inputs.size() + 1);
-        std::vector<float> params(param_values.begin(), param_values.end());
-        std::vector<void*> args;
-        args.push_back(&extents);
-        for (std::size_t k = 0; k < inputs.size(); ++k) {
-            if (spec.contiguous_inputs[k]) {
-                pointers[k] = inputs[k].data;
-                args.push_back(&pointers[k]);
-            } else {
-                strided[k].ptr = inputs[k].data;
-                std::copy(layout.inputs[k].strides.begin(), layout.inputs[k].strides.end(), strided[k].strides);
-                args.push_back(&strided[k]);
-            }
-        }
-        for (auto& p : params) args.push_back(&p);
-
-        const long long blocks_needed = std::max<long long>(1, (layout.count + spec.block_threads - 1) / spec.block_threads);
-        const unsigned grid = static_cast<unsigned>(std::min<long long>(blocks_needed, kernel.grid_limit));
-
-        abi::ReduceOut reduce_out{};
-        if (program.is_map()) {
-            if (spec.contiguous_output) {
-                pointers.back() = output_ptr;
-                args.push_back(&pointers.back());
-            } else {
-                strided.back().ptr = output_ptr;
-                std::copy(layout.output.strides.begin(), layout.output.strides.end(), strided.back().strides);
-                args.push_back(&strided.back());
-            }
-        } else {
-            Workspace& ws = workspace_for(stream);
-            reduce_out.partials = ws.partials();
-            reduce_out.arrivals = ws.arrivals(workspace_slots());
-            reduce_out.result = reduce_result ? reduce_result : ws.result(workspace_slots());
-            reduce_out.divisor = reduction_divisor(program, layout);
-            args.push_back(&reduce_out);
-        }
-        LOSSJIT_CU(cuLaunchKernel(kernel.function, grid, 1, 1, static_cast<unsigned>(spec.block_threads), 1, 1, 0,
-                                  static_cast<CUstream>(stream), args.data(), nullptr));
+    bool plan_matches(std::span<const TensorView> inputs, const OutputView* output) const {
+        if (!plan.valid || inputs.size() != plan.shapes.size() || (output != nullptr) != program.is_map()) return false;
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+            if (inputs[k].shape != plan.shapes[k] || inputs[k].strides != plan.strides[k]) return false;
+        if (output && (output->shape != plan.output_shape || output->strides != plan.output_strides)) return false;
+        return alignment_of(inputs, output) == plan.alignment;
     }
 
-    // Validates, plans and launches; the caller holds `mutex`.
+    // The slow path: layout, kernel choice (compiling if needed), grid and the parameter buffers.
+    void make_plan(std::span<const TensorView> inputs, const OutputView* output) {
+        plan.valid = false;
+        plan.layout = layout_for(inputs, output);
+        plan.spec = spec_for(plan.layout, inputs, output);
+        plan.kernel = &kernel_for(plan.spec);
+        plan.slots = read_inputs(program);
+
+        const auto& dims = plan.layout.dims;
+        long long blocks = 1;
+        if (plan.spec.loop == KernelSpec::Loop::Rows) {
+            const long long inner = dims.back();
+            const long long tile = static_cast<long long>(plan.spec.block_threads) * plan.spec.unroll * plan.spec.vector_width;
+            blocks = inner == 0 ? 1 : (plan.layout.count / inner) * ((inner + tile - 1) / tile);
+        } else {
+            blocks = (plan.layout.count + plan.spec.block_threads - 1) / plan.spec.block_threads;
+        }
+        plan.grid = static_cast<unsigned>(std::clamp<long long>(blocks, 1, plan.kernel->grid_limit));
+
+        plan.extents = {};
+        plan.extents.count = plan.layout.count;
+        std::copy(dims.begin(), dims.end(), plan.extents.dims);
+        plan.inputs = std::make_unique<abi::Inputs>(plan.slots.size());
+        for (std::size_t k = 0; k < plan.slots.size(); ++k)
+            plan.inputs->set_strides(k, plan.layout.inputs[static_cast<std::size_t>(plan.slots[k])].strides.data());
+        plan.output = {};
+        std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.output.strides);
+        plan.reduce = {};
+        if (!program.is_map()) plan.reduce.divisor = reduction_divisor(program, plan.layout);
+        plan.params.assign(param_values.size(), 0.0f);
+
+        plan.args.clear();
+        plan.args.push_back(&plan.extents);
+        plan.args.push_back(plan.inputs->data());
+        for (auto& p : plan.params) plan.args.push_back(&p);
+        plan.args.push_back(program.is_map() ? static_cast<void*>(&plan.output) : static_cast<void*>(&plan.reduce));
+
+        plan.shapes.clear();
+        plan.strides.clear();
+        for (const auto& v : inputs) {
+            plan.shapes.push_back(v.shape);
+            plan.strides.push_back(v.strides);
+        }
+        plan.output_shape = output ? output->shape : Shape{};
+        plan.output_strides = output ? output->strides : std::vector<std::int64_t>{};
+        plan.alignment = alignment_of(inputs, output);
+        plan.valid = true;
+    }
+
+    // Validates, plans (or reuses the last plan) and launches once; the caller holds `mutex`.
     void run(std::span<const TensorView> inputs, const OutputView* output, float* result, Stream stream) {
         check_inputs(inputs);
         if (output) check_data("output", output->dtype, output->data, output->numel());
-        const Layout layout = layout_for(inputs, output);
-        if (output && layout.count == 0) return;  // an empty map has nothing to write
         ensure_device();
         cuda::ScopedContext scope(*context);
-        launch(layout, inputs, output ? output->data : nullptr, result, stream);
+        if (!plan_matches(inputs, output)) make_plan(inputs, output);
+        if (output && plan.layout.count == 0) return;  // an empty map has nothing to write
+
+        for (std::size_t k = 0; k < plan.slots.size(); ++k)
+            plan.inputs->set_pointer(k, inputs[static_cast<std::size_t>(plan.slots[k])].data);
+        for (std::size_t i = 0; i < param_values.size(); ++i) plan.params[i] = static_cast<float>(param_values[i]);
+        if (output) {
+            plan.output.ptr = output->data;
+        } else {
+            Workspace& ws = workspace_for(stream);
+            plan.reduce.partials = ws.partials();
+            plan.reduce.arrivals = ws.arrivals(workspace_slots());
+            plan.reduce.result = result ? result : ws.result(workspace_slots());
+        }
+        LOSSJIT_CU(cuLaunchKernel(plan.kernel->function, plan.grid, 1, 1, static_cast<unsigned>(plan.spec.block_threads),
+                                  1, 1, 0, static_cast<CUstream>(stream), plan.args.data(), nullptr));
     }
 
     void check_inputs(std::span<const TensorView> inputs) const {
-        for (std::size_t k = 0; k < inputs.size() && k < program.inputs.size(); ++k)
+        if (inputs.size() != program.inputs.size()) shapes_of(program.inputs, inputs);  // throws the message
+        for (std::size_t k = 0; k < inputs.size(); ++k)
             check_data(program.inputs[k], inputs[k].dtype, inputs[k].data, inputs[k].numel());
     }
 };
@@ -314,15 +371,18 @@ std::string Loss::ast() const { return dump_ast(impl_->syntax); }
 std::string Loss::checked() const { return dump_checked(impl_->program); }
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs) const {
-    const Layout layout = impl_->layout_for(inputs, nullptr);
-    return emit_cuda(impl_->program, impl_->spec_for(layout));
+    // A map's output is taken to be contiguous, as the CLI allocates it.
+    std::optional<OutputView> output;
+    if (impl_->program.is_map()) output = OutputView::contiguous(nullptr, output_shape(inputs));
+    const OutputView* out = output ? &*output : nullptr;
+    const Layout layout = impl_->layout_for(inputs, out);
+    return emit_cuda(impl_->program, impl_->spec_for(layout, inputs, out));
 }
 
 std::string Loss::cuda_source() const {
-    KernelSpec spec;
-    spec.contiguous_inputs.assign(impl_->program.inputs.size(), true);
-    spec.block_threads = impl_->options.block_threads;
-    return emit_cuda(impl_->program, spec);
+    // The variant for large, aligned, contiguous inputs that all have one shape.
+    const std::vector<TensorView> inputs(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    return cuda_source(inputs);
 }
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::string& target) const {

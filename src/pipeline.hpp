@@ -67,16 +67,30 @@ Shape broadcast_shapes(std::span<const OperandShape> inputs);
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";
 
+// The inputs a kernel reads: program input slots in program order. Inputs the program lists but
+// never reads are not passed to the kernel at all.
+std::vector<int> read_inputs(const ir::Program& program);
+
 // What a compiled kernel is specialised on besides the program. Part of the cache key (through the
 // source it produces).
 struct KernelSpec {
+    enum class Loop {
+        Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
+        Strided,  // anything else: coordinates per element
+    };
+    Loop loop = Loop::Rows;
     int rank = 1;
-    std::vector<bool> contiguous_inputs;
-    bool contiguous_output = true;
+    int vector_width = 1;            // 4: 16-byte loads and stores
+    int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
+    std::vector<int> inner_strides;  // Rows: per read input, 1 (contiguous) or 0 (one value per row)
     int block_threads = 256;
 
-    static KernelSpec for_layout(const Layout& layout, bool is_map, int block_threads);
-    std::string signature() const;  // short text, e.g. "r2.cs.c.b256"
+    // The fastest variant the layout and the pointers' alignment allow. `input_data` is in program
+    // input order; null pointers count as aligned (for emitting code without data). `unroll` 0 = auto.
+    static KernelSpec choose(const ir::Program& program, const Layout& layout,
+                             std::span<const void* const> input_data, const void* output_data,
+                             int block_threads, int unroll = 0);
+    std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
 };
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec);

@@ -9,11 +9,12 @@ struct Extents {
     long long count;            // elements in the broadcast shape
     long long dims[kMaxRank];   // collapsed extents, outermost first
 };
-struct Strided {                // an input that is broadcast or not contiguous
-    const float* ptr;
-    long long strides[kMaxRank];
+template <int N>
+struct Inputs {                 // the inputs the program reads, in program order
+    const float* ptr[N > 0 ? N : 1];
+    long long strides[N > 0 ? N : 1][kMaxRank];
 };
-struct StridedOut {             // a map output that is not contiguous
+struct Output {                 // where a map writes
     float* ptr;
     long long strides[kMaxRank];
 };
@@ -26,7 +27,7 @@ struct ReduceOut {
 
 // Coordinates of linear element i over the collapsed dims (innermost dim varies fastest).
 template <int R>
-__device__ __forceinline__ void coords(const Extents& e, long long i, long long (&c)[R]) {
+__device__ __forceinline__ void coords(const Extents& e, long long i, long long (&c)[kMaxRank]) {
 #pragma unroll
     for (int d = R - 1; d > 0; --d) {
         c[d] = i % e.dims[d];
@@ -36,11 +37,141 @@ __device__ __forceinline__ void coords(const Extents& e, long long i, long long 
 }
 
 template <int R>
-__device__ __forceinline__ long long offset(const long long (&c)[R], const long long* strides) {
+__device__ __forceinline__ long long offset(const long long (&c)[kMaxRank], const long long* strides) {
     long long o = 0;
 #pragma unroll
     for (int d = 0; d < R; ++d) o += c[d] * strides[d];
     return o;
+}
+
+// ---- where results go: a sum for reductions, the output tensor for maps ----
+struct SumSink {
+    double acc = 0.0;  // float64 per thread: the result does not lose digits as the input grows
+    template <int R>
+    __device__ __forceinline__ void begin_row(const long long (&)[kMaxRank]) {}
+    template <int VW>
+    __device__ __forceinline__ void put(const float (&r)[VW], long long) {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) acc += (double)r[j];
+    }
+    template <int R>
+    __device__ __forceinline__ void put_at(float r, const long long (&)[kMaxRank]) { acc += (double)r; }
+};
+
+struct StoreSink {
+    Output out;
+    float* row = nullptr;
+    template <int R>
+    __device__ __forceinline__ void begin_row(const long long (&c)[kMaxRank]) {
+        row = out.ptr + offset<R - 1>(c, out.strides);
+    }
+    template <int VW>
+    __device__ __forceinline__ void put(const float (&r)[VW], long long col) {
+        if (VW == 4) {
+            *reinterpret_cast<float4*>(row + col) = make_float4(r[0], r[1], r[2], r[3]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < VW; ++j) row[col + j] = r[j];
+        }
+    }
+    template <int R>
+    __device__ __forceinline__ void put_at(float r, const long long (&c)[kMaxRank]) {
+        out.ptr[offset<R>(c, out.strides)] = r;
+    }
+};
+
+// ---- the loops -------------------------------------------------------------------------------
+// Rows: every operand walks the innermost dimension with stride 1 (or 0: one value per row), so a
+// tile of the row is read with VW-wide loads and index arithmetic happens once per tile, not per
+// element. All UNROLL loads of a tile are issued before any arithmetic, to keep several in flight.
+template <int BLOCK, int UNROLL, int VW, int R, class F, class Sink>
+__device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInputs>& in, const F& f, Sink& sink) {
+    constexpr int N = F::kInputs;
+    constexpr int S = N > 0 ? N : 1;
+    constexpr long long kTile = (long long)BLOCK * UNROLL * VW;
+    const long long inner = e.dims[R - 1];
+    if (inner == 0) return;
+    const long long tiles_per_row = (inner + kTile - 1) / kTile;
+    const long long tiles = (e.count / inner) * tiles_per_row;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        long long row = 0, col0 = t * kTile;
+        if (R > 1) {
+            row = t / tiles_per_row;
+            col0 = (t - row * tiles_per_row) * kTile;
+        }
+        long long c[kMaxRank];
+#pragma unroll
+        for (int d = R - 2; d > 0; --d) {
+            c[d] = row % e.dims[d];
+            row /= e.dims[d];
+        }
+        c[0] = row;
+        const float* base[S];
+        float fixed[S];
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            base[k] = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
+            fixed[k] = F::inner_stride(k) == 0 ? __ldg(base[k]) : 0.0f;
+        }
+        sink.template begin_row<R>(c);
+
+        float v[UNROLL][S][VW];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
+            if (col < inner) {  // VW == 4 only when inner % 4 == 0
+#pragma unroll
+                for (int k = 0; k < N; ++k) {
+                    if (F::inner_stride(k) == 0) {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
+                    } else if (VW == 4) {
+                        const float4 q = __ldg(reinterpret_cast<const float4*>(base[k] + col));
+                        v[u][k][0] = q.x;
+                        v[u][k][1] = q.y;
+                        v[u][k][2] = q.z;
+                        v[u][k][3] = q.w;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base[k] + col + j);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
+            if (col < inner) {
+                float r[VW];
+#pragma unroll
+                for (int j = 0; j < VW; ++j) {
+                    float x[S];
+#pragma unroll
+                    for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                    r[j] = f(x);
+                }
+                sink.template put<VW>(r, col);
+            }
+        }
+    }
+}
+
+// Any strides: coordinates per element. Used only when some operand is not contiguous along the
+// innermost dimension (a transposed view, say).
+template <int BLOCK, int R, class F, class Sink>
+__device__ __forceinline__ void for_each_strided(const Extents& e, const Inputs<F::kInputs>& in, const F& f,
+                                                 Sink& sink) {
+    constexpr int N = F::kInputs;
+    constexpr int S = N > 0 ? N : 1;
+    const long long step = (long long)gridDim.x * BLOCK;
+    for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < e.count; i += step) {
+        long long c[kMaxRank];
+        coords<R>(e, i, c);
+        float x[S];
+#pragma unroll
+        for (int k = 0; k < N; ++k) x[k] = __ldg(in.ptr[k] + offset<R>(c, in.strides[k]));
+        sink.template put_at<R>(f(x), c);
+    }
 }
 
 // Sum over the block; the result is valid in thread 0. Fixed shuffle order: deterministic.

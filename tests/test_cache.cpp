@@ -42,7 +42,7 @@ CacheSettings settings_for(const fs::path& dir, CacheSettings::Mode mode = Cache
 std::string kernel_source(const std::string& program) {
     const auto p = check(parse(program, "expr"), {});
     KernelSpec spec;
-    spec.contiguous_inputs.assign(p.inputs.size(), true);
+    spec.inner_strides.assign(read_inputs(p).size(), 1);
     return emit_cuda(p, spec);
 }
 

@@ -29,7 +29,7 @@ ir::Program checked(const std::string& text) { return check(parse(text, "expr"),
 
 KernelSpec contiguous_spec(const ir::Program& p) {
     KernelSpec spec;
-    spec.contiguous_inputs.assign(p.inputs.size(), true);
+    spec.inner_strides.assign(read_inputs(p).size(), 1);
     return spec;
 }
 
@@ -81,10 +81,11 @@ TEST_CASE("the expression printer") {
     }
 }
 
-TEST_CASE("golden: the hinge kernel for p [64, 32] and a broadcast t [32]") {
+TEST_CASE("golden: the hinge kernel for p [32768, 32768] and a broadcast t [32768]") {
     Options options;
     auto loss = compile(example("hinge.loss"), options);
-    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 32}), TensorView::contiguous(nullptr, {32})};
+    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {32768, 32768}),
+                                         TensorView::contiguous(nullptr, {32768})};
     const std::string source = loss.cuda_source(shapes);
     const std::string path = source_dir() + "/tests/golden/hinge.cu";
     if (std::getenv("LOSSJIT_UPDATE_GOLDEN")) {
@@ -122,14 +123,19 @@ TEST_CASE("every builtin compiles, in every layout and kind") {
 
     for (const auto& text : {reduction, map}) {
         const auto program = checked(text);
-        for (int rank : {1, 3}) {
-            KernelSpec spec;
-            spec.rank = rank;
-            spec.contiguous_inputs = {rank == 1, false};
-            spec.contiguous_output = rank == 1;
+        KernelSpec rows_vector;  // rank 1, contiguous, 16-byte accesses
+        rows_vector.inner_strides = {1, 1};
+        rows_vector.vector_width = 4;
+        rows_vector.unroll = 2;
+        KernelSpec rows_broadcast;  // rank 3, y one value per row
+        rows_broadcast.rank = 3;
+        rows_broadcast.inner_strides = {1, 0};
+        KernelSpec strided;
+        strided.loop = KernelSpec::Loop::Strided;
+        strided.rank = 3;
+        for (const auto& spec : {rows_vector, rows_broadcast, strided}) {
             CAPTURE(spec.signature());
-            const std::string source = emit_cuda(program, spec);
-            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+            CHECK_NOTHROW(compile_cuda(emit_cuda(program, spec), "sm_90"));
         }
     }
 }

@@ -33,6 +33,8 @@ struct Options {
     std::vector<Param> params;         // parameters and their defaults (override `param x = v;`)
     int device = 0;                    // CUDA device ordinal
     int block_threads = 256;
+    int unroll = 0;             // tiles per thread in the rows loop; 0 = chosen per layout
+    int max_blocks_per_sm = 0;  // cap on resident blocks per SM; 0 = as many as occupancy allows
 };
 
 using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream

@@ -1,0 +1,318 @@
+// lossjit's benchmark: the five reference problems through the C++ API, a streaming-read and a copy
+// kernel for the roofline, a size sweep, and the per-call host cost of a small loss. Timings are
+// CUDA events around single launches: warm-up first, then the median of --reps runs.
+//
+//   build/bench/lossjit_bench --json bench.json            (bench/run.sh adds PyTorch and the report)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compile.hpp"
+#include "driver.hpp"
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+#include "templates.hpp"
+
+namespace lossjit::templates {
+extern const std::string_view roofline_cu;
+}
+
+using namespace lossjit;
+using json = nlohmann::json;
+
+namespace {
+
+std::string read_example(const std::string& name) {
+    std::ifstream in(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Median of `reps` event-timed runs of `launch` (after `warmup` untimed ones), in milliseconds.
+// `per_event` launches share one event pair when a single launch is too short to time alone.
+double time_ms(const std::function<void()>& launch, int reps, int warmup = 3, int per_event = 1) {
+    const auto& cu = cuda::api();
+    CUevent start, stop;
+    LOSSJIT_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    LOSSJIT_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    for (int i = 0; i < warmup; ++i) launch();
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+        LOSSJIT_CU(cuEventRecord(start, nullptr));
+        for (int i = 0; i < per_event; ++i) launch();
+        LOSSJIT_CU(cuEventRecord(stop, nullptr));
+        LOSSJIT_CU(cuEventSynchronize(stop));
+        float ms = 0;
+        LOSSJIT_CU(cuEventElapsedTime(&ms, start, stop));
+        times.push_back(static_cast<double>(ms) / per_event);
+    }
+    cu.cuEventDestroy(start);
+    cu.cuEventDestroy(stop);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+struct Device {
+    std::vector<HostTensor> host;
+    std::vector<DeviceBuffer> buffers;
+    std::vector<TensorView> views, host_views;
+};
+
+Device upload(const std::vector<std::pair<std::string, std::string>>& specs, std::uint64_t seed) {
+    Device d;
+    for (const auto& [name, spec] : specs) d.host.push_back(generate(parse_generator(spec), seed_for(seed, name)));
+    for (const auto& h : d.host) {
+        d.buffers.emplace_back(h.values.size() * sizeof(float));
+        d.buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
+        d.views.push_back(TensorView::contiguous(d.buffers.back().data(), h.shape));
+        d.host_views.push_back(h.view());
+    }
+    return d;
+}
+
+// ---- the roofline ---------------------------------------------------------------------------
+struct Roofline {
+    std::unique_ptr<cuda::Module> module;
+    int sms = 0;
+
+    Roofline() {
+        const auto info = device_info(0);
+        sms = info.multiprocessors;
+        const auto image = compile_cuda(std::string(templates::roofline_cu), target_for(info.major, info.minor));
+        module = std::make_unique<cuda::Module>(cuda::Context::for_device(0), image.data);
+    }
+
+    // Best read rate (GB/s) over variants of unroll, block size and blocks per SM.
+    json read(const DeviceBuffer& buffer, int reps) {
+        json best = {{"gbps", 0.0}};
+        const long long n4 = static_cast<long long>(buffer.size() / 16);
+        DeviceBuffer sink(64);
+        for (const char* name : {"read_u1", "read_u2", "read_u4", "read_u8", "read_cs_u4", "read_cs_u8"}) {
+            const CUfunction f = module->function(name);
+            for (int block : {256, 512, 1024}) {
+                for (int per_sm : {2, 4, 8}) {
+                    if (block * per_sm > 2048) continue;
+                    unsigned grid = static_cast<unsigned>(sms * per_sm);
+                    void* p = buffer.data();
+                    void* s = sink.data();
+                    long long n = n4;
+                    void* args[] = {&p, &n, &s};
+                    const double ms = time_ms([&] {
+                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
+                    }, reps);
+                    const double gbps = static_cast<double>(buffer.size()) / (ms * 1e6);
+                    if (gbps > best["gbps"].get<double>())
+                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}, {"blocks_per_sm", per_sm}};
+                }
+            }
+        }
+        return best;
+    }
+
+    json copy(const DeviceBuffer& in, const DeviceBuffer& out, int reps) {
+        json best = {{"gbps", 0.0}};
+        const long long n4 = static_cast<long long>(in.size() / 16);
+        for (const char* name : {"copy_u1", "copy_u2", "copy_u4"}) {
+            const CUfunction f = module->function(name);
+            for (int block : {256, 512}) {
+                for (int per_sm : {2, 4, 8}) {
+                    unsigned grid = static_cast<unsigned>(sms * per_sm);
+                    void* i = in.data();
+                    void* o = out.data();
+                    long long n = n4;
+                    void* args[] = {&i, &o, &n};
+                    const double ms = time_ms([&] {
+                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
+                    }, reps);
+                    const double gbps = 2.0 * static_cast<double>(in.size()) / (ms * 1e6);  // read + write
+                    if (gbps > best["gbps"].get<double>())
+                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}, {"blocks_per_sm", per_sm}};
+                }
+            }
+        }
+        return best;
+    }
+};
+
+struct Problem {
+    std::string name, file;
+    std::vector<std::pair<std::string, std::string>> inputs;
+};
+
+const std::vector<Problem> kProblems = {
+    {"hinge", "hinge.loss", {{"p", "32768x32768:uniform"}, {"t", "32768:sign"}}},
+    {"mse", "mse.loss", {{"p", "32768x32768:uniform"}, {"t", "32768x32768:uniform"}}},
+    {"kl", "kl.loss", {{"p", "16384x16384:softmax"}, {"t", "16384x16384:softmax"}}},
+    {"smooth_l1", "smooth_l1.loss", {{"p", "32768x32768:normal"}, {"t", "32768x32768:normal"}}},
+    {"hardsigmoid", "hardsigmoid.loss", {{"x", "4096x393216:normal[0,3]"}}},
+};
+
+json bench_problem(const Problem& problem, int reps, const Options& options, bool check_accuracy) {
+    auto loss = compile(read_example(problem.file), options);
+    Device d = upload(problem.inputs, 2026);
+    double bytes = 0;
+    for (const auto& h : d.host) bytes += static_cast<double>(h.values.size()) * sizeof(float);
+    json row = {{"problem", problem.name}};
+
+    if (loss.kind() == Kind::Map) {
+        const Shape shape = loss.output_shape(d.views);
+        DeviceBuffer out(static_cast<std::size_t>(element_count(shape)) * sizeof(float));
+        out.fill_bytes(0xFF);
+        const auto view = OutputView::contiguous(out.data(), shape);
+        bytes *= 2;  // the output is written once
+        row["ms"] = time_ms([&] { loss.map(d.views, view); }, reps);
+        if (check_accuracy) {
+            std::vector<float> gpu(static_cast<std::size_t>(element_count(shape))), ref(gpu.size());
+            out.download(gpu.data(), gpu.size() * sizeof(float));
+            loss.reference_map(d.host_views, OutputView::contiguous(ref.data(), shape));
+            double worst = 0;
+            for (std::size_t i = 0; i < gpu.size(); ++i)
+                worst = std::max(worst, std::fabs(static_cast<double>(gpu[i]) - ref[i]) / std::max(1e-30, std::fabs(static_cast<double>(ref[i]))));
+            row["max_rel_error"] = worst;
+        }
+    } else {
+        DeviceBuffer result(sizeof(float));
+        auto* r = static_cast<float*>(result.data());
+        row["ms"] = time_ms([&] { loss.evaluate(d.views, r); }, reps);
+        if (check_accuracy) {
+            const float value = loss(d.views);
+            bool same_bits = true;
+            for (int i = 0; i < 10; ++i) {
+                const float again = loss(d.views);
+                same_bits = same_bits && std::memcmp(&again, &value, sizeof value) == 0;
+            }
+            const double reference = loss.reference(d.host_views);
+            row["value"] = value;
+            row["reference"] = reference;
+            row["rel_error"] = std::fabs(value - reference) / std::fabs(reference);
+            row["same_bits_10_runs"] = same_bits;
+        }
+    }
+    row["bytes"] = bytes;
+    row["gbps"] = bytes / (row["ms"].get<double>() * 1e6);
+    row["kernel"] = loss.timings().target;
+    return row;
+}
+
+// Host time per call of back-to-back launches that leave the result on the device.
+json small_call(int calls) {
+    Options options;
+    auto loss = compile(read_example("mse.loss"), options);
+    Device d = upload({{"p", "4096:uniform"}, {"t", "4096:uniform"}}, 7);
+    DeviceBuffer result(sizeof(float));
+    auto* r = static_cast<float*>(result.data());
+    for (int i = 0; i < 100; ++i) loss.evaluate(d.views, r);
+    synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) loss.evaluate(d.views, r);
+    const auto end = std::chrono::steady_clock::now();
+    synchronize();
+    const double us = std::chrono::duration<double, std::micro>(end - start).count() / calls;
+    const double gpu_ms = time_ms([&] { loss.evaluate(d.views, r); }, 50, 10, 100);
+    return {{"elements", 4096}, {"host_us_per_call", us}, {"gpu_us_per_call", gpu_ms * 1000}, {"calls", calls}};
+}
+
+json size_sweep(Roofline& roofline, int reps) {
+    json rows = json::array();
+    auto loss = compile(read_example("mse.loss"));
+    for (int log2n = 10; log2n <= 30; log2n += 2) {
+        const long long n = 1ll << log2n;
+        Device d = upload({{"p", fmt::format("{}:uniform", n)}, {"t", fmt::format("{}:uniform", n)}}, 11);
+        DeviceBuffer result(sizeof(float));
+        auto* r = static_cast<float*>(result.data());
+        const int per_event = static_cast<int>(std::clamp<long long>((1ll << 24) / n, 1, 200));
+        const double ms = time_ms([&] { loss.evaluate(d.views, r); }, reps, 3, per_event);
+        const double bytes = 2.0 * static_cast<double>(n) * sizeof(float);
+        json row = {{"log2n", log2n}, {"elements", n}, {"bytes", bytes}, {"lossjit_ms", ms}, {"lossjit_gbps", bytes / (ms * 1e6)}};
+        if (log2n >= 20) {  // below that a read kernel only measures launch latency
+            DeviceBuffer buffer(static_cast<std::size_t>(bytes));
+            buffer.fill_bytes(0x3F);
+            row["read_gbps"] = roofline.read(buffer, std::max(5, reps / 4))["gbps"];
+        }
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    CLI::App app{"lossjit benchmark"};
+    std::string json_path;
+    int reps = 20;
+    bool explore = false, sweep = true, accuracy = true;
+    std::vector<std::string> only;
+    app.add_option("--json", json_path, "write the results here");
+    app.add_option("--reps", reps, "timed runs per measurement (median reported)")->capture_default_str();
+    app.add_option("--only", only, "problems to run (default: all five)");
+    app.add_flag("--explore", explore, "also time unroll / blocks-per-SM variants of each problem");
+    app.add_flag("!--no-sweep", sweep, "skip the 2^10..2^30 size sweep");
+    app.add_flag("!--no-accuracy", accuracy, "skip the CPU reference and determinism checks");
+    CLI11_PARSE(app, argc, argv);
+
+    std::string why;
+    if (!cuda_available(&why)) {
+        std::fprintf(stderr, "lossjit_bench needs a GPU: %s\n", why.c_str());
+        return 2;
+    }
+    const auto info = device_info(0);
+    json out = {{"device", info.name}, {"arch", info.arch()}, {"sms", info.multiprocessors}, {"reps", reps},
+                {"lossjit", kVersion}, {"nvrtc", nvrtc_version()}};
+    std::fprintf(stderr, "device: %s (%s)\n", info.name.c_str(), info.arch().c_str());
+
+    Roofline roofline;
+    {
+        DeviceBuffer a(8ull << 30), b(4ull << 30);
+        a.fill_bytes(0x3F);
+        b.fill_bytes(0x3F);
+        out["read_roofline"] = roofline.read(a, reps);
+        DeviceBuffer c(4ull << 30);
+        out["copy_roofline"] = roofline.copy(b, c, reps);
+    }
+    std::fprintf(stderr, "read roofline %.0f GB/s, copy roofline %.0f GB/s\n", out["read_roofline"]["gbps"].get<double>(),
+                 out["copy_roofline"]["gbps"].get<double>());
+
+    json problems = json::array();
+    for (const auto& problem : kProblems) {
+        if (!only.empty() && std::find(only.begin(), only.end(), problem.name) == only.end()) continue;
+        json row = bench_problem(problem, reps, Options{}, accuracy);
+        if (explore) {
+            json variants = json::array();
+            for (int unroll : {1, 2, 4, 8}) {
+                for (int per_sm : {0, 2, 4}) {
+                    Options o;
+                    o.unroll = unroll;
+                    o.max_blocks_per_sm = per_sm;
+                    json v = bench_problem(problem, reps, o, false);
+                    variants.push_back({{"unroll", unroll}, {"max_blocks_per_sm", per_sm}, {"ms", v["ms"]}, {"gbps", v["gbps"]}});
+                }
+            }
+            row["variants"] = variants;
+        }
+        std::fprintf(stderr, "%-12s %8.3f ms %7.0f GB/s %s\n", problem.name.c_str(), row["ms"].get<double>(),
+                     row["gbps"].get<double>(), row.contains("rel_error") ? fmt::format("rel error {:.2e}", row["rel_error"].get<double>()).c_str() : "");
+        problems.push_back(row);
+    }
+    out["problems"] = problems;
+    out["small_call"] = small_call(20000);
+    std::fprintf(stderr, "mse over 4096 elements: %.2f us host time per call\n", out["small_call"]["host_us_per_call"].get<double>());
+    if (sweep) out["sweep"] = size_sweep(roofline, reps);
+
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    else std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+} catch (const lossjit::Error& e) {
+    std::fprintf(stderr, "lossjit_bench: %s\n", e.what());
+    return 1;
+}

@@ -1,0 +1,47 @@
+// Plain streaming kernels that set the roofline the benchmark compares lossjit against: the best
+// read rate and copy rate this GPU reaches with simple, well-formed code. Compiled with NVRTC by
+// bench/bench.cpp; one extern "C" entry per variant.
+template <int U, bool STREAMING>
+__device__ __forceinline__ void read_impl(const float4* __restrict__ p, long long n, float* sink) {
+    float acc = 0.0f;
+    const long long tile = (long long)blockDim.x * U;
+    for (long long base = (long long)blockIdx.x * tile; base < n; base += (long long)gridDim.x * tile) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const long long i = base + (long long)u * blockDim.x + threadIdx.x;
+            v[u] = i < n ? (STREAMING ? __ldcs(p + i) : __ldg(p + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+    }
+    if (acc == 1234.5678f) *sink = acc;  // never true in practice; keeps the loads alive
+}
+
+template <int U>
+__device__ __forceinline__ void copy_impl(const float4* __restrict__ in, float4* __restrict__ out, long long n) {
+    const long long tile = (long long)blockDim.x * U;
+    for (long long base = (long long)blockIdx.x * tile; base < n; base += (long long)gridDim.x * tile) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const long long i = base + (long long)u * blockDim.x + threadIdx.x;
+            if (i < n) v[u] = __ldcs(in + i);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const long long i = base + (long long)u * blockDim.x + threadIdx.x;
+            if (i < n) __stcs(out + i, v[u]);
+        }
+    }
+}
+
+extern "C" __global__ void read_u1(const float4* p, long long n, float* s) { read_impl<1, false>(p, n, s); }
+extern "C" __global__ void read_u2(const float4* p, long long n, float* s) { read_impl<2, false>(p, n, s); }
+extern "C" __global__ void read_u4(const float4* p, long long n, float* s) { read_impl<4, false>(p, n, s); }
+extern "C" __global__ void read_u8(const float4* p, long long n, float* s) { read_impl<8, false>(p, n, s); }
+extern "C" __global__ void read_cs_u4(const float4* p, long long n, float* s) { read_impl<4, true>(p, n, s); }
+extern "C" __global__ void read_cs_u8(const float4* p, long long n, float* s) { read_impl<8, true>(p, n, s); }
+extern "C" __global__ void copy_u1(const float4* i, float4* o, long long n) { copy_impl<1>(i, o, n); }
+extern "C" __global__ void copy_u2(const float4* i, float4* o, long long n) { copy_impl<2>(i, o, n); }
+extern "C" __global__ void copy_u4(const float4* i, float4* o, long long n) { copy_impl<4>(i, o, n); }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole benchmark in one go on a GPU machine: lossjit (C++), PyTorch eager and torch.compile,
+# then the merged table, JSON and plot. Usage: bench/run.sh OUTDIR [extra lossjit_bench flags]
+set -euo pipefail
+out=${1:?usage: bench/run.sh OUTDIR}
+shift
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")/.." && pwd)
+"$here/build/bench/lossjit_bench" --json "$out/lossjit.json" "$@"
+python3 "$here/bench/torch_bench.py" --json "$out/torch.json"
+python3 "$here/bench/report.py" "$out/lossjit.json" "$out/torch.json" --out-json "$out/bench.json" --plot "$out/sweep.svg" | tee "$out/table.md"
