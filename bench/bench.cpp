@@ -158,9 +158,8 @@ const std::vector<Problem> kProblems = {
     {"hardsigmoid", "hardsigmoid.loss", {{"x", "4096x393216:normal[0,3]"}}},
 };
 
-json bench_problem(const Problem& problem, int reps, const Options& options, bool check_accuracy) {
+json bench_problem(const Problem& problem, const Device& d, int reps, const Options& options, bool check_accuracy) {
     auto loss = compile(read_example(problem.file), options);
-    Device d = upload(problem.inputs, 2026);
     double bytes = 0;
     for (const auto& h : d.host) bytes += static_cast<double>(h.values.size()) * sizeof(float);
     json row = {{"problem", problem.name}};
@@ -286,7 +285,8 @@ int main(int argc, char** argv) try {
     json problems = json::array();
     for (const auto& problem : kProblems) {
         if (!only.empty() && std::find(only.begin(), only.end(), problem.name) == only.end()) continue;
-        json row = bench_problem(problem, reps, Options{}, accuracy);
+        const Device d = upload(problem.inputs, 2026);
+        json row = bench_problem(problem, d, reps, Options{}, accuracy);
         if (explore) {
             json variants = json::array();
             for (int unroll : {1, 2, 4, 8}) {
@@ -294,7 +294,7 @@ int main(int argc, char** argv) try {
                     Options o;
                     o.unroll = unroll;
                     o.max_blocks_per_sm = per_sm;
-                    json v = bench_problem(problem, reps, o, false);
+                    json v = bench_problem(problem, d, reps, o, false);
                     variants.push_back({{"unroll", unroll}, {"max_blocks_per_sm", per_sm}, {"ms", v["ms"]}, {"gbps", v["gbps"]}});
                 }
             }
