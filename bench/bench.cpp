@@ -266,6 +266,9 @@ int main(int argc, char** argv) try {
         return 2;
     }
     const auto info = device_info(0);
+    // Events and the roofline kernels live in the primary context, like lossjit's own launches.
+    const auto context = cuda::Context::for_device(0);
+    LOSSJIT_CU(cuCtxSetCurrent(context->get()));
     json out = {{"device", info.name}, {"arch", info.arch()}, {"sms", info.multiprocessors}, {"reps", reps},
                 {"lossjit", kVersion}, {"nvrtc", nvrtc_version()}};
     std::fprintf(stderr, "device: %s (%s)\n", info.name.c_str(), info.arch().c_str());

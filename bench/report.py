@@ -89,7 +89,21 @@ def main():
             series = [("lossjit", [(math.log2(r["bytes"]), r["lossjit_gbps"]) for r in lj["sweep"]]),
                       ("torch.compile", [(math.log2(r["bytes"]), r["compile_gbps"]) for r in th["sweep"]]),
                       ("read roofline", [(math.log2(r["bytes"]), r["read_gbps"]) for r in lj["sweep"] if "read_gbps" in r])]
-            svg_plot(series, args.plot)
+            if args.plot.endswith(".png"):
+                import matplotlib
+                matplotlib.use("Agg")
+                import matplotlib.pyplot as plt
+                fig, ax = plt.subplots(figsize=(8, 4.5))
+                for label, pts in series:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=label)
+                ax.set_xlabel("bytes read (log2)")
+                ax.set_ylabel("GB/s")
+                ax.set_title(f"mean((p - t)^2) on {lj['device']}")
+                ax.grid(alpha=0.3)
+                ax.legend()
+                fig.savefig(args.plot, dpi=120, bbox_inches="tight")
+            else:
+                svg_plot(series, args.plot)
     print("\ntargets:")
     for text, ok in verdicts:
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")

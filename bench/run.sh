@@ -8,4 +8,4 @@ mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/build/bench/lossjit_bench" --json "$out/lossjit.json" "$@"
 python3 "$here/bench/torch_bench.py" --json "$out/torch.json"
-python3 "$here/bench/report.py" "$out/lossjit.json" "$out/torch.json" --out-json "$out/bench.json" --plot "$out/sweep.svg" | tee "$out/table.md"
+python3 "$here/bench/report.py" "$out/lossjit.json" "$out/torch.json" --out-json "$out/bench.json" --plot "$out/sweep.png" | tee "$out/table.md"
