@@ -42,6 +42,17 @@ extern "C" __global__ void read_u4(const float4* p, long long n, float* s) { rea
 extern "C" __global__ void read_u8(const float4* p, long long n, float* s) { read_impl<8, false>(p, n, s); }
 extern "C" __global__ void read_cs_u4(const float4* p, long long n, float* s) { read_impl<4, true>(p, n, s); }
 extern "C" __global__ void read_cs_u8(const float4* p, long long n, float* s) { read_impl<8, true>(p, n, s); }
+// One tile per block, no loop: the shape Triton-generated elementwise kernels have.
+extern "C" __global__ void copy_oneshot_u2(const float4* in, float4* out, long long n) {
+    const long long base = (long long)blockIdx.x * blockDim.x * 2 + threadIdx.x;
+    float4 v[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+        if (base + u * blockDim.x < n) v[u] = __ldcs(in + base + u * blockDim.x);
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+        if (base + u * blockDim.x < n) out[base + u * blockDim.x] = v[u];
+}
 extern "C" __global__ void copy_u1(const float4* i, float4* o, long long n) { copy_impl<1>(i, o, n); }
 extern "C" __global__ void copy_u2(const float4* i, float4* o, long long n) { copy_impl<2>(i, o, n); }
 extern "C" __global__ void copy_u4(const float4* i, float4* o, long long n) { copy_impl<4>(i, o, n); }

@@ -168,11 +168,12 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     if (program.is_map()) vector = vector && aligned(output_data, layout.output);
     spec.vector_width = vector ? 4 : 1;
 
-    // About eight loads in flight per thread, fewer when a row is shorter than a tile.
+    // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
+    // inputs; docs/performance.md), fewer when a row is shorter than a tile.
     if (unroll > 0) {
         spec.unroll = unroll;
     } else {
-        spec.unroll = std::clamp(8 / std::max<int>(1, static_cast<int>(slots.size())), 1, 4);
+        spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(slots.size())), 1, 8);
         while (spec.unroll > 1 &&
                static_cast<std::int64_t>(block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;

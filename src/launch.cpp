@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -153,8 +154,12 @@ struct Loss::Impl {
         kernel.function = kernel.module->function(kKernelName);
         int per_sm = 0;
         LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel.function, spec.block_threads, 0));
-        if (options.max_blocks_per_sm > 0) per_sm = std::min(per_sm, options.max_blocks_per_sm);
+        // Reductions keep the grid resident (their partials buffer is sized for it). Maps launch one
+        // block per tile unless capped: many short-lived blocks keep more writes in flight.
+        const int cap = options.max_blocks_per_sm;
+        if (cap > 0) per_sm = std::min(per_sm, cap);
         kernel.grid_limit = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
+        if (program.is_map() && cap <= 0) kernel.grid_limit = std::numeric_limits<int>::max();
         timings.load_ms = ms_since(start);
         return kernels.emplace(signature, std::move(kernel)).first->second;
     }

@@ -34,7 +34,7 @@ struct Options {
     int device = 0;                    // CUDA device ordinal
     int block_threads = 256;
     int unroll = 0;             // tiles per thread in the rows loop; 0 = chosen per layout
-    int max_blocks_per_sm = 0;  // cap on resident blocks per SM; 0 = as many as occupancy allows
+    int max_blocks_per_sm = 0;  // cap on blocks per SM; 0 = reductions: what occupancy allows, maps: no cap
 };
 
 using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
