@@ -278,4 +278,16 @@ TEST_CASE("LOSSJIT_CACHE_MAX_BYTES bounds the directory across processes") {
     CHECK(lossjit_cli("cache stats", dir.env() + " LOSSJIT_CACHE_MAX_BYTES=12x").status == 2);
 }
 
+TEST_CASE("LOSSJIT_FAST_COMPILE=1 builds other kernels under other keys") {
+    TempDir dir;
+    const std::string args = "compile 'mean((p - t)^2)' -i p=8 -i t=8 --json";
+    const auto normal = lossjit_cli(args, dir.env());
+    const auto fast = lossjit_cli(args, "LOSSJIT_FAST_COMPILE=1 " + dir.env());
+    CHECK(normal.output.find("\"cache\": \"compiled\"") != std::string::npos);
+    CHECK(fast.output.find("\"cache\": \"compiled\"") != std::string::npos);  // not the normal kernel's entry
+    const auto key = [](const std::string& out) { return out.substr(out.find("\"key\""), 44); };
+    CHECK(key(normal.output) != key(fast.output));
+    CHECK(lossjit_cli(args, "LOSSJIT_FAST_COMPILE=0 " + dir.env()).output.find("\"cache\": \"disk hit\"") != std::string::npos);
+}
+
 }  // TEST_SUITE

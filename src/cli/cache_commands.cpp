@@ -240,12 +240,12 @@ std::shared_ptr<CacheCommands> add_cache_commands(CLI::App& app) {
                         "the bound to apply now, e.g. 64M (default: LOSSJIT_CACHE_MAX_BYTES, else 256M)");
     c.clear = cache->add_subcommand("clear", "remove every entry (and nothing else) from the directory");
 
-    c.warm = app.add_subcommand(
-        "warm",
-        "precompile programs into the cache without a GPU. FILE holds one program per line; blank lines and lines "
-        "starting with '#' are skipped. Each is built for inputs that all share one contiguous shape, the kernel "
-        "`run` uses when every input has the same shape (other layouts, such as a broadcast input, get their own "
-        "kernel at their first call). Exits 1 if any line fails.");
+    c.warm = app.add_subcommand("warm", "precompile a file of programs into the cache (no GPU needed)");
+    c.warm->footer(
+        "FILE holds one program per line; blank lines and lines starting with '#' are skipped. Each program is "
+        "built for inputs that all share one contiguous shape (any shape), the kernel `run` uses when every input "
+        "has the same shape; other layouts, such as a broadcast input, get their own kernel at their first call. "
+        "A line that fails is reported as FILE:LINE:COL, the others still compile, and warm exits 1 at the end.");
     c.warm->add_option("file", c.warm_file, "the file of programs")->required();
     c.warm->add_option("--arch", c.archs, "sm_XX (CUBIN) or compute_XX (PTX); repeat for several (default sm_90)")
         ->allow_extra_args(false);
