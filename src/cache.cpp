@@ -304,7 +304,9 @@ void KernelCache::write_entry(const std::filesystem::path& path, const std::stri
         ::unlink(temp.c_str());
         return;
     }
-    if (settings_.max_bytes > 0) evictions_ += prune_cache_directory(settings_.directory, settings_.max_bytes, path).removed;
+    // Even without a bound this pass clears temporary files left by writers that died. It lists the
+    // directory, which costs far less than the compile that preceded it.
+    evictions_ += prune_cache_directory(settings_.directory, settings_.max_bytes, path).removed;
 }
 
 CacheLookup KernelCache::get(const std::string& source, const std::string& target) {

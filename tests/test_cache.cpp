@@ -293,8 +293,10 @@ TEST_CASE("stale temporary files are cleaned; fresh ones may belong to a writer 
     CHECK(scan.entries.empty());
     CHECK(scan.temp_files.size() == 2);
 
-    // Any write prunes, so the cleaning happens without anyone running `lossjit cache prune`.
-    KernelCache(settings_for(dir.path)).get(kernel_source("mean(x)"), "sm_90");
+    // Any write prunes, bound or not, so the cleaning happens without anyone running `lossjit cache prune`.
+    CacheSettings unbounded = settings_for(dir.path);
+    unbounded.max_bytes = 0;
+    KernelCache(unbounded).get(kernel_source("mean(x)"), "sm_90");
     CHECK_FALSE(fs::exists(stale));
     CHECK(fs::exists(fresh));
     CHECK(fs::exists(unrelated));  // never ours to remove
