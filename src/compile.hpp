@@ -23,6 +23,8 @@ std::string target_for(int major, int minor);
 // "sm_90" / "compute_90" / "90" -> a target NVRTC accepts; throws UsageError otherwise.
 std::string normalize_target(const std::string& text);
 
+// LOSSJIT_FAST_COMPILE=1 (read once per process) adds --Ofast-compile=mid: faster cold starts,
+// possibly slower kernels.
 std::vector<std::string> compile_options(const std::string& target);
 
 // Throws CompileError (with log, options and source) when NVRTC rejects the source.

@@ -126,10 +126,12 @@ struct Loss::Impl {
 
     void ensure_device() {
         if (context) return;
+        const auto start = Clock::now();
         context = cuda::Context::for_device(options.device);
         const auto info = device_info(options.device);
         multiprocessors = info.multiprocessors;
         target = target_for(info.major, info.minor);
+        timings.device_ms = ms_since(start);
     }
 
     const LoadedKernel& kernel_for(const KernelSpec& spec) {

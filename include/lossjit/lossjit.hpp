@@ -44,11 +44,16 @@ enum class Kind { Reduction, Map };
 // Where the time of the most recent kernel preparation went, in milliseconds.
 struct Timings {
     double parse_ms = 0, check_ms = 0;      // at compile()
+    double device_ms = 0;                   // at the first call: CUDA context and device queries
     double emit_ms = 0, cache_ms = 0;       // at the first call for a layout; cache_ms includes NVRTC
     double nvrtc_ms = 0, load_ms = 0;       // NVRTC alone (0 on a cache hit); cuModuleLoadData
     std::string cache;                      // "compiled", "disk hit", "memory hit" or "" (not yet)
     std::string target;                     // e.g. "sm_90"
-    std::string cache_warning;              // non-empty if the disk cache could not be written
+    // Non-empty if the disk cache could not be written; set for the first such call in the process.
+    std::string cache_warning;
+
+    // lossjit's own time before the first launch: everything above but nvrtc_ms (inside cache_ms).
+    double total_ms() const { return parse_ms + check_ms + device_ms + emit_ms + cache_ms + load_ms; }
 };
 
 // What compile_kernel() produced, for tools that build kernels without running them.

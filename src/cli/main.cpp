@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_commands.hpp"
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 
@@ -137,12 +138,22 @@ double relative_error(double value, double reference) {
     return std::fabs(value - reference) / std::max(std::fabs(reference), 1e-30);
 }
 
-void print_timings(const lossjit::Timings& t) {
+// first_call_ms < 0: there was no GPU call.
+void print_timings(const lossjit::Timings& t, double first_call_ms) {
     std::cerr << fmt::format(
-        "timings: parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, cache {:.3f} ms ({}; NVRTC {:.1f} ms), "
-        "module load {:.3f} ms, target {}\n",
-        t.parse_ms, t.check_ms, t.emit_ms, t.cache_ms, t.cache.empty() ? "not used" : t.cache, t.nvrtc_ms,
-        t.load_ms, t.target.empty() ? "-" : t.target);
+        "timings: parse {:.3f} ms, check {:.3f} ms, device {:.3f} ms, emit {:.3f} ms, cache {:.3f} ms ({}; NVRTC "
+        "{:.1f} ms), module load {:.3f} ms, target {}\n",
+        t.parse_ms, t.check_ms, t.device_ms, t.emit_ms, t.cache_ms, t.cache.empty() ? "not used" : t.cache,
+        t.nvrtc_ms, t.load_ms, t.target.empty() ? "-" : t.target);
+    // What the first call cost beyond lossjit's preparation is the launch and the wait for the result.
+    if (first_call_ms >= 0) {
+        std::cerr << fmt::format("timings: total {:.3f} ms before the first launch; first call {:.3f} ms "
+                                 "(launch and kernel {:.3f} ms)\n",
+                                 t.total_ms(), first_call_ms,
+                                 std::max(0.0, first_call_ms - (t.total_ms() - t.parse_ms - t.check_ms)));
+    } else {
+        std::cerr << fmt::format("timings: total {:.3f} ms\n", t.total_ms());
+    }
 }
 
 struct RunArgs {
@@ -273,12 +284,13 @@ int run_command(const RunArgs& args) {
         }
     }
     report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
-                         {"emit_ms", loss.timings().emit_ms},   {"cache_ms", loss.timings().cache_ms},
-                         {"nvrtc_ms", loss.timings().nvrtc_ms}, {"load_ms", loss.timings().load_ms},
+                         {"device_ms", loss.timings().device_ms}, {"emit_ms", loss.timings().emit_ms},
+                         {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
+                         {"load_ms", loss.timings().load_ms},     {"total_ms", loss.timings().total_ms()},
                          {"cache", loss.timings().cache}};
     if (args.json) std::cout << report.dump(2) << "\n";
     if (!loss.timings().cache_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().cache_warning << "\n";
-    if (args.timings) print_timings(loss.timings());
+    if (args.timings) print_timings(loss.timings(), report.value("first_call_ms", -1.0));
     return status;
 }
 
@@ -363,12 +375,14 @@ int main(int argc, char** argv) {
     compile_cmd->add_flag("--json", compile_json, "print a JSON report");
 
     app.add_subcommand("info", "show the lossjit version and the CUDA device");
+    const auto cache_commands = lossjit::cli::add_cache_commands(app);
 
     CLI11_PARSE(app, argc, argv);
     try {
         if (run_cmd->parsed()) return run_command(run);
         if (emit_cmd->parsed()) return emit_command(emit);
         if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
+        if (const auto status = lossjit::cli::run_cache_commands(*cache_commands)) return *status;
         return info_command();
     } catch (const lossjit::SourceError& e) {
         std::cerr << e.what() << "\n";

@@ -1,0 +1,23 @@
+// `lossjit cache stats|list|verify|prune|clear` and `lossjit warm`: the kernel cache directory, for
+// people and deployment scripts.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+namespace CLI {
+class App;
+}
+
+namespace lossjit::cli {
+
+struct CacheCommands;  // the subcommands and the options they parsed into
+
+// Adds the `cache` and `warm` subcommands to `app`. Keep the result until run_cache_commands().
+std::shared_ptr<CacheCommands> add_cache_commands(CLI::App& app);
+
+// Runs whichever of these subcommands was given and returns its exit status; nullopt when none was.
+// Throws lossjit::Error (UsageError, ...) like the other commands, for main() to report.
+std::optional<int> run_cache_commands(const CacheCommands& commands);
+
+}  // namespace lossjit::cli
