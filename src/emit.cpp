@@ -174,6 +174,20 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         spec.unroll = unroll;
     } else {
         spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(slots.size())), 1, 8);
+        // A program with several transcendental calls per element is bound by arithmetic, not
+        // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
+        int transcendental = 0;
+        for (const auto& node : program.nodes) {
+            if (node.kind != ir::NodeKind::Apply) continue;
+            switch (node.fn) {
+                case Builtin::Exp: case Builtin::Exp2: case Builtin::Expm1: case Builtin::Log: case Builtin::Log2:
+                case Builtin::Log10: case Builtin::Log1p: case Builtin::Sin: case Builtin::Cos: case Builtin::Tan:
+                case Builtin::Tanh: case Builtin::Sigmoid: case Builtin::Softplus: case Builtin::Erf:
+                case Builtin::Erfc: case Builtin::Xlogy: case Builtin::Pow: ++transcendental; break;
+                default: break;
+            }
+        }
+        if (transcendental >= 2) spec.unroll = std::min(spec.unroll, 2);
         while (spec.unroll > 1 &&
                static_cast<std::int64_t>(block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;

@@ -27,7 +27,7 @@ const char* const kTargets[] = {"sm_90", "sm_80"};
 std::string kernel_source(const std::string& program) {
     const auto p = check(parse(program, "expr"), {});
     KernelSpec spec;
-    spec.contiguous_inputs.assign(p.inputs.size(), true);
+    spec.inner_strides.assign(read_inputs(p).size(), 1);
     return emit_cuda(p, spec);
 }
 
