@@ -6,7 +6,7 @@
 // A term that no requested input reaches gets no adjoint at all (not a 0 node): the product of a
 // structural zero with an inf or nan value would otherwise turn a clean gradient into nan.
 // Piecewise-constant operations (comparisons, logic, sign, floor, ...) pass no gradient, which is
-// torch's zero gradient added to the others.
+// torch's zero gradient added to the others (only the sign of a zero sum can differ).
 #include <algorithm>
 #include <cmath>
 #include <memory>

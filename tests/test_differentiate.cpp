@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 
+#include "compile.hpp"
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
@@ -485,6 +486,27 @@ TEST_CASE("dumps print the derivatives in the language, shared terms named once"
     Options options;
     options.inputs = {"p", "t"};
     CHECK(compile("mean((p - t)^2)", options).derivatives(std::vector<std::string>{"p", "t"}) == dump_gradients(mse));
+}
+
+TEST_CASE("every derivative prints as CUDA that NVRTC compiles") {
+    // Each derivative made the body of a map: what a gradient kernel's element functor will print.
+    std::string terms = "-x + !x + (x + y) + (x - y) + (x * y) + (x / y) + (x % y) + x^y + x^2 + x^-0.5 + (x < y) + "
+                        "(x ? y : 1) + (x && y)";
+    for (std::string f : {"abs", "sign", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                          "sin", "cos", "tan", "tanh", "sigmoid", "softplus", "relu", "erf", "erfc", "floor", "ceil",
+                          "round", "trunc", "isnan", "isinf"})
+        terms += " + " + f + "(x * z)";
+    terms += " + min(x, y, 1) + max(x, y) + clamp(x, y, z) + pow(y, x) + where(x > y, x, y) + xlogy(x, y) + k * d";
+    const auto grad = differentiate(checked("param k = 2; d = x * y; b = x > z; " + terms + " + b"), std::vector<int>{0, 1, 2});
+    for (const auto& d : grad.derivatives) {
+        CAPTURE(d.input);
+        ir::Program one = grad;
+        one.body = d.node;
+        one.derivatives.clear();
+        KernelSpec spec;
+        spec.inner_strides.assign(read_inputs(one).size(), 1);
+        CHECK_NOTHROW(compile_cuda(emit_cuda(one, spec), "sm_90"));
+    }
 }
 
 TEST_CASE("docs/language.md has the Gradients section") {
