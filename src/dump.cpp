@@ -1,5 +1,7 @@
 // dump: readable text for each stage, for `lossjit run --dump ast|checked` and the tests.
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -46,7 +48,12 @@ int precedence(const ir::Node& n) {
     }
 }
 
-std::string print_source(const ir::Program& p, int id) {
+// `named`: nodes printed as a name (shared terms of a gradient dump), except the root itself.
+using Names = std::map<int, std::string>;
+
+std::string print_source(const ir::Program& p, int id, const Names* named = nullptr, bool root = true) {
+    if (named && !root)
+        if (const auto it = named->find(id); it != named->end()) return it->second;
     const ir::Node& n = p.node(id);
     switch (n.kind) {
         case ir::NodeKind::Constant: return number_text(n.value);
@@ -58,15 +65,17 @@ std::string print_source(const ir::Program& p, int id) {
     const auto& info = builtin_info(n.fn);
     auto arg = [&](int i, bool right) {
         const int child = n.args[static_cast<std::size_t>(i)];
-        std::string text = print_source(p, child);
-        const int mine = precedence(n), theirs = precedence(p.node(child));
+        std::string text = print_source(p, child, named, false);
+        const bool is_name = named && named->count(child);
+        const int mine = precedence(n), theirs = is_name ? 100 : precedence(p.node(child));
         const bool right_assoc = n.fn == Builtin::Pow;
         if (theirs < mine || (theirs == mine && right != right_assoc && n.arity == 2)) text = "(" + text + ")";
         return text;
     };
     if (!info.is_operator) {
         std::string text = std::string(info.name) + "(";
-        for (int i = 0; i < n.arity; ++i) text += (i ? ", " : "") + print_source(p, n.args[static_cast<std::size_t>(i)]);
+        for (int i = 0; i < n.arity; ++i)
+            text += (i ? ", " : "") + print_source(p, n.args[static_cast<std::size_t>(i)], named, false);
         return text + ")";
     }
     if (n.fn == Builtin::Select) return arg(0, false) + " ? " + arg(1, false) + " : " + arg(2, true);
@@ -97,6 +106,34 @@ std::string dump_checked(const ir::Program& program) {
     out += fmt::format("reduction: {}\n", ir::to_string(program.reduction));
     for (const auto& b : program.bindings) out += fmt::format("{} = {}\n", b.name, print_source(program, b.node));
     out += fmt::format("body: {}\n", print_source(program, program.body));
+    return out;
+}
+
+std::string dump_gradients(const ir::Program& program) {
+    std::string out = dump_checked(program);
+    std::vector<int> roots;
+    for (const auto& d : program.derivatives) roots.push_back(d.node);
+    const auto taken = [&](const std::string& name) {
+        return std::find(program.inputs.begin(), program.inputs.end(), name) != program.inputs.end() ||
+               std::any_of(program.params.begin(), program.params.end(), [&](const auto& p) { return p.name == name; }) ||
+               std::any_of(program.bindings.begin(), program.bindings.end(), [&](const auto& b) { return b.name == name; });
+    };
+    Names named;
+    std::string prefix = "_";
+    for (int id : shared_nodes(program, roots)) {
+        std::string name = prefix + std::to_string(named.size() + 1);
+        while (taken(name)) name = (prefix += "_") + std::to_string(named.size() + 1);
+        out += fmt::format("{} = {}\n", name, print_source(program, id, &named));
+        named.emplace(id, name);
+    }
+    const std::string scale = program.reduction == ir::Reduction::Sum         ? "upstream"
+                              : program.reduction == ir::Reduction::Mean      ? "upstream / N"
+                              : program.reduction == ir::Reduction::BatchMean ? "upstream / (size of dimension 0)"
+                                                                              : "the upstream gradient's element";
+    out += fmt::format("# per element; the gradient is each times {}, summed where its input is broadcast\n", scale);
+    for (const auto& d : program.derivatives)
+        out += fmt::format("d/d{} = {}\n", program.inputs[static_cast<std::size_t>(d.input)],
+                           print_source(program, d.node, &named, false));
     return out;
 }
 

@@ -374,6 +374,53 @@ void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputVi
     lossjit::reference_map(impl_->program, layout, data, impl_->param_values, static_cast<float*>(host_output.data));
 }
 
+namespace {
+
+std::vector<ReferenceGradient> gradients_on_cpu(const Loss::Impl& impl, std::span<const TensorView> host_inputs,
+                                                std::span<const std::string> wrt, double upstream,
+                                                const TensorView* host_upstream) {
+    const ir::Program program = differentiate(impl.program, gradient_slots(impl.program, wrt));
+    std::optional<OperandShape> up;
+    if (host_upstream) {
+        check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
+        up = OperandShape{"upstream", host_upstream->shape, host_upstream->strides};
+    }
+    const GradientLayout layout = plan_gradient_layout(shapes_of(program.inputs, host_inputs), up ? &*up : nullptr);
+    std::vector<const float*> data;
+    for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
+    auto values = reference_gradients(program, layout, data, impl.param_values, upstream,
+                                      host_upstream ? static_cast<const float*>(host_upstream->data) : nullptr);
+    std::vector<ReferenceGradient> out;
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
+        out.push_back({program.inputs[slot], host_inputs[slot].shape, std::move(values[k])});
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> host_inputs,
+                                                    std::span<const std::string> wrt, double upstream) const {
+    if (kind() != Kind::Reduction)
+        throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
+    impl_->check_inputs(host_inputs);
+    return gradients_on_cpu(*impl_, host_inputs, wrt, upstream, nullptr);
+}
+
+std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> host_inputs,
+                                                    std::span<const std::string> wrt,
+                                                    const TensorView& host_upstream) const {
+    if (kind() != Kind::Map)
+        throw UsageError("this program is a reduction: its upstream gradient is a number, not a tensor");
+    impl_->check_inputs(host_inputs);
+    return gradients_on_cpu(*impl_, host_inputs, wrt, 0.0, &host_upstream);
+}
+
+std::string Loss::derivatives(std::span<const std::string> wrt) const {
+    return dump_gradients(differentiate(impl_->program, gradient_slots(impl_->program, wrt)));
+}
+
 std::string Loss::ast() const { return dump_ast(impl_->syntax); }
 std::string Loss::checked() const { return dump_checked(impl_->program); }
 

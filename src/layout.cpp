@@ -124,4 +124,25 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
     return layout;
 }
 
+GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream) {
+    GradientLayout result;
+    std::vector<OperandShape> read(inputs.begin(), inputs.end());
+    if (upstream) {
+        const Shape shape = broadcast_shapes(inputs);
+        if (upstream->shape != shape) {
+            throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
+                                         fmt::join(upstream->shape, ", "), fmt::join(shape, ", ")));
+        }
+        read.push_back(*upstream);
+    }
+    result.read = plan_layout(read, nullptr);
+    std::vector<OperandShape> write;
+    for (const auto& op : inputs) {
+        write.push_back({op.name, op.shape, {}});
+        result.sizes.push_back(element_count(op.shape));
+    }
+    result.write = plan_layout(write, nullptr);
+    return result;
+}
+
 }  // namespace lossjit

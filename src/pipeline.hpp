@@ -2,13 +2,14 @@
 //
 //   parse.cpp      program text               -> ast::Program   (syntax, positions)
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
+//   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims)
 //   emit.cpp       ir::Program + KernelSpec   -> CUDA C++       (templates/ + expression printer)
 //   compile.cpp    CUDA C++                   -> CUBIN or PTX   (NVRTC)
 //   cache.cpp      source + target            -> kernel image   (memory map + disk directory)
 //   driver.cpp     the CUDA driver API, dlopen'ed at run time, and RAII owners for its handles
 //   launch.cpp     lossjit::Loss: picks the kernel for a layout, launches it
-//   reference.cpp  ir::Program + host tensors -> float64 values (the CPU reference)
+//   reference.cpp  ir::Program + host tensors -> float64 values and gradients (the CPU reference)
 //   dump.cpp       ast / ir                   -> text for `lossjit --dump`
 #pragma once
 
@@ -35,6 +36,23 @@ struct CheckOptions {
     std::vector<ir::ParamDecl> params;    // caller-declared parameters (override program defaults)
 };
 ir::Program check(const ast::Program& program, const CheckOptions& options);
+
+// ---- differentiate ----------------------------------------------------------------------------
+// Input slots for the names of the inputs to differentiate with respect to; UsageError for a name
+// that is not an input (a parameter is a constant: it has no gradient) or is named twice.
+std::vector<int> gradient_slots(const ir::Program& program, std::span<const std::string> names);
+
+// The program again, reduced to the nodes its value and bindings reach and hash-consed, with
+// `derivatives` holding, per slot of `wrt` (in that order), the node for d body / d input at one
+// element. Value and derivatives share one node list, in order (arguments before users), so an
+// evaluator walks it once. Conventions at non-smooth points follow PyTorch's autograd
+// (docs/language.md, "Gradients"). The loss's gradient is this times gradient_scale() and the
+// upstream gradient; for a broadcast input, summed over the dimensions it is broadcast along.
+ir::Program differentiate(const ir::Program& program, std::span<const int> wrt);
+
+// Apply nodes that the nodes reachable from `roots` use more than once (a root counts as a use),
+// in node order: what a printer or emitter names once (a local) and reuses instead of repeating.
+std::vector<int> shared_nodes(const ir::Program& program, std::span<const int> roots);
 
 // ---- layout ------------------------------------------------------------------------------------
 constexpr int kMaxRank = 8;  // dimensions left after collapsing; the kernel ABI holds this many
@@ -63,6 +81,18 @@ struct Layout {
 Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* output);
 
 Shape broadcast_shapes(std::span<const OperandShape> inputs);
+
+// How a gradient computation walks memory. `read` walks the inputs as given and, for a map, the
+// upstream gradient as one more operand after them (it must have the broadcast shape; zero strides
+// are fine: it is only read). `write` walks the same shapes contiguous: element i's derivative
+// for input k is added at offset OffsetWalker(write, write.inputs[k]) of a buffer of k's own shape,
+// so broadcast elements sum into one. Both enumerate the elements in the same (row-major) order.
+struct GradientLayout {
+    Layout read;
+    Layout write;
+    std::vector<std::int64_t> sizes;  // element count of each input's own shape
+};
+GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream);
 
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";
@@ -101,6 +131,9 @@ std::string print_expression(const ir::Program& program, int node);
 // ---- dump --------------------------------------------------------------------------------------
 std::string dump_ast(const ast::Program& program);
 std::string dump_checked(const ir::Program& program);
+// A differentiated program's derivatives in the language's syntax; terms they share are named
+// once (_1, _2, ...), as an emitter would hold them in locals.
+std::string dump_gradients(const ir::Program& program);
 
 }  // namespace lossjit
 
@@ -116,5 +149,17 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
 // What a reduction's total is divided by: the element count (mean), the size of dimension 0
 // (batchmean) or 1 (sum). Shared by the kernel launch and the reference.
 double reduction_divisor(const ir::Program& program, const Layout& layout);
+
+// What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
+double gradient_scale(const ir::Program& program, const Layout& layout);
+
+// The gradients of a differentiated program (differentiate()), one buffer per entry of
+// program.derivatives, in its input's own shape, row-major, float64. Reductions: each element's
+// derivative times upstream * gradient_scale. Maps: times that element of `upstream_map`, read
+// through layout.read.inputs.back() (`upstream` is ignored).
+std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
+                                                     std::span<const float* const> inputs,
+                                                     std::span<const double> params, double upstream,
+                                                     const float* upstream_map);
 
 }  // namespace lossjit

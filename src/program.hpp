@@ -37,6 +37,15 @@ struct BindingDef {
     ast::Pos pos;
 };
 
+// The derivative of the per-element body with respect to one input: d body / d input at one
+// element, before the reduction's scale (1/N, 1/dim0) and the upstream gradient multiply it.
+// Filled only by differentiate(), which puts value and derivatives in one node list so that they
+// share every common subexpression.
+struct Derivative {
+    int input;  // input slot
+    int node;
+};
+
 // Nodes are stored so that every node's arguments come before it, which lets evaluators walk the
 // array once, front to back.
 struct Program {
@@ -48,6 +57,7 @@ struct Program {
     std::vector<BindingDef> bindings;
     std::vector<Node> nodes;
     int body = -1;
+    std::vector<Derivative> derivatives;  // empty unless differentiated; further roots beside body
 
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }

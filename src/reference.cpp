@@ -1,9 +1,11 @@
 // reference: the checked program evaluated on the CPU in float64, from the same node list the
 // emitter prints, with the builtins' float64 definitions. It is what GPU results are tested against
-// and what `lossjit run` uses where there is no GPU. Evaluation is column-at-a-time over chunks, so
+// and what `lossjit run` uses where there is no GPU; gradients have no GPU kernel yet, so for them
+// it is the only evaluator. Evaluation is column-at-a-time over chunks, so
 // a billion elements take seconds, not minutes.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -61,6 +63,7 @@ public:
         : program_(program), layout_(layout), inputs_(inputs), params_(params),
           live_(program.nodes.size(), false), columns_(program.nodes.size()) {
         mark_live(program.body);
+        for (const auto& d : program.derivatives) mark_live(d.node);
         for (std::size_t i = 0; i < program.nodes.size(); ++i)
             if (live_[i] && program.nodes[i].kind != ir::NodeKind::Binding) columns_[i].resize(kChunk);
     }
@@ -93,13 +96,14 @@ public:
         return column(program_.body);
     }
 
-private:
+    // Any live node's values for the last evaluated chunk.
     const double* column(int id) const {
         const ir::Node& n = program_.node(id);
         if (n.kind == ir::NodeKind::Binding) return column(program_.bindings[static_cast<std::size_t>(n.slot)].node);
         return columns_[static_cast<std::size_t>(id)].data();
     }
 
+private:
     void mark_live(int id) {
         if (live_[static_cast<std::size_t>(id)]) return;
         live_[static_cast<std::size_t>(id)] = true;
@@ -210,6 +214,70 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
             }
         },
         &threads);
+}
+
+double gradient_scale(const ir::Program& program, const Layout& layout) {
+    return 1.0 / reduction_divisor(program, layout);
+}
+
+std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
+                                                     std::span<const float* const> inputs,
+                                                     std::span<const double> params, double upstream,
+                                                     const float* upstream_map) {
+    const Layout& read = layout.read;
+    const Layout& write = layout.write;
+    if (program.is_map() && (!upstream_map || read.inputs.size() != program.inputs.size() + 1))
+        throw InternalError("reference_gradients: a map needs its upstream gradient as the last operand");
+    const double scale = program.is_map() ? 1.0 : upstream * gradient_scale(program, read);
+
+    const std::size_t count = program.derivatives.size();
+    std::vector<std::vector<double>> grads(count);
+    std::vector<bool> broadcast(count);
+    for (std::size_t k = 0; k < count; ++k) {
+        const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
+        const std::int64_t size = layout.sizes.at(slot);
+        grads[k].assign(static_cast<std::size_t>(size), 0.0);
+        broadcast[k] = size < write.count;  // several elements add into one: each thread sums apart
+    }
+
+    const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::vector<std::vector<double>>> partial(max_threads);
+    std::size_t threads = 0;
+    parallel_ranges(
+        read.count,
+        [&](std::int64_t begin, std::int64_t end, std::size_t t) {
+            ChunkEvaluator eval(program, read, inputs, params);
+            std::vector<double> factor(static_cast<std::size_t>(kChunk), scale);
+            std::optional<OffsetWalker> up;
+            if (program.is_map()) up.emplace(read, read.inputs.back(), begin);
+            std::vector<OffsetWalker> targets;
+            auto& mine = partial[t];
+            mine.resize(count);
+            for (std::size_t k = 0; k < count; ++k) {
+                const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
+                targets.emplace_back(write, write.inputs[slot], begin);
+                if (broadcast[k]) mine[k].assign(grads[k].size(), 0.0);
+            }
+            for (std::int64_t s = begin; s < end; s += kChunk) {
+                const std::int64_t n = std::min(kChunk, end - s);
+                eval.evaluate(s, n);
+                if (up)
+                    for (std::int64_t i = 0; i < n; ++i, up->next()) factor[static_cast<std::size_t>(i)] = upstream_map[up->offset()];
+                for (std::size_t k = 0; k < count; ++k) {
+                    const double* d = eval.column(program.derivatives[k].node);
+                    double* out = broadcast[k] ? mine[k].data() : grads[k].data();
+                    auto& walk = targets[k];
+                    for (std::int64_t i = 0; i < n; ++i, walk.next()) out[walk.offset()] += d[i] * factor[static_cast<std::size_t>(i)];
+                }
+            }
+        },
+        &threads);
+    for (std::size_t k = 0; k < count; ++k) {
+        if (!broadcast[k]) continue;
+        for (std::size_t t = 0; t < threads; ++t)
+            for (std::size_t i = 0; i < grads[k].size(); ++i) grads[k][i] += partial[t][k][i];
+    }
+    return grads;
 }
 
 }  // namespace lossjit

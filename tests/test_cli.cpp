@@ -150,4 +150,37 @@ TEST_CASE("every driver symbol resolves against the toolkit's stub libcuda") {
     CHECK(r.output.find("lacks") == std::string::npos);
 }
 
+TEST_CASE("--grad computes gradients on the CPU reference; --output-grad writes them; --dump grad") {
+    TempDir dir;
+    const std::string file = (dir.path / "gt.npy").string();
+    const auto r = run("run " + example("hinge.loss") + " --input p=2x3:uniform[-2,2] --input t=3:sign --cpu --grad p "
+                       "--output-grad t=" + file + " --dump grad");
+    CHECK(r.status == 0);
+    CHECK(r.output.find("d/dp = -(t * _2)") != std::string::npos);
+    CHECK(r.output.find("grad p of shape 2x3 (CPU reference, float64): ") != std::string::npos);
+    CHECK(r.output.find("grad t of shape 3 (CPU reference, float64), written to " + file) != std::string::npos);
+    const auto t = lossjit::load_npy(file);
+    CHECK(t.shape == lossjit::Shape{3});
+
+    // The same numbers through the API, rounded to float32 as the file holds them.
+    lossjit::Options options;
+    options.inputs = {"p", "t"};
+    const auto loss = lossjit::compile("mean(max(0, 1 - p*t))", options);
+    const auto p_data = lossjit::generate(lossjit::parse_generator("2x3:uniform[-2,2]"), lossjit::seed_for(0, "p"));
+    const auto t_data = lossjit::generate(lossjit::parse_generator("3:sign"), lossjit::seed_for(0, "t"));
+    const std::vector<lossjit::TensorView> views{p_data.view(), t_data.view()};
+    const auto grads = loss.reference_grad(views, std::vector<std::string>{"t"});
+    for (std::size_t i = 0; i < 3; ++i) CHECK(t.values[i] == static_cast<float>(grads[0].values[i]));
+
+    const auto map = run("run 'x * x' --input x=3:range --cpu --grad x --json");
+    CHECK(map.status == 0);
+    CHECK(map.output.find("\"device\": \"cpu-reference\"") != std::string::npos);
+    CHECK(map.output.find("\"first\": [\n        0.0,\n        2.0,\n        4.0\n") != std::string::npos);
+
+    const auto param = run("run 'param beta = 1; mean(beta * p)' --input p=3 --cpu --grad beta");
+    CHECK(param.status == 2);
+    CHECK(param.output.find("'beta' is a parameter: parameters are constants and have no gradient") != std::string::npos);
+    CHECK(run("run 'mean(p)' --input p=3 --cpu --output-grad p").status == 2);
+}
+
 }  // TEST_SUITE

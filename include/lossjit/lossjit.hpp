@@ -37,6 +37,15 @@ struct Options {
     int max_blocks_per_sm = 0;  // cap on blocks per SM; 0 = reductions: what occupancy allows, maps: no cap
 };
 
+// The gradient of a loss (or a map's vector-Jacobian product) with respect to one input, from the
+// CPU reference: float64 values in the input's own shape, row-major, summed over the dimensions
+// along which the input is broadcast.
+struct ReferenceGradient {
+    std::string input;
+    Shape shape;
+    std::vector<double> values;
+};
+
 using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
 
 enum class Kind { Reduction, Map };
@@ -91,10 +100,23 @@ public:
     // ---- the CPU reference: float64 arithmetic on float32 host tensors ----
     double reference(std::span<const TensorView> host_inputs) const;
     void reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const;
+    // Reduction: d (upstream * loss) / d input for each input named in `wrt`, in that order.
+    // Parameters are constants (no gradient); an input the program never reads gets zeros. At kinks
+    // the conventions are PyTorch autograd's (docs/language.md, "Gradients").
+    std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
+                                                  std::span<const std::string> wrt, double upstream = 1.0) const;
+    // Map: the vector-Jacobian product with `host_upstream`, a float32 tensor of the output's shape
+    // (what y.backward(upstream) gives in torch).
+    std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
+                                                  std::span<const std::string> wrt,
+                                                  const TensorView& host_upstream) const;
+    // Planned for the GPU (issue #4): grad(...) and value_and_grad(...), one fused kernel computing
+    // the value and these gradients from the same differentiated program. Not implemented yet.
 
     // ---- the stages, for tools and curious users; only the shapes and strides of inputs are read ----
     std::string ast() const;
     std::string checked() const;
+    std::string derivatives(std::span<const std::string> wrt) const;  // `--dump grad`: d body / d input
     std::string cuda_source(std::span<const TensorView> inputs) const;
     std::string cuda_source() const;  // for inputs that all share one contiguous shape
     // Compiles (through the cache) for a target such as "sm_90" or "compute_90"; needs no GPU.

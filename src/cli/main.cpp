@@ -159,6 +159,8 @@ void print_timings(const lossjit::Timings& t, double first_call_ms) {
 struct RunArgs {
     CommonArgs common;
     std::vector<std::string> dumps;
+    std::vector<std::string> grads;         // inputs to differentiate with respect to
+    std::vector<std::string> output_grads;  // NAME=FILE.npy
     std::string output;
     std::string arch = "sm_90";
     bool check = false;
@@ -169,11 +171,12 @@ struct RunArgs {
 };
 
 void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, const std::vector<TensorView>& shapes,
-                 const std::string& arch) {
+                 const std::string& arch, const std::vector<std::string>& grads) {
     for (const auto& stage : stages) {
         std::cout << "// ---- " << stage << " ----\n";
         if (stage == "ast") std::cout << loss.ast();
         else if (stage == "checked") std::cout << loss.checked();
+        else if (stage == "grad") std::cout << loss.derivatives(grads.empty() ? loss.inputs() : grads);
         else if (stage == "cuda") std::cout << loss.cuda_source(shapes);
         else if (stage == "ptx") std::cout << trim_nul(loss.ptx(shapes, arch));
     }
@@ -190,7 +193,18 @@ int run_command(const RunArgs& args) {
     for (const auto& i : prepared.inputs) host.push_back(load_input(i, args.common.seed));
     std::vector<TensorView> host_views;
     for (const auto& h : host) host_views.push_back(h.view());
-    dump_stages(loss, args.dumps, host_views, arch);
+    // --output-grad NAME=FILE implies --grad NAME.
+    std::vector<std::string> grads = args.grads;
+    std::vector<std::pair<std::string, std::string>> grad_files;
+    for (const auto& text : args.output_grads) {
+        const auto eq = text.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+            throw UsageError(fmt::format("--output-grad '{}': expected NAME=FILE.npy", text));
+        grad_files.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+        if (std::find(grads.begin(), grads.end(), grad_files.back().first) == grads.end())
+            grads.push_back(grad_files.back().first);
+    }
+    dump_stages(loss, args.dumps, host_views, arch, grads);
 
     nlohmann::json report;
     report["program"] = args.common.program;
@@ -283,6 +297,35 @@ int run_command(const RunArgs& args) {
                                      out.values.size() > shown ? ", ..." : "");
         }
     }
+    if (!grads.empty()) {
+        // Gradients have no GPU kernel yet: the CPU reference computes them, whatever ran the value.
+        std::vector<lossjit::ReferenceGradient> result;
+        if (loss.kind() == lossjit::Kind::Reduction) {
+            result = loss.reference_grad(host_views, grads);
+        } else {  // the gradient of sum(map): an upstream of ones, as y.backward(torch.ones_like(y))
+            const lossjit::Shape shape = loss.output_shape(host_views);
+            const HostTensor ones{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)), 1.0f)};
+            result = loss.reference_grad(host_views, grads, ones.view());
+        }
+        for (const auto& g : result) {
+            nlohmann::json entry{{"shape", g.shape}, {"device", "cpu-reference"}};
+            for (const auto& [name, file] : grad_files) {
+                if (name != g.input) continue;
+                lossjit::save_npy(file, HostTensor{g.shape, std::vector<float>(g.values.begin(), g.values.end())});
+                entry["output"] = file;
+            }
+            const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
+            entry["first"] = std::vector<double>(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown));
+            if (!args.json) {
+                std::cout << fmt::format("grad {} of shape {} (CPU reference, float64){}: {:.9g}{}\n", g.input,
+                                         lossjit::format_shape(g.shape),
+                                         entry.contains("output") ? ", written to " + entry["output"].get<std::string>() : "",
+                                         fmt::join(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                         g.values.size() > shown ? ", ..." : "");
+            }
+            report["gradients"][g.input] = entry;
+        }
+    }
     report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
                          {"device_ms", loss.timings().device_ms}, {"emit_ms", loss.timings().emit_ms},
                          {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
@@ -351,8 +394,14 @@ int main(int argc, char** argv) {
     RunArgs run;
     auto* run_cmd = app.add_subcommand("run", "evaluate a program (on the GPU, or the CPU reference without one)");
     add_common(run_cmd, run.common);
-    run_cmd->add_option("--dump", run.dumps, "print a stage first: ast, checked, cuda, ptx")
-        ->check(CLI::IsMember({"ast", "checked", "cuda", "ptx"}))
+    run_cmd->add_option("--dump", run.dumps, "print a stage first: ast, checked, grad (derivatives), cuda, ptx")
+        ->check(CLI::IsMember({"ast", "checked", "grad", "cuda", "ptx"}))
+        ->allow_extra_args(false);
+    run_cmd->add_option("--grad", run.grads,
+                        "also compute the gradient with respect to this input, on the CPU reference (a map: of the "
+                        "sum of its output); repeatable")
+        ->allow_extra_args(false);
+    run_cmd->add_option("--output-grad", run.output_grads, "NAME=FILE.npy: write that gradient (float32); implies --grad NAME")
         ->allow_extra_args(false);
     run_cmd->add_option("-o,--output", run.output, "write a map's result to this .npy file");
     run_cmd->add_flag("--check", run.check, "also evaluate on the CPU reference and compare (exit 1 if off)");

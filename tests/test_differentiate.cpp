@@ -1,0 +1,517 @@
+// differentiate: every operator and function against central finite differences in float64, the
+// non-smooth conventions at their kinks (PyTorch's autograd), the reference losses' gradients
+// (broadcast inputs included), simplification and common-subexpression elimination, and dumps.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "compile.hpp"
+#include "lossjit/host.hpp"
+#include "lossjit/lossjit.hpp"
+#include "paths.hpp"
+#include "pipeline.hpp"
+#include "simplify.hpp"
+
+#include <fstream>
+#include <sstream>
+
+using namespace lossjit;
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+ir::Program checked(const std::string& text, std::vector<std::string> inputs = {"x", "y", "z"}) {
+    CheckOptions options;
+    options.inputs = std::move(inputs);
+    return check(parse(text, "expr"), options);
+}
+
+std::vector<int> all_slots(const ir::Program& p) {
+    std::vector<int> slots;
+    for (std::size_t k = 0; k < p.inputs.size(); ++k) slots.push_back(static_cast<int>(k));
+    return slots;
+}
+
+// Every node's float64 value at one element, front to back, as the reference computes it.
+std::vector<double> evaluate(const ir::Program& p, const std::vector<double>& inputs) {
+    std::vector<double> v(p.nodes.size());
+    for (std::size_t id = 0; id < p.nodes.size(); ++id) {
+        const ir::Node& n = p.nodes[id];
+        switch (n.kind) {
+            case ir::NodeKind::Constant: v[id] = n.value; break;
+            case ir::NodeKind::Input: v[id] = inputs[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Param: v[id] = p.params[static_cast<std::size_t>(n.slot)].default_value; break;
+            case ir::NodeKind::Binding: v[id] = v[static_cast<std::size_t>(p.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
+            case ir::NodeKind::Apply: {
+                auto arg = [&](int i) { return i < n.arity ? v[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])] : 0.0; };
+                v[id] = apply_builtin(n.fn, arg(0), arg(1), arg(2));
+                break;
+            }
+        }
+    }
+    return v;
+}
+
+double body_at(const ir::Program& p, const std::vector<double>& inputs) {
+    return evaluate(p, inputs)[static_cast<std::size_t>(p.body)];
+}
+
+double central_difference(const std::function<double(double)>& f, double at) {
+    const double h = 1e-5 * std::max(1.0, std::fabs(at));
+    return (f(at + h) - f(at - h)) / (2 * h);
+}
+
+// Away from every kink the table's expressions have: multiples of 0.5, ties between variables,
+// integer quotients (%), softplus's threshold.
+bool away_from_kinks(const std::vector<double>& v) {
+    constexpr double gap = 1e-3;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (std::fabs(v[i] * 2 - std::nearbyint(v[i] * 2)) < 2 * gap || std::fabs(v[i] - 20) < gap) return false;
+        for (std::size_t j = 0; j < v.size(); ++j) {
+            if (i == j) continue;
+            if (std::fabs(v[i] - v[j]) < gap || std::fabs(v[i] + v[j]) < gap) return false;
+            const double q = v[i] / v[j];
+            if (std::fabs(q - std::nearbyint(q)) < gap) return false;
+        }
+    }
+    return true;
+}
+
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// The whole loss in float64 at double inputs, broadcasting by hand: what finite differences move.
+// A map counts as sum(upstream * map).
+double loss_at(const ir::Program& p, const std::vector<Shape>& shapes, const std::vector<std::vector<double>>& values,
+               const std::vector<double>& upstream) {
+    std::vector<OperandShape> operands;
+    for (const auto& s : shapes) operands.push_back({"x", s, {}});
+    const Shape shape = broadcast_shapes(operands);
+    const std::int64_t count = element_count(shape);
+    double total = 0;
+    for (std::int64_t i = 0; i < count; ++i) {
+        std::vector<double> at;
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            std::int64_t rest = i, offset = 0, stride = 1;
+            for (std::size_t d = shape.size(); d-- > 0;) {
+                const std::int64_t coord = rest % shape[d];
+                rest /= shape[d];
+                const std::size_t lead = shape.size() - shapes[k].size();
+                if (d < lead) continue;
+                const std::int64_t extent = shapes[k][d - lead];
+                if (extent != 1) offset += coord * stride;
+                stride *= extent;
+            }
+            at.push_back(values[k][static_cast<std::size_t>(offset)]);
+        }
+        const double v = body_at(p, at);
+        total += p.is_map() ? v * upstream[static_cast<std::size_t>(i)] : v;
+    }
+    if (p.reduction == ir::Reduction::Mean) total /= static_cast<double>(count);
+    if (p.reduction == ir::Reduction::BatchMean) total /= static_cast<double>(shape[0]);
+    return total;
+}
+
+}  // namespace
+
+TEST_SUITE("differentiate") {
+
+TEST_CASE("every operator and function matches central differences away from its kinks") {
+    struct Row {
+        const char* text;
+        double lo, hi;    // x
+        double ylo, yhi;  // y and z
+    };
+    const Row table[] = {
+        {"-x", -3, 3, -3, 3}, {"x + y", -3, 3, -3, 3}, {"x - y", -3, 3, -3, 3}, {"x * y", -3, 3, -3, 3},
+        {"x / y", -3, 3, 0.5, 3}, {"x / y", -3, 3, -3, -0.5}, {"x % y", -5, 5, 0.5, 2}, {"x % y", -5, 5, -2, -0.5},
+        {"x ^ y", 0.2, 3, -2, 2}, {"pow(x, y)", 0.2, 3, -2, 2}, {"y ^ x", -2, 2, 0.2, 3}, {"x ^ 2", -3, 3, 0, 1},
+        {"x ^ 3", -3, 3, 0, 1}, {"x ^ 0.5", 0.1, 4, 0, 1}, {"x ^ -0.5", 0.1, 4, 0, 1}, {"x ^ -1", 0.3, 4, 0, 1},
+        {"x ^ -2", -4, -0.3, 0, 1}, {"x ^ 2.5", 0.1, 3, 0, 1}, {"x ^ 0", -3, 3, 0, 1}, {"2 ^ x", -3, 3, 0, 1},
+        {"x < y", -3, 3, -3, 3}, {"x <= y", -3, 3, -3, 3}, {"x > y", -3, 3, -3, 3}, {"x >= y", -3, 3, -3, 3},
+        {"x == y", -3, 3, -3, 3}, {"x != y", -3, 3, -3, 3}, {"x && y", -3, 3, -3, 3}, {"x || y", -3, 3, -3, 3},
+        {"!x", -3, 3, 0, 1}, {"x > y ? x * z : y * z", -3, 3, -3, 3}, {"where(x > y, sin(x), cos(y) * z)", -3, 3, -3, 3},
+        {"x ? y : z", -3, 3, -3, 3},
+        {"abs(x)", -3, 3, 0, 1}, {"sign(x)", -3, 3, 0, 1}, {"sqrt(x)", 0.1, 4, 0, 1}, {"rsqrt(x)", 0.1, 4, 0, 1},
+        {"exp(x)", -3, 3, 0, 1}, {"exp2(x)", -3, 3, 0, 1}, {"expm1(x)", -3, 3, 0, 1}, {"log(x)", 0.1, 5, 0, 1},
+        {"log2(x)", 0.1, 5, 0, 1}, {"log10(x)", 0.1, 5, 0, 1}, {"log1p(x)", -0.9, 5, 0, 1}, {"sin(x)", -3, 3, 0, 1},
+        {"cos(x)", -3, 3, 0, 1}, {"tan(x)", -1.2, 1.2, 0, 1}, {"tanh(x)", -3, 3, 0, 1}, {"sigmoid(x)", -6, 6, 0, 1},
+        {"softplus(x)", -30, 30, 0, 1}, {"relu(x)", -3, 3, 0, 1}, {"erf(x)", -3, 3, 0, 1}, {"erfc(x)", -3, 3, 0, 1},
+        {"floor(x)", -3, 3, 0, 1}, {"ceil(x)", -3, 3, 0, 1}, {"round(x)", -3, 3, 0, 1}, {"trunc(x)", -3, 3, 0, 1},
+        {"isnan(x)", -3, 3, 0, 1}, {"isinf(x)", -3, 3, 0, 1}, {"min(x, y)", -3, 3, -3, 3}, {"max(x, y)", -3, 3, -3, 3},
+        {"min(x, y, z)", -3, 3, -3, 3}, {"max(z, x, y)", -3, 3, -3, 3}, {"clamp(x, y, z)", -3, 3, -2, 2},
+        {"clamp(x, -1, 1)", -3, 3, 0, 1}, {"xlogy(x, y)", -3, 3, 0.1, 4}, {"xlogy(x, x)", 0.1, 3, 0, 1},
+        {"d = x - y; d * d + sin(d) * z", -3, 3, -3, 3}, {"param k = 2.5; k * x ^ k + k", 0.1, 3, 0, 1},
+        {"sigmoid(x) * log1p(y ^ 2) / (1 + z ^ 2)", -3, 3, -3, 3}, {"softplus(x * y) - relu(y - z)", -3, 3, -3, 3},
+        {"exp(-x) * erf(y) + x * tanh(x) - rsqrt(z * z + 1)", -3, 3, -3, 3},
+        {"a = x * y; b = a + z; a * b - b / (1 + a * a)", -2, 2, -2, 2},
+    };
+    std::mt19937_64 random(4);
+    for (const auto& row : table) {
+        const std::string text = row.text;
+        CAPTURE(text);
+        const auto program = checked(row.text);
+        const auto grad = differentiate(program, all_slots(program));
+        REQUIRE(grad.derivatives.size() == 3);
+        CHECK(same(body_at(grad, {0.7, -0.3, 1.9}), body_at(program, {0.7, -0.3, 1.9})));  // the value is untouched
+        int tested = 0;
+        for (int attempt = 0; attempt < 200 && tested < 12; ++attempt) {
+            std::uniform_real_distribution<double> ux(row.lo, row.hi), uy(row.ylo, row.yhi);
+            const std::vector<double> at{ux(random), uy(random), uy(random)};
+            if (!away_from_kinks(at)) continue;
+            ++tested;
+            const auto values = evaluate(grad, at);
+            for (int k = 0; k < 3; ++k) {
+                CAPTURE(k);
+                CAPTURE(at[0]);
+                CAPTURE(at[1]);
+                CAPTURE(at[2]);
+                const double symbolic = values[static_cast<std::size_t>(grad.derivatives[static_cast<std::size_t>(k)].node)];
+                const double numeric = central_difference(
+                    [&](double v) {
+                        auto moved = at;
+                        moved[static_cast<std::size_t>(k)] = v;
+                        return body_at(program, moved);
+                    },
+                    at[static_cast<std::size_t>(k)]);
+                const double f = std::fabs(body_at(program, at));
+                CHECK(std::fabs(symbolic - numeric) <= 1e-6 * (1 + std::fabs(symbolic) + f));
+            }
+        }
+        CHECK(tested >= 10);
+    }
+}
+
+TEST_CASE("non-smooth points follow PyTorch's autograd") {
+    struct Row {
+        const char* text;
+        double x, y, z;
+        double dx, dy, dz;
+        const char* why;
+    };
+    const double ln2 = std::log(2.0);
+    const double sp20 = std::exp(20.0) / (std::exp(20.0) + 1);
+    const Row table[] = {
+        {"abs(x)", 0, 0, 0, 0, 0, 0, "abs'(0) = 0 (grad * sgn(x))"},
+        {"relu(x)", 0, 0, 0, 0, 0, 0, "relu'(0) = 0 (threshold_backward: result <= 0)"},
+        {"relu(x)", kNan, 0, 0, 1, 0, 0, "a nan result is not <= 0: the gradient passes"},
+        {"sqrt(x)", 0, 0, 0, kInf, 0, 0, "grad / (2 * result)"},
+        {"rsqrt(x)", 0, 0, 0, -kInf, 0, 0, "-0.5 * grad * result^3"},
+        {"log(x)", 0, 0, 0, kInf, 0, 0, "grad / x"},
+        {"max(x, y)", 1, 1, 0, 0.5, 0.5, 0, "torch.maximum splits a tie evenly"},
+        {"min(x, y)", 1, 1, 0, 0.5, 0.5, 0, "torch.minimum splits a tie evenly"},
+        {"max(x, y)", 2, 1, 0, 1, 0, 0, "the larger side takes it all"},
+        {"min(x, y)", 2, 1, 0, 0, 1, 0, "the smaller side takes it all"},
+        {"max(x, y)", kNan, 1, 0, 1, 1, 0, "neither x < y nor x > y with a nan: both sides get it"},
+        {"max(0, x)", 0, 0, 0, 0.5, 0, 0, "a tie with a constant: half (unlike relu and clamp)"},
+        {"max(x, y, z)", 1, 1, 1, 0.25, 0.25, 0.5, "several arguments fold pairwise: max(max(x, y), z)"},
+        {"clamp(x, y, z)", -1, -1, 1, 1, 0, 0, "x == lo: closed interval, x gets it"},
+        {"clamp(x, y, z)", 1, -1, 1, 1, 0, 0, "x == hi: x gets it"},
+        {"clamp(x, y, z)", -2, -1, 1, 0, 1, 0, "below lo: lo gets it"},
+        {"clamp(x, y, z)", 2, -1, 1, 0, 0, 1, "above hi: hi gets it"},
+        {"clamp(x, y, z)", 0, 1, -1, 0, 0, 1, "lo > hi: the result is hi, and so is the gradient"},
+        {"clamp(x, y, z)", 1, 1, 1, 1, 0, 0, "lo == hi == x: x"},
+        {"clamp(x, y, z)", kNan, -1, 1, 0, 0, 0, "nan x: no comparison holds"},
+        {"clamp(x, 0, 6)", 0, 0, 0, 1, 0, 0, "hardsigmoid's kink: 1"},
+        {"clamp(x, 0, inf)", 0, 0, 0, 1, 0, 0, "torch.clamp(min=0) at 0: 1 (max(0, x) gives 0.5, relu 0)"},
+        {"sign(x) + floor(x) + ceil(x) + round(x) + trunc(x)", 2, 0, 0, 0, 0, 0, "piecewise constant: 0"},
+        {"round(x)", 2.5, 0, 0, 0, 0, 0, "at a half: 0"},
+        {"(x < y) + (x == y) + (x && y) + !x + isnan(x) + isinf(x)", 1, 1, 0, 0, 0, 0, "comparisons and logic: 0"},
+        {"x % y", 3, 2, 0, 1, -1, 0, "torch.remainder: 1 and -floor(x / y)"},
+        {"x % y", 4, 2, 0, 1, -2, 0, "at a jump: the same formula"},
+        {"x % y", -3, 2, 0, 1, 2, 0, "-floor(-1.5) = 2"},
+        {"where(x > 0, x, 2 * x)", 0, 0, 0, 2, 0, 0, "where: the selected branch; the condition gets none"},
+        {"x > 0 ? y : z", 1, 5, 7, 0, 1, 0, "?: the same"},
+        {"pow(x, y)", 0, 2, 0, 0, 0, 0, "0^y, y >= 0: d/dy masked to 0"},
+        {"pow(x, y)", 0, 0, 0, 0, 0, 0, "0^0: d/dx masked (exponent 0), d/dy masked"},
+        {"pow(x, y)", 0, -1, 0, -kInf, -kInf, 0, "0^-1: -1 * 0^-2 and inf * log(0)"},
+        {"pow(x, y)", -2, 2, 0, -4, kNan, 0, "negative base: log(x) is nan"},
+        {"x ^ 0", 0, 0, 0, 0, 0, 0, "constant exponent 0: 0"},
+        {"x ^ 0.5", 0, 0, 0, kInf, 0, 0, "like sqrt"},
+        {"2 ^ x", 3, 0, 0, 8 * ln2, 0, 0, "constant base"},
+        {"xlogy(x, y)", 0, 0, 0, 0, kNan, 0, "x == 0, y <= 0: d/dx masked; d/dy = x / y = nan"},
+        {"xlogy(x, y)", 0, 2, 0, ln2, 0, 0, "x == 0, y > 0: d/dx = log(y)"},
+        {"xlogy(x, y)", 0, -1, 0, 0, -0.0, 0, "x == 0, y < 0: d/dx masked"},
+        {"xlogy(x, y)", 1, kNan, 0, kNan, kNan, 0, "nan y"},
+        {"xlogy(x, x)", 0, 0, 0, kNan, 0, 0, "KL's t log t at t = 0: 0 + 0/0"},
+        {"softplus(x)", 20, 0, 0, sp20, 0, 0, "threshold 20: at 20 still e^x / (e^x + 1)"},
+        {"softplus(x)", 20.5, 0, 0, 1, 0, 0, "above 20: exactly 1"},
+        {"x * 0 + y", kInf, 1, 0, 0, 1, 0, "d/dx of x * 0 is 0 * 1; inf elsewhere does not leak"},
+        {"x * y", kInf, 0, 0, 0, kInf, 0, "y's gradient is x"},
+        {"exp(x) * 0", 1000, 0, 0, kNan, 0, 0, "0 * inf, as torch (exp overflows)"},
+        {"sigmoid(x)", 0, 0, 0, 0.25, 0, 0, "(1 - s) * s"},
+        {"tanh(x)", 0, 0, 0, 1, 0, 0, "1 - t^2"},
+    };
+    for (const auto& row : table) {
+        const std::string text = row.text, why = row.why;
+        CAPTURE(text);
+        CAPTURE(why);
+        const auto program = checked(row.text);
+        const auto grad = differentiate(program, all_slots(program));
+        const auto values = evaluate(grad, {row.x, row.y, row.z});
+        const double expected[3] = {row.dx, row.dy, row.dz};
+        for (int k = 0; k < 3; ++k) {
+            CAPTURE(k);
+            const double got = values[static_cast<std::size_t>(grad.derivatives[static_cast<std::size_t>(k)].node)];
+            CAPTURE(got);
+            if (std::isnan(expected[k]) || std::isinf(expected[k]) || expected[k] == 0) CHECK(same(got, expected[k]));
+            else CHECK(got == doctest::Approx(expected[k]).epsilon(1e-12));
+        }
+    }
+}
+
+TEST_CASE("the reference losses' gradients match finite differences, broadcast inputs included") {
+    struct Case {
+        std::string program;  // text or an example file
+        std::vector<std::pair<std::string, std::string>> inputs;  // name, SHAPE:GENERATOR
+        double upstream = 1.0;
+    };
+    const std::vector<Case> cases = {
+        {"hinge.loss", {{"p", "3x4:uniform[-2,2]"}, {"t", "4:sign"}}},
+        {"mse.loss", {{"p", "3x4:normal"}, {"t", "3x4:normal"}}},
+        {"kl.loss", {{"p", "3x4:softmax"}, {"t", "3x4:softmax"}}},
+        {"smooth_l1.loss", {{"p", "3x4:normal"}, {"t", "3x4:normal"}}},
+        {"hardsigmoid.loss", {{"x", "2x5:normal[0,3]"}}},
+        {"sum(a * b + sin(a) * b^2)", {{"a", "2x1:normal"}, {"b", "3:normal"}}, 2.5},
+        {"batchmean(softplus(a - b) * c)", {{"a", "2x3:normal"}, {"b", "3:normal"}, {"c", "scalar:normal"}}},
+        {"a * exp(b) - clamp(a, -1, b)", {{"a", "2x1:normal"}, {"b", "3:normal"}}},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.program);
+        const bool file = c.program.ends_with(".loss");
+        Options options;
+        std::vector<HostTensor> host;
+        std::vector<TensorView> views;
+        std::vector<Shape> shapes;
+        std::vector<std::vector<double>> values;
+        std::vector<std::string> names;
+        for (const auto& [name, spec] : c.inputs) {
+            options.inputs.push_back(name);
+            names.push_back(name);
+            host.push_back(generate(parse_generator(spec), seed_for(7, name)));
+            shapes.push_back(host.back().shape);
+            values.emplace_back(host.back().values.begin(), host.back().values.end());
+        }
+        for (const auto& h : host) views.push_back(h.view());
+        const std::string text = file ? read_file(source_dir() + "/examples/" + c.program) : c.program;
+        const auto loss = compile(text, options);
+        const ir::Program program = checked(text, options.inputs);
+
+        std::vector<ReferenceGradient> grads;
+        std::vector<double> upstream;
+        if (loss.kind() == Kind::Map) {
+            const HostTensor up = generate(parse_generator(format_shape(loss.output_shape(views)) + ":normal"), 99);
+            upstream.assign(up.values.begin(), up.values.end());
+            grads = loss.reference_grad(views, names, up.view());
+        } else {
+            grads = loss.reference_grad(views, names, c.upstream);
+        }
+        REQUIRE(grads.size() == names.size());
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            CAPTURE(names[k]);
+            CHECK(grads[k].input == names[k]);
+            CHECK(grads[k].shape == shapes[k]);
+            REQUIRE(grads[k].values.size() == values[k].size());
+            for (std::size_t i = 0; i < values[k].size(); ++i) {
+                CAPTURE(i);
+                const double numeric = c.upstream * central_difference(
+                    [&](double v) {
+                        auto moved = values;
+                        moved[k][i] = v;
+                        return loss_at(program, shapes, moved, upstream);
+                    },
+                    values[k][i]);
+                CHECK(grads[k].values[i] == doctest::Approx(numeric).epsilon(1e-6).scale(1.0));
+            }
+        }
+    }
+}
+
+TEST_CASE("gradients of strided inputs land in the input's own shape, row-major") {
+    // p is the transpose of [[1, 2, 3], [4, 5, 6]]: shape [3, 2], strides [1, 3].
+    const std::vector<float> data{1, 2, 3, 4, 5, 6};
+    const std::vector<float> dense{1, 4, 2, 5, 3, 6};
+    const auto loss = compile("sum(p * p * t)");
+    const HostTensor t{{2}, {10, 100}};
+    const std::vector<TensorView> strided{TensorView{data.data(), DType::float32, {3, 2}, {1, 3}}, t.view()};
+    const std::vector<TensorView> contiguous{TensorView::contiguous(dense.data(), {3, 2}), t.view()};
+    const std::vector<std::string> wrt{"p", "t"};
+    const auto a = loss.reference_grad(strided, wrt);
+    const auto b = loss.reference_grad(contiguous, wrt);
+    CHECK(a[0].values == std::vector<double>{20, 800, 40, 1000, 60, 1200});  // 2 * p * t
+    CHECK(a[0].values == b[0].values);
+    CHECK(a[1].values == std::vector<double>{1 + 4 + 9, 16 + 25 + 36});  // summed over the rows
+}
+
+TEST_CASE("gradient requests: errors, unread inputs, empty tensors") {
+    Options options;
+    options.inputs = {"p", "t", "unused"};
+    const auto loss = compile("param beta = 2; mean(beta * (p - t)^2)", options);
+    const HostTensor p{{2}, {1, 2}}, t{{2}, {0, 0}}, u{{1}, {1}};
+    const std::vector<TensorView> views{p.view(), t.view(), u.view()};
+    const auto g = loss.reference_grad(views, std::vector<std::string>{"unused", "p"});
+    CHECK(g[0].values == std::vector<double>{0});
+    CHECK(g[1].values == std::vector<double>{2, 4});  // beta * 2 * (p - t) / 2
+    CHECK_THROWS_WITH_AS(loss.reference_grad(views, std::vector<std::string>{"beta"}),
+                         doctest::Contains("'beta' is a parameter"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.reference_grad(views, std::vector<std::string>{"q"}),
+                         doctest::Contains("not an input of the program (p, t, unused)"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.reference_grad(views, std::vector<std::string>{"p", "p"}),
+                         doctest::Contains("asked for twice"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.reference_grad(views, std::vector<std::string>{"p"}, p.view()),
+                         doctest::Contains("upstream gradient is a number"), UsageError);
+
+    const auto map = compile("a + b");
+    const HostTensor a{{2, 1}, {1, 2}}, b{{3}, {1, 2, 3}};
+    const std::vector<TensorView> map_views{a.view(), b.view()};
+    const std::vector<std::string> wrt{"a", "b"};
+    CHECK_THROWS_WITH_AS(map.reference_grad(map_views, wrt), doctest::Contains("needs an upstream tensor"), UsageError);
+    CHECK_THROWS_WITH_AS(map.reference_grad(map_views, wrt, b.view()),
+                         doctest::Contains("upstream gradient has shape [3], but the output's shape is [2, 3]"), UsageError);
+    // An upstream broadcast by a zero stride is fine: it is only read.
+    const float one = 1.0f;
+    const auto sums = map.reference_grad(map_views, wrt, TensorView{&one, DType::float32, {2, 3}, {0, 0}});
+    CHECK(sums[0].values == std::vector<double>{3, 3});
+    CHECK(sums[1].values == std::vector<double>{2, 2, 2});
+
+    // No elements: zeros of each input's own shape, even where the broadcast shape is empty.
+    const HostTensor none{{0, 3}, {}}, row{{3}, {1, 2, 3}};
+    const std::vector<TensorView> empty{none.view(), row.view()};
+    const auto z = compile("sum(a * b)").reference_grad(empty, wrt);
+    CHECK(z[0].values.empty());
+    CHECK(z[1].values == std::vector<double>{0, 0, 0});
+}
+
+TEST_CASE("simplification rewrites only what is exact in IEEE arithmetic") {
+    ir::Program p = checked("x + y");
+    NodeBuilder b(p);
+    const int x = p.body == 2 ? 0 : -1;  // x, y, x + y
+    REQUIRE(x == 0);
+    const int y = 1;
+    auto is = [&](int id, Builtin fn) { return p.node(id).kind == ir::NodeKind::Apply && p.node(id).fn == fn; };
+    CHECK(b.mul(x, b.constant(1)) == x);
+    CHECK(b.mul(b.constant(1), x) == x);
+    CHECK(b.div(x, b.constant(1)) == x);
+    CHECK(b.sub(x, b.constant(0.0)) == x);           // x - 0 is x, -0 included
+    CHECK(b.add(x, b.constant(-0.0)) == x);          // x + (-0) is x
+    CHECK(is(b.add(x, b.constant(0.0)), Builtin::Add));  // x + 0 turns -0 into +0: kept
+    CHECK(is(b.mul(x, b.constant(0.0)), Builtin::Mul));  // inf * 0 is nan: kept
+    const int bool_node = b.binary(Builtin::Lt, x, y);
+    CHECK(b.mul(bool_node, b.constant(0.0)) == b.constant(0.0));  // a bool is finite
+    CHECK(is(b.sub(x, x), Builtin::Sub));            // inf - inf is nan: kept
+    CHECK(b.neg(b.neg(x)) == x);
+    CHECK(b.mul(x, b.constant(-1)) == b.neg(x));
+    CHECK(b.mul(b.neg(x), b.neg(y)) == b.mul(x, y));
+    CHECK(b.mul(b.neg(x), y) == b.neg(b.mul(x, y)));
+    CHECK(b.add(x, b.neg(y)) == b.sub(x, y));
+    CHECK(b.sub(x, b.neg(y)) == b.add(x, y));
+    CHECK(b.mul(x, y) == b.mul(y, x));               // commutative: one node
+    CHECK(b.add(y, x) == p.body);                    // and it finds the checker's node
+    CHECK(b.constant(0.0) != b.constant(-0.0));
+    CHECK(b.constant(kNan) == b.constant(-kNan));
+    CHECK(p.node(b.mul(b.constant(2), b.constant(3))).value == 6);  // folded with apply_builtin
+    CHECK(b.select(b.constant(1, ValueType::Bool), x, y) == x);
+    CHECK(b.select(b.constant(kNan), x, y) == x);    // nan is true
+    CHECK(b.select(bool_node, x, x) == x);
+    CHECK(b.binary(Builtin::Pow, x, b.constant(1)) == x);
+    CHECK(b.binary(Builtin::And, b.constant(1, ValueType::Bool), bool_node) == bool_node);
+    CHECK(b.binary(Builtin::Or, bool_node, b.constant(1, ValueType::Bool)) == b.constant(1, ValueType::Bool));
+    CHECK(is(b.binary(Builtin::And, b.constant(1, ValueType::Bool), x), Builtin::And));  // x is no bool
+    CHECK(b.binary(Builtin::Xlogy, b.constant(1), y) == b.unary(Builtin::Log, y));
+    const std::size_t before = p.nodes.size();
+    const int first = b.mul(b.add(x, b.constant(7)), b.div(y, x));
+    const std::size_t after = p.nodes.size();
+    CHECK(after == before + 4);
+    CHECK(b.mul(b.div(y, x), b.add(b.constant(7), x)) == first);
+    CHECK(p.nodes.size() == after);  // the second time everything exists already
+}
+
+TEST_CASE("derivatives share subexpressions: no repeated node") {
+    const auto grad = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1});
+    int differences = 0;
+    for (const auto& n : grad.nodes) differences += n.kind == ir::NodeKind::Apply && n.fn == Builtin::Sub;
+    CHECK(differences == 1);
+    const ir::Node& dt = grad.node(grad.derivatives[1].node);
+    CHECK(dt.fn == Builtin::Neg);
+    CHECK(dt.args[0] == grad.derivatives[0].node);  // d/dt is -(d/dp), not a second 2 * (p - t)
+    CHECK(print_expression(grad, grad.derivatives[0].node).find("2.0f * (x_p - x_t)") != std::string::npos);
+
+    // Every node at most once, across value and derivatives.
+    for (const char* text : {"mean(max(0, 1 - p*t))", "param beta = 1; d = abs(p - t); mean(d < beta ? 0.5 * d^2 / beta : d - 0.5 * beta)",
+                             "batchmean(xlogy(t, t) - t * log(p))", "sigmoid(p * t) * tanh(p * t) + exp(p * t)"}) {
+        CAPTURE(std::string(text));
+        const auto g = differentiate(checked(text, {"p", "t"}), std::vector<int>{0, 1});
+        for (std::size_t i = 0; i < g.nodes.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j) {
+                const auto& a = g.nodes[i];
+                const auto& c = g.nodes[j];
+                const bool equal = a.kind == c.kind && a.type == c.type && a.fn == c.fn && a.slot == c.slot &&
+                                   a.args == c.args && std::bit_cast<std::uint64_t>(a.value) == std::bit_cast<std::uint64_t>(c.value);
+                CHECK_FALSE(equal);
+            }
+        for (std::size_t i = 0; i < g.nodes.size(); ++i)  // arguments before users
+            for (int a = 0; a < g.nodes[i].arity; ++a) CHECK(g.nodes[i].args[static_cast<std::size_t>(a)] < static_cast<int>(i));
+    }
+    // exp's derivative is its own value: the node the body computes.
+    const auto e = differentiate(checked("sum(exp(x))", {"x"}), std::vector<int>{0});
+    CHECK(e.derivatives[0].node == e.body);
+}
+
+TEST_CASE("dumps print the derivatives in the language, shared terms named once") {
+    const auto mse = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1});
+    CHECK(dump_gradients(mse) ==
+          "inputs: p, t\nparams: (none)\nreduction: mean\nbody: (p - t) ^ 2\n_1 = 2 * (p - t)\n"
+          "# per element; the gradient is each times upstream / N, summed where its input is broadcast\n"
+          "d/dp = _1\nd/dt = -_1\n");
+    const auto hinge = differentiate(checked("mean(max(0, 1 - p*t))", {"p", "t"}), std::vector<int>{0, 1});
+    const std::string text = dump_gradients(hinge);
+    CHECK(text.find("_1 = 1 - p * t\n_2 = 0 > _1 ? 0 : 0 == _1 ? 0.5 : 1\n") != std::string::npos);
+    CHECK(text.find("d/dp = -(t * _2)\nd/dt = -(p * _2)\n") != std::string::npos);
+    // A temporary's name never hides a user's name.
+    const auto clash = differentiate(checked("_1 = p; sum(exp(_1 * t) * t)", {"p", "t"}), std::vector<int>{1});
+    CHECK(dump_gradients(clash).find("__1 = exp(_1 * t)\n") != std::string::npos);
+    // Through the API, the same text.
+    Options options;
+    options.inputs = {"p", "t"};
+    CHECK(compile("mean((p - t)^2)", options).derivatives(std::vector<std::string>{"p", "t"}) == dump_gradients(mse));
+}
+
+TEST_CASE("every derivative prints as CUDA that NVRTC compiles") {
+    // Each derivative made the body of a map: what a gradient kernel's element functor will print.
+    std::string terms = "-x + !x + (x + y) + (x - y) + (x * y) + (x / y) + (x % y) + x^y + x^2 + x^-0.5 + (x < y) + "
+                        "(x ? y : 1) + (x && y)";
+    for (std::string f : {"abs", "sign", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                          "sin", "cos", "tan", "tanh", "sigmoid", "softplus", "relu", "erf", "erfc", "floor", "ceil",
+                          "round", "trunc", "isnan", "isinf"})
+        terms += " + " + f + "(x * z)";
+    terms += " + min(x, y, 1) + max(x, y) + clamp(x, y, z) + pow(y, x) + where(x > y, x, y) + xlogy(x, y) + k * d";
+    const auto grad = differentiate(checked("param k = 2; d = x * y; b = x > z; " + terms + " + b"), std::vector<int>{0, 1, 2});
+    for (const auto& d : grad.derivatives) {
+        CAPTURE(d.input);
+        ir::Program one = grad;
+        one.body = d.node;
+        one.derivatives.clear();
+        KernelSpec spec;
+        spec.inner_strides.assign(read_inputs(one).size(), 1);
+        CHECK_NOTHROW(compile_cuda(emit_cuda(one, spec), "sm_90"));
+    }
+}
+
+TEST_CASE("docs/language.md has the Gradients section") {
+    const std::string doc = read_file(source_dir() + "/docs/language.md");
+    CHECK(doc.find("## Gradients") != std::string::npos);
+}
+
+}  // TEST_SUITE
