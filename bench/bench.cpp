@@ -225,6 +225,49 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
     return row;
 }
 
+// smooth L1 and d/dp in one kernel: reads p and t once, writes grad_p once.
+json bench_value_and_grad(int reps, bool explore, bool check_accuracy) {
+    const Problem problem{"smooth_l1", "smooth_l1.loss", {{"p", "32768x32768:normal"}, {"t", "32768x32768:normal"}}};
+    const Device d = upload(problem.inputs, 2027);
+    const Shape shape = d.host[0].shape;
+    DeviceBuffer grad(d.host[0].values.size() * sizeof(float)), value(sizeof(float));
+    const std::vector<OutputView> grads{OutputView::contiguous(grad.data(), shape)};
+    const std::vector<std::string> wrt{"p"};
+    const double bytes = 3.0 * static_cast<double>(d.host[0].values.size()) * sizeof(float);
+    auto time_variant = [&](const Options& options) {
+        auto loss = compile(read_example(problem.file), options);
+        return time_ms([&] { loss.value_and_grad(d.views, wrt, grads, static_cast<float*>(value.data())); }, reps);
+    };
+    json row = {{"problem", "smooth_l1 value_and_grad (p)"}, {"bytes", bytes}, {"ms", time_variant(Options{})}};
+    row["gbps"] = bytes / (row["ms"].get<double>() * 1e6);
+    if (explore) {
+        json variants = json::array();
+        for (int unroll : {1, 2, 4, 8}) {
+            Options o;
+            o.unroll = unroll;
+            variants.push_back({{"unroll", unroll}, {"ms", time_variant(o)}});
+        }
+        row["variants"] = variants;
+    }
+    if (check_accuracy) {
+        auto loss = compile(read_example(problem.file));
+        loss.value_and_grad(d.views, wrt, grads, static_cast<float*>(value.data()));
+        synchronize();
+        float v = 0;
+        value.download(&v, sizeof v);
+        const double reference = loss.reference(d.host_views);
+        row["rel_error"] = std::fabs(v - reference) / std::fabs(reference);
+        std::vector<float> gpu(d.host[0].values.size());
+        grad.download(gpu.data(), gpu.size() * sizeof(float));
+        const auto ref = loss.reference_grad(d.host_views, wrt);
+        double worst = 0, scale = 0;
+        for (double r : ref[0].values) scale = std::max(scale, std::fabs(r));
+        for (std::size_t i = 0; i < gpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - ref[0].values[i]) / scale);
+        row["grad_max_error_rel_to_max"] = worst;
+    }
+    return row;
+}
+
 // Host time per call of back-to-back launches that leave the result on the device.
 json small_call(int calls) {
     Options options;
@@ -329,6 +372,11 @@ int main(int argc, char** argv) try {
         problems.push_back(row);
     }
     out["problems"] = problems;
+    if (only.empty() || std::find(only.begin(), only.end(), "value_and_grad") != only.end()) {
+        out["value_and_grad"] = bench_value_and_grad(reps, explore, accuracy);
+        std::fprintf(stderr, "smooth_l1 value_and_grad %8.3f ms %7.0f GB/s\n", out["value_and_grad"]["ms"].get<double>(),
+                     out["value_and_grad"]["gbps"].get<double>());
+    }
     out["small_call"] = small_call(20000);
     std::fprintf(stderr, "mse over 4096 elements: %.2f us host time per call\n", out["small_call"]["host_us_per_call"].get<double>());
     if (sweep) out["sweep"] = size_sweep(roofline, reps);

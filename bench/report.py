@@ -71,6 +71,17 @@ def main():
             verdicts.append((f"{name}: {pct:.1f}% of copy rate ≥ 98%", pct >= 98))
         if "rel_error" in row:
             verdicts.append((f"{name}: rel. error {row['rel_error']:.2e} ≤ 1e-7, same bits on 10 runs", row["rel_error"] <= 1e-7 and row["same_bits_10_runs"]))
+    if "value_and_grad" in lj and "smooth_l1_fwd_bwd_compile_ms" in th:
+        vg, tc = lj["value_and_grad"], th["smooth_l1_fwd_bwd_compile_ms"]
+        floor_ms = vg["bytes"] / (copy * 1e6)  # read p, t once, write grad_p once, at the copy rate
+        ratio = vg["ms"] / tc
+        print(f"\nsmooth L1 value_and_grad (loss + grad_p, one kernel): {vg['ms']:.3f} ms, {vg['gbps']:.0f} GB/s; "
+              f"floor {floor_ms:.3f} ms; torch.compile forward + backward {tc:.3f} ms; ratio {ratio:.3f}; "
+              f"value rel. error {vg.get('rel_error', float('nan')):.2e}, grad max error / max |grad| "
+              f"{vg.get('grad_max_error_rel_to_max', float('nan')):.2e}")
+        verdicts.append((f"smooth_l1 value_and_grad / torch.compile fwd+bwd {ratio:.3f} ≤ 0.6", ratio <= 0.6))
+        verdicts.append((f"smooth_l1 value_and_grad {vg['ms']:.3f} ms within 5% of its floor {floor_ms:.3f} ms",
+                         vg["ms"] <= 1.05 * floor_ms))
     small = lj["small_call"]
     verdicts.append((f"mse over 4096 elements: {small['host_us_per_call']:.2f} µs host time per call ≤ 5", small["host_us_per_call"] <= 5))
     print(f"\nsmall call (mse, 4096 elements, result left on the device): lossjit {small['host_us_per_call']:.2f} µs/call host, "

@@ -77,6 +77,21 @@ def main():
         del inputs
         torch.cuda.empty_cache()
 
+    # smooth L1 forward + backward with p requiring grad, as a training step would run it.
+    with torch.device("cuda"):
+        p = torch.randn(32768, 32768, requires_grad=True)
+        t = torch.randn(32768, 32768)
+    compiled = torch.compile(lambda a, b: F.smooth_l1_loss(a, b))
+
+    def step():
+        p.grad = None
+        compiled(p, t).backward()
+
+    step()
+    out["smooth_l1_fwd_bwd_compile_ms"] = median_ms(step, args.reps)
+    del p, t
+    torch.cuda.empty_cache()
+
     mse = lambda p, t: torch.mean((p - t) ** 2)
     p, t = torch.rand(4096, device="cuda"), torch.rand(4096, device="cuda")
     small = {}

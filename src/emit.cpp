@@ -46,7 +46,18 @@ class Printer {
 public:
     explicit Printer(const ir::Program& program) : program_(program) {}
 
+    // Nodes printed as a local instead of their expression (shared subexpressions).
+    void name_local(int id, std::string name) { locals_[id] = std::move(name); }
+
+    // The expression of `id` itself, even if it has a local name (for the local's definition).
+    std::string define(int id) const {
+        const ir::Node& n = program_.node(id);
+        if (n.kind == ir::NodeKind::Apply) return print_apply(n);
+        return print(id);
+    }
+
     std::string print(int id) const {
+        if (auto it = locals_.find(id); it != locals_.end()) return it->second;
         const ir::Node& n = program_.node(id);
         switch (n.kind) {
             case ir::NodeKind::Constant:
@@ -98,6 +109,7 @@ private:
     }
 
     const ir::Program& program_;
+    std::map<int, std::string> locals_;
 };
 
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
@@ -140,7 +152,8 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     const std::size_t inner = layout.dims.size() - 1;
     const auto slots = read_inputs(program);
 
-    bool rows = !program.is_map() || layout.output.strides[inner] == 1 || layout.count <= 1;
+    const bool writes = program.is_map() || !program.derivatives.empty();  // maps, and gradients
+    bool rows = !writes || layout.output.strides[inner] == 1 || layout.count <= 1;
     for (int slot : slots) {
         const auto s = layout.inputs[static_cast<std::size_t>(slot)].strides[inner];
         rows = rows && (s == 0 || s == 1);
@@ -165,7 +178,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         if (spec.inner_strides[k] == 1)
             vector = vector && aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]);
     }
-    if (program.is_map()) vector = vector && aligned(output_data, layout.output);
+    if (writes) vector = vector && aligned(output_data, layout.output);
     spec.vector_width = vector ? 4 : 1;
 
     // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
@@ -214,9 +227,11 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (spec.unroll < 1 || spec.unroll > 16) throw UsageError(fmt::format("unroll must be in [1, 16], not {}", spec.unroll));
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
 
-    const Printer printer(program);
+    Printer printer(program);
     const std::size_t n = slots.size();
     const std::size_t array = std::max<std::size_t>(n, 1);
+    const std::size_t grads = program.derivatives.size();
+    if (grads > 0 && program.is_map()) throw UsageError("gradients of maps run on the CPU reference only, so far");
 
     // The program for one element, as a functor the loop templates call.
     std::string element = "// The program for one element; x[k] is the k-th input it reads.\nstruct Element {\n";
@@ -226,18 +241,47 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         if (spec.inner_strides[k] == 0) inner = fmt::format("k == {} ? 0 : {}", k, inner);
     element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n", inner);
     for (const auto& p : program.params) element += fmt::format("    float {};\n", param_value(p.name));
-    element += fmt::format("    __device__ __forceinline__ float operator()(const float (&x)[{}]) const {{\n", array);
+    if (grads == 0) {
+        element += "    using Result = float;\n";
+    } else {  // the value and d value / d input for each input differentiated, at one element
+        element += fmt::format("    static constexpr int kGrads = {};\n", grads);
+        element += fmt::format("    struct Result {{ float value; float grad[{}]; }};\n", grads);
+    }
+    element += fmt::format("    __device__ __forceinline__ Result operator()(const float (&x)[{}]) const {{\n", array);
     const std::string indent(8, ' ');
     for (std::size_t k = 0; k < n; ++k) {
         element += fmt::format("{}const float {} = x[{}];\n", indent,
                                input_value(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
+    // Locals, in node order: the bindings, and (with derivatives) every subexpression used more than
+    // once, so the value and the gradients share their common terms.
+    std::vector<std::pair<int, std::string>> locals;
     for (const auto& b : program.bindings) {
         const bool is_bool = program.node(b.node).type == ValueType::Bool;
-        element += fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float", binding_value(b.name),
-                               without_outer_parens(printer.print(b.node)));
+        locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float",
+                                                binding_value(b.name), without_outer_parens(printer.print(b.node))));
     }
-    element += fmt::format("{}return {};\n    }}\n}};", indent, without_outer_parens(printer.print(program.body)));
+    if (grads > 0) {
+        std::vector<int> roots{program.body};
+        for (const auto& d : program.derivatives) roots.push_back(d.node);
+        for (int id : shared_nodes(program, roots)) {
+            const bool is_bool = program.node(id).type == ValueType::Bool;
+            const std::string name = fmt::format("s{}", id);
+            locals.emplace_back(id, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float", name,
+                                                without_outer_parens(printer.define(id))));
+            printer.name_local(id, name);
+        }
+        std::stable_sort(locals.begin(), locals.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    for (const auto& local : locals) element += local.second;
+    if (grads == 0) {
+        element += fmt::format("{}return {};\n    }}\n}};", indent, without_outer_parens(printer.print(program.body)));
+    } else {
+        std::vector<std::string> g;
+        for (const auto& d : program.derivatives) g.push_back(without_outer_parens(printer.print(d.node)));
+        element += fmt::format("{}return Result{{{}, {{{}}}}};\n    }}\n}};", indent,
+                               without_outer_parens(printer.print(program.body)), fmt::join(g, ", "));
+    }
 
     std::string parameters, parameter_values;
     for (const auto& p : program.params) {
@@ -260,6 +304,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"PARAMETER_VALUES", parameter_values},
         {"LOOP", loop},
     };
+    if (grads > 0) {
+        values["REDUCTION"] = std::string(ir::to_string(program.reduction));
+        return substitute(templates::value_and_grad_cu, values);
+    }
     if (!program.is_map()) {
         values["REDUCTION"] = std::string(ir::to_string(program.reduction));
         return substitute(templates::reduce_cu, values);

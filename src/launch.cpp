@@ -2,6 +2,7 @@
 // inputs runs emit -> cache (NVRTC) -> module load, and every call builds the kernel's parameters
 // and launches it once.
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <limits>
@@ -68,6 +69,7 @@ struct LaunchPlan {
     Shape output_shape;
     std::vector<std::int64_t> output_strides;
     unsigned alignment = 0;  // bit k: input k (bit 31: the output) is 16-byte aligned
+    bool has_output = false;
     bool valid = false;
 
     Layout layout;
@@ -79,6 +81,7 @@ struct LaunchPlan {
     std::unique_ptr<abi::Inputs> inputs;
     abi::Output output{};
     abi::ReduceOut reduce{};
+    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, the scale
     std::vector<float> params;
     std::vector<void*> args;
 };
@@ -107,6 +110,11 @@ struct Loss::Impl {
     std::map<std::string, LoadedKernel> kernels;  // by KernelSpec::signature()
     std::map<Stream, Workspace> workspaces;
     LaunchPlan plan;
+    struct GradientVariant {  // the program differentiated for one list of inputs, and its plan
+        ir::Program program;
+        LaunchPlan plan;
+    };
+    std::map<std::string, GradientVariant> gradient_variants;  // by the names joined with ','
 
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
@@ -117,10 +125,11 @@ struct Loss::Impl {
         return plan_layout(shapes, &out);
     }
 
-    KernelSpec spec_for(const Layout& layout, std::span<const TensorView> inputs, const OutputView* output) const {
+    KernelSpec spec_for(const ir::Program& prog, const Layout& layout, std::span<const TensorView> inputs,
+                        const OutputView* output) const {
         std::vector<const void*> data;
         for (const auto& v : inputs) data.push_back(v.data);
-        return KernelSpec::choose(program, layout, data, output ? output->data : nullptr, options.block_threads,
+        return KernelSpec::choose(prog, layout, data, output ? output->data : nullptr, options.block_threads,
                                   options.unroll);
     }
 
@@ -134,12 +143,13 @@ struct Loss::Impl {
         timings.device_ms = ms_since(start);
     }
 
-    const LoadedKernel& kernel_for(const KernelSpec& spec) {
-        const std::string signature = spec.signature();
+    // `variant` tells apart programs that share a signature: the loss, or it with gradients.
+    const LoadedKernel& kernel_for(const ir::Program& prog, const KernelSpec& spec, const std::string& variant) {
+        const std::string signature = variant + spec.signature();
         if (auto it = kernels.find(signature); it != kernels.end()) return it->second;
 
         auto start = Clock::now();
-        const std::string source = emit_cuda(program, spec);
+        const std::string source = emit_cuda(prog, spec);
         timings.emit_ms = ms_since(start);
 
         start = Clock::now();
@@ -161,7 +171,7 @@ struct Loss::Impl {
         const int cap = options.max_blocks_per_sm;
         if (cap > 0) per_sm = std::min(per_sm, cap);
         kernel.grid_limit = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
-        if (program.is_map() && cap <= 0) kernel.grid_limit = std::numeric_limits<int>::max();
+        if (prog.is_map() && cap <= 0) kernel.grid_limit = std::numeric_limits<int>::max();
         timings.load_ms = ms_since(start);
         return kernels.emplace(signature, std::move(kernel)).first->second;
     }
@@ -176,8 +186,8 @@ struct Loss::Impl {
         return ws;
     }
 
-    bool plan_matches(std::span<const TensorView> inputs, const OutputView* output) const {
-        if (!plan.valid || inputs.size() != plan.shapes.size() || (output != nullptr) != program.is_map()) return false;
+    static bool plan_matches(const LaunchPlan& plan, std::span<const TensorView> inputs, const OutputView* output) {
+        if (!plan.valid || inputs.size() != plan.shapes.size() || (output != nullptr) != plan.has_output) return false;
         for (std::size_t k = 0; k < inputs.size(); ++k)
             if (inputs[k].shape != plan.shapes[k] || inputs[k].strides != plan.strides[k]) return false;
         if (output && (output->shape != plan.output_shape || output->strides != plan.output_strides)) return false;
@@ -185,12 +195,13 @@ struct Loss::Impl {
     }
 
     // The slow path: layout, kernel choice (compiling if needed), grid and the parameter buffers.
-    void make_plan(std::span<const TensorView> inputs, const OutputView* output) {
+    void make_plan(const ir::Program& prog, const std::string& variant, LaunchPlan& plan,
+                   std::span<const TensorView> inputs, const OutputView* output) {
         plan.valid = false;
         plan.layout = layout_for(inputs, output);
-        plan.spec = spec_for(plan.layout, inputs, output);
-        plan.kernel = &kernel_for(plan.spec);
-        plan.slots = read_inputs(program);
+        plan.spec = spec_for(prog, plan.layout, inputs, output);
+        plan.kernel = &kernel_for(prog, plan.spec, variant);
+        plan.slots = read_inputs(prog);
 
         const auto& dims = plan.layout.dims;
         long long blocks = 1;
@@ -212,14 +223,18 @@ struct Loss::Impl {
         plan.output = {};
         std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.output.strides);
         plan.reduce = {};
-        if (!program.is_map()) plan.reduce.divisor = reduction_divisor(program, plan.layout);
+        if (!prog.is_map()) plan.reduce.divisor = reduction_divisor(prog, plan.layout);
         plan.params.assign(param_values.size(), 0.0f);
+        const std::size_t g = prog.derivatives.size();
+        plan.grads.assign(g + kMaxRank + 1, 0);
+        std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.grads.begin() + static_cast<std::ptrdiff_t>(g));
 
         plan.args.clear();
         plan.args.push_back(&plan.extents);
         plan.args.push_back(plan.inputs->data());
         for (auto& p : plan.params) plan.args.push_back(&p);
-        plan.args.push_back(program.is_map() ? static_cast<void*>(&plan.output) : static_cast<void*>(&plan.reduce));
+        plan.args.push_back(prog.is_map() ? static_cast<void*>(&plan.output) : static_cast<void*>(&plan.reduce));
+        if (g > 0) plan.args.push_back(plan.grads.data());
 
         plan.shapes.clear();
         plan.strides.clear();
@@ -230,31 +245,43 @@ struct Loss::Impl {
         plan.output_shape = output ? output->shape : Shape{};
         plan.output_strides = output ? output->strides : std::vector<std::int64_t>{};
         plan.alignment = alignment_of(inputs, output);
+        plan.has_output = output != nullptr;
         plan.valid = true;
     }
 
-    // Validates, plans (or reuses the last plan) and launches once; the caller holds `mutex`.
+    // Validates, plans (or reuses the plan) and launches once; the caller holds `mutex`.
     void run(std::span<const TensorView> inputs, const OutputView* output, float* result, Stream stream) {
+        run(program, "", plan, inputs, output, result, stream, {}, 0.0f);
+    }
+
+    // `output` is a map's output or, with gradients, the layout all gradients share (the first one).
+    void run(const ir::Program& prog, const std::string& variant, LaunchPlan& p, std::span<const TensorView> inputs,
+             const OutputView* output, float* result, Stream stream, std::span<const OutputView> grads, float upstream) {
         check_inputs(inputs);
         if (output) check_data("output", output->dtype, output->data, output->numel());
         ensure_device();
         cuda::ScopedContext scope(*context);
-        if (!plan_matches(inputs, output)) make_plan(inputs, output);
-        if (output && plan.layout.count == 0) return;  // an empty map has nothing to write
+        if (!plan_matches(p, inputs, output)) make_plan(prog, variant, p, inputs, output);
+        if (prog.is_map() && p.layout.count == 0) return;  // an empty map has nothing to write
 
-        for (std::size_t k = 0; k < plan.slots.size(); ++k)
-            plan.inputs->set_pointer(k, inputs[static_cast<std::size_t>(plan.slots[k])].data);
-        for (std::size_t i = 0; i < param_values.size(); ++i) plan.params[i] = static_cast<float>(param_values[i]);
-        if (output) {
-            plan.output.ptr = output->data;
+        for (std::size_t k = 0; k < p.slots.size(); ++k)
+            p.inputs->set_pointer(k, inputs[static_cast<std::size_t>(p.slots[k])].data);
+        for (std::size_t i = 0; i < param_values.size(); ++i) p.params[i] = static_cast<float>(param_values[i]);
+        if (prog.is_map()) {
+            p.output.ptr = output->data;
         } else {
             Workspace& ws = workspace_for(stream);
-            plan.reduce.partials = ws.partials();
-            plan.reduce.arrivals = ws.arrivals(workspace_slots());
-            plan.reduce.result = result ? result : ws.result(workspace_slots());
+            p.reduce.partials = ws.partials();
+            p.reduce.arrivals = ws.arrivals(workspace_slots());
+            p.reduce.result = result ? result : ws.result(workspace_slots());
         }
-        LOSSJIT_CU(cuLaunchKernel(plan.kernel->function, plan.grid, 1, 1, static_cast<unsigned>(plan.spec.block_threads),
-                                  1, 1, 0, static_cast<CUstream>(stream), plan.args.data(), nullptr));
+        for (std::size_t g = 0; g < grads.size(); ++g) p.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
+        if (!grads.empty()) {
+            const float scale = static_cast<float>(upstream / p.reduce.divisor);
+            std::memcpy(&p.grads.back(), &scale, sizeof scale);
+        }
+        LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid, 1, 1, static_cast<unsigned>(p.spec.block_threads), 1, 1,
+                                  0, static_cast<CUstream>(stream), p.args.data(), nullptr));
     }
 
     void check_inputs(std::span<const TensorView> inputs) const {
@@ -355,6 +382,45 @@ void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Str
     impl_->run(inputs, &output, nullptr, stream);
 }
 
+void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                          std::span<const OutputView> grads, float* device_value, Stream stream, float upstream) {
+    if (kind() != Kind::Reduction)
+        throw UsageError("gradients of elementwise maps run on the CPU reference (reference_grad) so far");
+    if (wrt.empty()) throw UsageError("value_and_grad() needs at least one input to differentiate");
+    if (grads.size() != wrt.size())
+        throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
+                                     wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
+    std::lock_guard lock(impl_->mutex);
+    const auto slots = gradient_slots(impl_->program, wrt);
+    const Shape shape = broadcast_shapes(shapes_of(impl_->program.inputs, inputs));
+    const auto dense = contiguous_strides(shape);
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        const auto& input = inputs[static_cast<std::size_t>(slots[k])];
+        if (input.shape != shape) {
+            throw UsageError(fmt::format("'{}' [{}] is broadcast to [{}]: its gradient is computed by reference_grad() "
+                                         "only, so far", wrt[k], fmt::join(input.shape, ", "), fmt::join(shape, ", ")));
+        }
+        const auto& g = grads[k];
+        check_data(fmt::format("the gradient of '{}'", wrt[k]), g.dtype, g.data, g.numel());
+        if (g.shape != shape || (!g.strides.empty() && g.strides != dense))
+            throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of shape [{}]", wrt[k],
+                                         fmt::join(shape, ", ")));
+    }
+
+    const std::string key = fmt::format("{}", fmt::join(wrt, ","));
+    auto it = impl_->gradient_variants.find(key);
+    if (it == impl_->gradient_variants.end())
+        it = impl_->gradient_variants.emplace(key, Impl::GradientVariant{differentiate(impl_->program, slots), {}}).first;
+
+    // The gradients share one layout; the least aligned one decides whether 16-byte stores are safe.
+    const OutputView* layout_view = &grads[0];
+    for (const auto& g : grads)
+        if (reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) layout_view = &g;
+    const OutputView output = OutputView::contiguous(layout_view->data, shape);
+    impl_->run(it->second.program, "grad(" + key + ") ", it->second.plan, inputs, &output, device_value, stream, grads,
+               upstream);
+}
+
 double Loss::reference(std::span<const TensorView> host_inputs) const {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: use reference_map()");
     impl_->check_inputs(host_inputs);
@@ -430,7 +496,16 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs) const {
     if (impl_->program.is_map()) output = OutputView::contiguous(nullptr, output_shape(inputs));
     const OutputView* out = output ? &*output : nullptr;
     const Layout layout = impl_->layout_for(inputs, out);
-    return emit_cuda(impl_->program, impl_->spec_for(layout, inputs, out));
+    return emit_cuda(impl_->program, impl_->spec_for(impl_->program, layout, inputs, out));
+}
+
+std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+    if (wrt.empty()) return cuda_source(inputs);
+    if (kind() != Kind::Reduction) throw UsageError("gradients of elementwise maps run on the CPU reference only, so far");
+    const auto program = differentiate(impl_->program, gradient_slots(impl_->program, wrt));
+    const OutputView gradients = OutputView::contiguous(nullptr, output_shape(inputs));
+    const Layout layout = impl_->layout_for(inputs, &gradients);
+    return emit_cuda(program, impl_->spec_for(program, layout, inputs, &gradients));
 }
 
 std::string Loss::cuda_source() const {

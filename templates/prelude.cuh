@@ -18,6 +18,12 @@ struct Output {                 // where a map writes
     float* ptr;
     long long strides[kMaxRank];
 };
+template <int G>
+struct Grads {                  // gradients of inputs that have the broadcast shape, all laid out alike
+    float* ptr[G];
+    long long strides[kMaxRank];
+    float scale;                // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
+};
 struct ReduceOut {
     double* partials;           // one slot per block
     unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
@@ -62,6 +68,45 @@ struct SumSink {
     }
     template <int R>
     __device__ __forceinline__ void put_at(float r, const long long (&)[kMaxRank]) { acc += (double)r; }
+};
+
+// A reduction that also writes d value / d input for G inputs, scaled, where each element lives.
+template <int G>
+struct GradSink {
+    Grads<G> grads;
+    double acc = 0.0;
+    long long row = 0;
+    template <int R>
+    __device__ __forceinline__ void begin_row(const long long (&c)[kMaxRank]) {
+        row = offset<R - 1>(c, grads.strides);
+    }
+    template <int VW, class Result>
+    __device__ __forceinline__ void put(const Result (&r)[VW], long long col) {
+        if (VW == 4) {
+            acc += (double)((r[0].value + r[1].value) + (r[2].value + r[3].value));
+        } else {
+#pragma unroll
+            for (int j = 0; j < VW; ++j) acc += (double)r[j].value;
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            float* at = grads.ptr[g] + row + col;
+            if (VW == 4) {
+                *reinterpret_cast<float4*>(at) = make_float4(grads.scale * r[0].grad[g], grads.scale * r[1].grad[g],
+                                                             grads.scale * r[2].grad[g], grads.scale * r[3].grad[g]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < VW; ++j) at[j] = grads.scale * r[j].grad[g];
+            }
+        }
+    }
+    template <int R, class Result>
+    __device__ __forceinline__ void put_at(const Result& r, const long long (&c)[kMaxRank]) {
+        acc += (double)r.value;
+        const long long o = offset<R>(c, grads.strides);
+#pragma unroll
+        for (int g = 0; g < G; ++g) grads.ptr[g][o] = grads.scale * r.grad[g];
+    }
 };
 
 struct StoreSink {
@@ -148,7 +193,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
             if (col < inner) {
-                float r[VW];
+                typename F::Result r[VW];
 #pragma unroll
                 for (int j = 0; j < VW; ++j) {
                     float x[S];

@@ -515,3 +515,30 @@ TEST_CASE("docs/language.md has the Gradients section") {
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("differentiate") {
+TEST_CASE("the fused value-and-gradient kernel compiles for every example and layout") {
+    for (const auto& [text, wrt] : std::vector<std::pair<std::string, std::vector<int>>>{
+             {"param beta = 1; d = abs(p - t); mean(d < beta ? 0.5 * d^2 / beta : d - 0.5 * beta)", {0}},
+             {"mean((p - t)^2)", {0, 1}},
+             {"batchmean(xlogy(t, t) - t * log(p))", {1}},
+             {"mean(max(0, 1 - p*t))", {0}}}) {
+        CAPTURE(text);
+        const auto program = differentiate(check(parse(text, "expr"), {}), wrt);
+        for (int vector : {1, 4}) {
+            KernelSpec spec;
+            spec.inner_strides.assign(read_inputs(program).size(), 1);
+            spec.vector_width = vector;
+            spec.unroll = 2;
+            const std::string source = emit_cuda(program, spec);
+            CHECK(source.find("lj::GradSink<Element::kGrads>") != std::string::npos);
+            CHECK(source.find("struct Result { float value; float grad[" + std::to_string(wrt.size()) + "]; };") != std::string::npos);
+            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+        }
+        KernelSpec strided;
+        strided.loop = KernelSpec::Loop::Strided;
+        strided.rank = 2;
+        CHECK_NOTHROW(compile_cuda(emit_cuda(program, strided), "sm_90"));
+    }
+}
+}  // TEST_SUITE

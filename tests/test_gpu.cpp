@@ -213,3 +213,81 @@ TEST_CASE("edge cases: empty tensors, nan, misuse" * doctest::skip(!have_gpu()))
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("gpu") {
+
+namespace {
+
+// value_and_grad on the GPU against the CPU reference (value and every gradient element).
+void check_value_and_grad(const std::string& program, const std::vector<std::pair<std::string, std::string>>& inputs,
+                          const std::vector<std::string>& wrt, float upstream = 1.0f) {
+    Options options;
+    for (const auto& [name, spec] : inputs) options.inputs.push_back(name);
+    auto loss = compile(program, options);
+    std::vector<DeviceTensor> tensors;
+    for (std::size_t i = 0; i < inputs.size(); ++i) tensors.push_back(make(inputs[i].second, 300 + i));
+    std::vector<TensorView> device, host;
+    for (const auto& t : tensors) {
+        device.push_back(t.device());
+        host.push_back(t.host.view());
+    }
+    const Shape shape = loss.output_shape(host);
+    const auto count = static_cast<std::size_t>(element_count(shape));
+    std::vector<DeviceBuffer> buffers;
+    std::vector<OutputView> grads;
+    for (std::size_t k = 0; k < wrt.size(); ++k) {
+        buffers.emplace_back(count * sizeof(float) + 4);
+        buffers.back().fill_bytes(0xFF);  // nan: an unwritten element cannot match the reference
+        grads.push_back(OutputView::contiguous(buffers.back().data(), shape));
+    }
+    DeviceBuffer value(sizeof(float));
+    loss.value_and_grad(device, wrt, grads, static_cast<float*>(value.data()), nullptr, upstream);
+    synchronize();
+    float v = 0;
+    value.download(&v, sizeof v);
+    CHECK(rel_error(v, loss.reference(host)) < 1e-5);
+
+    const auto reference = loss.reference_grad(host, wrt, upstream);
+    for (std::size_t k = 0; k < wrt.size(); ++k) {
+        CAPTURE(wrt[k]);
+        std::vector<float> gpu(count);
+        buffers[k].download(gpu.data(), count * sizeof(float));
+        double scale = 0;  // gradients are tiny (1/N): compare against the largest magnitude
+        for (double r : reference[k].values) scale = std::max(scale, std::fabs(r));
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < count; ++i)
+            if (!(std::fabs(gpu[i] - reference[k].values[i]) <= 1e-5 * scale)) ++bad;
+        CHECK(bad == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("value_and_grad: one kernel, the value and every gradient element match the reference" *
+          doctest::skip(!have_gpu())) {
+    check_value_and_grad(example("smooth_l1.loss"), {{"p", full_size("32768x32768:normal")}, {"t", full_size("32768x32768:normal")}}, {"p"});
+    check_value_and_grad(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p", "t"}, 2.5f);
+    check_value_and_grad(example("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
+    check_value_and_grad(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
+    check_value_and_grad("sum(where(x > 0, sigmoid(x) * y, -y) + x * y)", {{"x", "100003:normal"}, {"y", "100003:normal"}}, {"y", "x"});
+}
+
+TEST_CASE("value_and_grad refuses what it cannot do yet, clearly" * doctest::skip(!have_gpu())) {
+    auto loss = compile(example("hinge.loss"));
+    const DeviceTensor p = make("30x20:uniform", 1), t = make("20:sign", 2);
+    const std::vector<TensorView> device{p.device(), t.device()};
+    DeviceBuffer g(30 * 20 * sizeof(float));
+    const std::vector<OutputView> grads{OutputView::contiguous(g.data(), {30, 20})};
+    const std::vector<std::string> wrt_t{"t"};
+    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_t, grads, nullptr), doctest::Contains("is broadcast"), UsageError);
+    const std::vector<std::string> wrt_q{"q"};
+    CHECK_THROWS_AS(loss.value_and_grad(device, wrt_q, grads, nullptr), UsageError);
+    const std::vector<OutputView> wrong{OutputView::contiguous(g.data(), {20, 30})};
+    const std::vector<std::string> wrt_p{"p"};
+    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_p, wrong, nullptr), doctest::Contains("contiguous tensor of shape [30, 20]"), UsageError);
+    CHECK_THROWS_AS(compile("x * 2").value_and_grad(std::vector<TensorView>{p.device()}, wrt_p, grads, nullptr), UsageError);
+    loss.value_and_grad(device, wrt_p, grads, nullptr);  // still works after the errors
+    synchronize();
+}
+
+}  // TEST_SUITE

@@ -110,8 +110,15 @@ public:
     std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
                                                   std::span<const std::string> wrt,
                                                   const TensorView& host_upstream) const;
-    // Planned for the GPU (issue #4): grad(...) and value_and_grad(...), one fused kernel computing
-    // the value and these gradients from the same differentiated program. Not implemented yet.
+    // ---- gradients on the GPU (reductions) ----
+    // One kernel computes the loss and d (upstream * loss) / d input for each input named in `wrt`,
+    // reading every input once and writing each gradient once. `grads[k]` receives the gradient of
+    // wrt[k]: a contiguous float32 device tensor of that input's shape. So far each input in `wrt`
+    // must have the broadcast shape (gradients of broadcast inputs: reference_grad). The loss lands
+    // at `device_value` (may be null). Asynchronous on `stream`, like evaluate().
+    void value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                        std::span<const OutputView> grads, float* device_value, Stream stream = nullptr,
+                        float upstream = 1.0f);
 
     // ---- the stages, for tools and curious users; only the shapes and strides of inputs are read ----
     std::string ast() const;
@@ -119,6 +126,8 @@ public:
     std::string derivatives(std::span<const std::string> wrt) const;  // `--dump grad`: d body / d input
     std::string cuda_source(std::span<const TensorView> inputs) const;
     std::string cuda_source() const;  // for inputs that all share one contiguous shape
+    // The fused value-and-gradient kernel value_and_grad() would run for these inputs and `wrt`.
+    std::string cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
     // Compiles (through the cache) for a target such as "sm_90" or "compute_90"; needs no GPU.
     KernelBuild compile_kernel(std::span<const TensorView> inputs, const std::string& target) const;
     std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;

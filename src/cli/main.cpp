@@ -337,9 +337,9 @@ int run_command(const RunArgs& args) {
     return status;
 }
 
-int emit_command(const CommonArgs& args) {
+int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) {
     Prepared prepared = prepare(args);
-    std::cout << prepared.loss.cuda_source(shape_views(prepared.inputs));
+    std::cout << prepared.loss.cuda_source(shape_views(prepared.inputs), grads);
     return 0;
 }
 
@@ -414,6 +414,9 @@ int main(int argc, char** argv) {
     CommonArgs emit;
     auto* emit_cmd = app.add_subcommand("emit", "print the CUDA C++ generated for a program");
     add_common(emit_cmd, emit);
+    std::vector<std::string> emit_grads;
+    emit_cmd->add_option("--grad", emit_grads, "print the fused value-and-gradient kernel for these inputs")
+        ->allow_extra_args(false);
 
     CommonArgs compile;
     std::string arch = "sm_90";
@@ -429,7 +432,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     try {
         if (run_cmd->parsed()) return run_command(run);
-        if (emit_cmd->parsed()) return emit_command(emit);
+        if (emit_cmd->parsed()) return emit_command(emit, emit_grads);
         if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
         if (const auto status = lossjit::cli::run_cache_commands(*cache_commands)) return *status;
         return info_command();
