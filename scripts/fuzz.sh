@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target (clang, ASan + UBSan) in build-fuzz/ and runs it.
+# Builds the libFuzzer target (clang, ASan + UBSan) in build-fuzz/ (or $LOSSJIT_FUZZ_BUILD) and runs it.
 #
 #   scripts/fuzz.sh smoke [SECONDS]        replay fuzz/corpus and fuzz/regressions, then fuzz briefly (CI)
 #   scripts/fuzz.sh run SECONDS [WORKERS]  fuzz for real; new inputs go to build-fuzz/corpus-work
@@ -12,19 +12,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-smoke}
+bdir=${LOSSJIT_FUZZ_BUILD:-build-fuzz}  # build folder, relative to the source tree
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz: clang++ not found, skipping (scripts/install-deps.sh installs it)"
   exit 0
 fi
 
-cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOSSJIT_FUZZ=ON \
+cmake -S . -B "$bdir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOSSJIT_FUZZ=ON \
   -DLOSSJIT_BUILD_TESTS=OFF -DLOSSJIT_BUILD_BENCH=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_pipeline
+cmake --build "$bdir" -j"$(nproc)" --target fuzz_pipeline
 
 root=$(pwd)
-fuzzer=$root/build-fuzz/fuzz/fuzz_pipeline
-mkdir -p build-fuzz/artifacts build-fuzz/corpus-work
-common=(-dict="$root/fuzz/lossjit.dict" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$root/build-fuzz/artifacts/")
+fuzzer=$root/$bdir/fuzz/fuzz_pipeline
+mkdir -p "$bdir"/artifacts "$bdir"/corpus-work
+common=(-dict="$root/fuzz/lossjit.dict" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$root/$bdir/artifacts/")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -33,8 +34,8 @@ case "$mode" in
     seconds=${2:-45}
     "$fuzzer" -runs=0 "${common[@]}" fuzz/regressions fuzz/corpus
     # Fuzz into a scratch copy so CI never changes the committed corpus.
-    rm -rf build-fuzz/corpus-smoke && cp -r fuzz/corpus build-fuzz/corpus-smoke
-    "$fuzzer" "${common[@]}" -max_total_time="$seconds" -print_final_stats=1 build-fuzz/corpus-smoke fuzz/regressions
+    rm -rf "$bdir"/corpus-smoke && cp -r fuzz/corpus "$bdir"/corpus-smoke
+    "$fuzzer" "${common[@]}" -max_total_time="$seconds" -print_final_stats=1 "$bdir"/corpus-smoke fuzz/regressions
     ;;
   run)
     seconds=${2:?how many seconds}
@@ -42,15 +43,15 @@ case "$mode" in
     # One long-lived process per worker (fork mode restarts its jobs and runs at half the speed);
     # entropic scheduling off, which nearly doubles executions per second on this target. Each
     # worker logs to build-fuzz/fuzz-N.log; a finding stops that worker only.
-    rm -f build-fuzz/fuzz-*.log
-    (cd build-fuzz && "$fuzzer" "${common[@]}" -entropic=0 -max_total_time="$seconds" -jobs="$workers" \
+    rm -f "$bdir"/fuzz-*.log
+    (cd "$bdir" && "$fuzzer" "${common[@]}" -entropic=0 -max_total_time="$seconds" -jobs="$workers" \
       -workers="$workers" -print_final_stats=1 corpus-work "$root/fuzz/corpus" "$root/fuzz/regressions")
-    grep -h "^Done\|stat::number_of_executed_units" build-fuzz/fuzz-*.log || true
+    grep -h "^Done\|stat::number_of_executed_units" "$bdir"/fuzz-*.log || true
     ;;
   merge)
-    rm -rf build-fuzz/corpus-merged && mkdir build-fuzz/corpus-merged
-    "$fuzzer" "${common[@]}" -merge=1 build-fuzz/corpus-merged fuzz/corpus build-fuzz/corpus-work
-    rm -rf fuzz/corpus && mv build-fuzz/corpus-merged fuzz/corpus
+    rm -rf "$bdir"/corpus-merged && mkdir "$bdir"/corpus-merged
+    "$fuzzer" "${common[@]}" -merge=1 "$bdir"/corpus-merged fuzz/corpus "$bdir"/corpus-work
+    rm -rf fuzz/corpus && mv "$bdir"/corpus-merged fuzz/corpus
     ;;
   *)
     echo "usage: scripts/fuzz.sh smoke [SECONDS] | run SECONDS [WORKERS] | merge" >&2

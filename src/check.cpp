@@ -25,6 +25,8 @@ constexpr Constant kConstants[] = {
     {"nan", std::numeric_limits<double>::quiet_NaN()},
 };
 
+constexpr std::string_view kParamKeyword = "param";
+
 std::optional<double> find_constant(std::string_view name) {
     for (const auto& c : kConstants)
         if (c.name == name) return c.value;
@@ -137,6 +139,7 @@ private:
     void declare_params() {
         for (const auto& st : source_.statements) {
             if (st.kind != ast::Statement::Kind::Param) continue;
+            if (st.name == kParamKeyword) fail(st.pos, "'param' is a keyword and cannot name a parameter");
             if (find_constant(st.name)) fail(st.pos, fmt::format("'{}' is a constant and cannot be a parameter", st.name));
             if (find_function(st.name) || find_reduction(st.name))
                 fail(st.pos, fmt::format("'{}' is a function and cannot be a parameter", st.name));
@@ -270,6 +273,10 @@ private:
         }
         if (find_function(name) || find_reduction(name))
             fail(e.pos, fmt::format("'{}' is a function: call it as {}(...)", name, name));
+        // `param` starts a declaration wherever a statement may start, so as a name it would work in
+        // some places and not others ("param * 2" does not parse); it is a keyword everywhere.
+        if (name == kParamKeyword)
+            fail(e.pos, "'param' is a keyword (param NAME = NUMBER; declares a parameter) and cannot name an input");
 
         auto it = std::find(out_.inputs.begin(), out_.inputs.end(), name);
         if (it == out_.inputs.end()) {
@@ -353,10 +360,14 @@ ir::Program check(const ast::Program& program, const CheckOptions& options) {
         return !s.empty() && letter(s[0]) &&
                std::all_of(s.begin(), s.end(), [&](char c) { return letter(c) || digit(c); });
     };
-    for (const auto& name : options.inputs)
+    for (const auto& name : options.inputs) {
         if (!is_identifier(name)) throw UsageError(fmt::format("input name '{}' is not an identifier", printable(name)));
-    for (const auto& p : options.params)
+        if (name == kParamKeyword) throw UsageError("'param' is a keyword and cannot name an input");
+    }
+    for (const auto& p : options.params) {
         if (!is_identifier(p.name)) throw UsageError(fmt::format("parameter name '{}' is not an identifier", printable(p.name)));
+        if (p.name == kParamKeyword) throw UsageError("'param' is a keyword and cannot name a parameter");
+    }
     for (std::size_t i = 0; i < options.inputs.size(); ++i) {
         for (std::size_t j = 0; j < i; ++j)
             if (options.inputs[i] == options.inputs[j])
