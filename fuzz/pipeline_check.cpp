@@ -6,6 +6,7 @@
 #include <exception>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -86,11 +87,13 @@ ir::Program canonical_twin(const ir::Program& program) {
     return twin;
 }
 
+using NameSet = std::unordered_set<std::string>;
+
 // Identifiers the emitter itself writes into the per-program lines, besides the builtins' CUDA
 // spellings and the prefixed user names.
-const std::set<std::string>& emitter_identifiers() {
-    static const std::set<std::string> names = [] {
-        std::set<std::string> s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
+const NameSet& emitter_identifiers() {
+    static const NameSet names = [] {
+        NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
                                 "__int_as_float", "lj_square", "lj_cube", "sqrtf", "rsqrtf", "powf"};
         for (int b = 0; b < static_cast<int>(Builtin::Count_); ++b) {
@@ -139,19 +142,22 @@ bool is_number_token(std::string_view t) {
 
 // One line the program contributed: only identifiers the emitter owns or user names behind their
 // prefixes, numbers, and C++ punctuation that cannot start a comment, string or directive.
-void check_program_line(const std::string& line, const ir::Program& program) {
-    static constexpr std::string_view kPunctuation = " ()[]<>=!&|?:;,+-*/%.";
-    if (line.find("//") != std::string::npos || line.find("/*") != std::string::npos ||
-        line.find("*/") != std::string::npos)
-        finding("a comment marker in a generated line: " + line);
-    std::set<std::string> user;
+NameSet user_identifiers(const ir::Program& program) {
+    NameSet user;
     for (const auto& name : program.inputs) {
         user.insert("x_" + name);
         user.insert("in_" + name);
     }
     for (const auto& b : program.bindings) user.insert("b_" + b.name);
     for (const auto& p : program.params) user.insert("param_" + p.name);
+    return user;
+}
 
+void check_program_line(const std::string& line, const NameSet& user) {
+    static constexpr std::string_view kPunctuation = " ()[]<>=!&|?:;,+-*/%.";
+    if (line.find("//") != std::string::npos || line.find("/*") != std::string::npos ||
+        line.find("*/") != std::string::npos)
+        finding("a comment marker in a generated line: " + line);
     for (std::size_t i = 0; i < line.size();) {
         const char c = line[i];
         if (identifier_start(c)) {
@@ -221,13 +227,14 @@ void check_emitted(const std::string& source, const ir::Program& program, const 
         }
     }
     auto template_lines = facts.lines;
+    const NameSet user = user_identifiers(program);
     for (const auto& line : split_lines(source)) {
         auto it = template_lines.find(line);
         if (it != template_lines.end() && it->second > 0) {
             --it->second;
             continue;
         }
-        check_program_line(line, program);
+        check_program_line(line, user);
     }
     if (config.compile_with_nvrtc) {
         try {
