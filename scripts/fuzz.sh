@@ -26,6 +26,9 @@ root=$(pwd)
 fuzzer=$root/$bdir/fuzz/fuzz_pipeline
 mkdir -p "$bdir"/artifacts "$bdir"/corpus-work
 common=(-dict="$root/fuzz/lossjit.dict" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$root/$bdir/artifacts/")
+# Extra libFuzzer flags; later ones win, e.g. LOSSJIT_FUZZ_FLAGS="-max_len=768" for more executions/s.
+read -r -a extra <<<"${LOSSJIT_FUZZ_FLAGS:-}"
+common+=("${extra[@]}")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
