@@ -25,6 +25,8 @@ constexpr Constant kConstants[] = {
     {"nan", std::numeric_limits<double>::quiet_NaN()},
 };
 
+constexpr std::string_view kParamKeyword = "param";
+
 std::optional<double> find_constant(std::string_view name) {
     for (const auto& c : kConstants)
         if (c.name == name) return c.value;
@@ -54,6 +56,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string suggest_function(std::string_view name) {
+    // Edit distance is quadratic, and a megabyte-long name is nobody's typo.
+    constexpr std::size_t kLongestTypo = 32;
+    if (name.size() > kLongestTypo) return {};
     std::size_t count = 0;
     const std::string_view* names = function_names(&count);
     std::string_view best;
@@ -134,12 +139,13 @@ private:
     void declare_params() {
         for (const auto& st : source_.statements) {
             if (st.kind != ast::Statement::Kind::Param) continue;
+            if (st.name == kParamKeyword) fail(st.pos, "'param' is a keyword and cannot name a parameter");
             if (find_constant(st.name)) fail(st.pos, fmt::format("'{}' is a constant and cannot be a parameter", st.name));
             if (find_function(st.name) || find_reduction(st.name))
                 fail(st.pos, fmt::format("'{}' is a function and cannot be a parameter", st.name));
-            if (param_slot(st.name)) fail(st.pos, fmt::format("parameter '{}' is declared twice", st.name));
+            if (param_slot(st.name)) fail(st.pos, fmt::format("parameter '{}' is declared twice", printable(st.name)));
             if (std::find(out_.inputs.begin(), out_.inputs.end(), st.name) != out_.inputs.end())
-                fail(st.pos, fmt::format("'{}' is listed as an input and cannot also be a parameter", st.name));
+                fail(st.pos, fmt::format("'{}' is listed as an input and cannot also be a parameter", printable(st.name)));
             out_.params.push_back({st.name, st.value->number});
         }
         // The caller's declarations add parameters or override the program's defaults.
@@ -160,16 +166,24 @@ private:
 
     void check_bindable(const std::string& name, ast::Pos pos) const {
         if (find_constant(name)) fail(pos, fmt::format("'{}' is a constant and cannot be rebound", name));
-        if (param_slot(name)) fail(pos, fmt::format("'{}' is a parameter and cannot be rebound", name));
-        if (binding_slots_.count(name)) fail(pos, fmt::format("'{}' is already defined", name));
+        if (param_slot(name)) fail(pos, fmt::format("'{}' is a parameter and cannot be rebound", printable(name)));
+        if (binding_slots_.count(name)) fail(pos, fmt::format("'{}' is already defined", printable(name)));
         if (find_function(name) || find_reduction(name))
             fail(pos, fmt::format("'{}' is a function name and cannot be bound", name));
         if (std::find(out_.inputs.begin(), out_.inputs.end(), name) != out_.inputs.end())
-            fail(pos, fmt::format("'{}' is an input and cannot be rebound", name));
+            fail(pos, fmt::format("'{}' is an input and cannot be rebound", printable(name)));
     }
 
+    // The parser bounds the syntax tree's depth, but min/max of many arguments become a tree of
+    // their own here, so the checked tree is bounded again, with the same limit and message.
     int add(ir::Node node) {
+        int depth = 1;
+        for (int i = 0; i < node.arity; ++i)
+            depth = std::max(depth, 1 + depths_[static_cast<std::size_t>(node.args[static_cast<std::size_t>(i)])]);
+        if (depth > kMaxNesting)
+            fail(node.pos, fmt::format("expression is nested too deeply (the limit is {} levels)", kMaxNesting));
         out_.nodes.push_back(node);
+        depths_.push_back(depth);
         return static_cast<int>(out_.nodes.size()) - 1;
     }
 
@@ -246,7 +260,7 @@ private:
             return add(n);
         }
         if (auto it = later_bindings_.find(name); it != later_bindings_.end()) {
-            fail(e.pos, fmt::format("'{}' is used before its definition on line {}", name,
+            fail(e.pos, fmt::format("'{}' is used before its definition on line {}", printable(name),
                                     it->second.line));
         }
         if (auto value = find_constant(name)) return constant(*value, e.pos);
@@ -259,12 +273,16 @@ private:
         }
         if (find_function(name) || find_reduction(name))
             fail(e.pos, fmt::format("'{}' is a function: call it as {}(...)", name, name));
+        // `param` starts a declaration wherever a statement may start, so as a name it would work in
+        // some places and not others ("param * 2" does not parse); it is a keyword everywhere.
+        if (name == kParamKeyword)
+            fail(e.pos, "'param' is a keyword (param NAME = NUMBER; declares a parameter) and cannot name an input");
 
         auto it = std::find(out_.inputs.begin(), out_.inputs.end(), name);
         if (it == out_.inputs.end()) {
             if (!options_.inputs.empty()) {
                 fail(e.pos, fmt::format("unknown name '{}': not an input ({}), a parameter or a "
-                                        "binding", name, fmt::join(options_.inputs, ", ")));
+                                        "binding", printable(name), fmt::join(options_.inputs, ", ")));
             }
             out_.inputs.push_back(name);
             it = out_.inputs.end() - 1;
@@ -283,7 +301,7 @@ private:
                                     e.text, e.text));
         }
         const auto signature = find_function(e.text);
-        if (!signature) fail(e.pos, fmt::format("unknown function '{}'{}", e.text, suggest_function(e.text)));
+        if (!signature) fail(e.pos, fmt::format("unknown function '{}'{}", printable(e.text), suggest_function(e.text)));
 
         const int given = static_cast<int>(e.args.size());
         if (given < signature->min_args || (signature->max_args >= 0 && given > signature->max_args)) {
@@ -296,10 +314,16 @@ private:
         }
         std::vector<int> args;
         for (const auto& a : e.args) args.push_back(lower(*a));
-        if (signature->max_args < 0) {  // min/max: fold left, pairwise
-            int acc = args[0];
-            for (std::size_t i = 1; i < args.size(); ++i) acc = apply(signature->id, {acc, args[i]}, e.pos);
-            return acc;
+        if (signature->max_args < 0) {
+            // min/max: pairwise, as a balanced tree: a left fold of 1000 arguments would be 1000
+            // levels deep. Either order gives the same value (nan wins wherever it is).
+            while (args.size() > 1) {
+                std::vector<int> next;
+                for (std::size_t i = 0; i + 1 < args.size(); i += 2) next.push_back(apply(signature->id, {args[i], args[i + 1]}, e.pos));
+                if (args.size() % 2) next.push_back(args.back());
+                args = std::move(next);
+            }
+            return args[0];
         }
         switch (args.size()) {
             case 1: return apply(signature->id, {args[0]}, e.pos);
@@ -312,6 +336,7 @@ private:
     const ast::Program& source_;
     const CheckOptions& options_;
     ir::Program out_;
+    std::vector<int> depths_;  // parallel to out_.nodes
     std::map<std::string, int> binding_slots_;
     std::map<std::string, ast::Pos> later_bindings_;
 };
@@ -335,10 +360,14 @@ ir::Program check(const ast::Program& program, const CheckOptions& options) {
         return !s.empty() && letter(s[0]) &&
                std::all_of(s.begin(), s.end(), [&](char c) { return letter(c) || digit(c); });
     };
-    for (const auto& name : options.inputs)
-        if (!is_identifier(name)) throw UsageError(fmt::format("input name '{}' is not an identifier", name));
-    for (const auto& p : options.params)
-        if (!is_identifier(p.name)) throw UsageError(fmt::format("parameter name '{}' is not an identifier", p.name));
+    for (const auto& name : options.inputs) {
+        if (!is_identifier(name)) throw UsageError(fmt::format("input name '{}' is not an identifier", printable(name)));
+        if (name == kParamKeyword) throw UsageError("'param' is a keyword and cannot name an input");
+    }
+    for (const auto& p : options.params) {
+        if (!is_identifier(p.name)) throw UsageError(fmt::format("parameter name '{}' is not an identifier", printable(p.name)));
+        if (p.name == kParamKeyword) throw UsageError("'param' is a keyword and cannot name a parameter");
+    }
     for (std::size_t i = 0; i < options.inputs.size(); ++i) {
         for (std::size_t j = 0; j < i; ++j)
             if (options.inputs[i] == options.inputs[j])

@@ -1,5 +1,6 @@
 // dump: readable text for each stage, for `lossjit run --dump ast|checked` and the tests.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <map>
 
@@ -26,6 +27,9 @@ void dump_expr(const ast::Expr& e, int depth, std::string& out) {
 }
 
 std::string number_text(double v) {
+    // A folded constant beyond float32's range is what the kernel sees (inf, or FLT_MAX just above
+    // it): printing the float64 value would show a number the language refuses to read back.
+    if (std::isfinite(v) && std::fabs(v) > FLT_MAX) v = static_cast<double>(static_cast<float>(v));
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     return fmt::format("{}", v);  // shortest round-trip form
@@ -33,6 +37,9 @@ std::string number_text(double v) {
 
 // Precedence of the language's operators, loosest first; used to print only the needed parens.
 int precedence(const ir::Node& n) {
+    // A negative constant prints with its sign, so it binds like unary minus: "(-2) ^ x", not
+    // "-2 ^ x", which reads back as -(2 ^ x).
+    if (n.kind == ir::NodeKind::Constant) return std::signbit(n.value) && !std::isnan(n.value) ? 8 : 100;
     if (n.kind != ir::NodeKind::Apply) return 100;
     switch (n.fn) {
         case Builtin::Select: return 1;
@@ -69,7 +76,11 @@ std::string print_source(const ir::Program& p, int id, const Names* named = null
         const bool is_name = named && named->count(child);
         const int mine = precedence(n), theirs = is_name ? 100 : precedence(p.node(child));
         const bool right_assoc = n.fn == Builtin::Pow;
-        if (theirs < mine || (theirs == mine && right != right_assoc && n.arity == 2)) text = "(" + text + ")";
+        // The exponent of '^' may be a unary expression as it stands ("2 ^ -x"); parentheses there
+        // would only add nesting levels, which count against the parser's depth limit.
+        const bool unary_exponent = n.fn == Builtin::Pow && right && theirs == 8;
+        if (!unary_exponent && (theirs < mine || (theirs == mine && right != right_assoc && n.arity == 2)))
+            text = "(" + text + ")";
         return text;
     };
     if (!info.is_operator) {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
+#include "pipeline.hpp"
 
 namespace lossjit {
 namespace {
@@ -38,6 +39,18 @@ std::string format_diagnostic(const SourceLocation& where, const std::string& me
 }
 
 }  // namespace
+
+std::string printable(std::string_view text) {
+    constexpr std::size_t kMaxShown = 64;
+    std::string out;
+    for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
+        else out += fmt::format("\\x{:02x}", c);
+    }
+    if (text.size() > kMaxShown) out += fmt::format("... ({} bytes)", text.size());
+    return out;
+}
 
 SourceError::SourceError(SourceLocation where, std::string message, const std::string& source)
     : Error(format_diagnostic(where, message, source)), where_(std::move(where)), message_(std::move(message)) {}

@@ -53,11 +53,14 @@ std::vector<OperandShape> shapes_of(const std::vector<std::string>& names, std::
 }
 
 void check_data(std::string_view name, DType dtype, const void* data, std::int64_t numel) {
+    // A DType outside the enum (a cast, a stale ABI) is the caller's mistake, not an internal one.
+    if (dtype != DType::float32 && dtype != DType::float64)
+        throw UsageError(fmt::format("'{}' has an unknown dtype ({})", name, static_cast<int>(dtype)));
     if (dtype != DType::float32)
         throw UsageError(fmt::format("'{}' is {}; lossjit computes in float32 and needs float32 tensors", name, to_string(dtype)));
     if (numel > 0 && data == nullptr) throw UsageError(fmt::format("'{}' has no data (a null pointer)", name));
     if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0)
-        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes", name));
+        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes (address {}): float32 data must be", name, data));
 }
 
 
@@ -337,7 +340,7 @@ void Loss::set_param(std::string_view name, double value) {
     }
     std::vector<std::string> names;
     for (const auto& p : impl_->program.params) names.push_back(p.name);
-    throw UsageError(fmt::format("the program has no parameter '{}' (its parameters: {})", name,
+    throw UsageError(fmt::format("the program has no parameter '{}' (its parameters: {})", printable(name),
                                  names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
 }
 

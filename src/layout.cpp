@@ -18,6 +18,20 @@ std::vector<std::int64_t> strides_of(const OperandShape& op) {
         throw UsageError(fmt::format("'{}' has {} strides for a shape of rank {}", op.name,
                                      op.strides.size(), op.shape.size()));
     }
+    // The farthest element must be addressable: kernels and the reference add stride * index in
+    // 64 bits, and an overflow there is undefined behaviour, not just a wrong address.
+    constexpr std::int64_t kMaxReach = std::int64_t{1} << 62;
+    if (element_count(op.shape) == 0) return op.strides;
+    std::int64_t reach = 0;
+    for (std::size_t d = 0; d < op.shape.size(); ++d) {
+        const std::int64_t stride = op.strides[d];
+        const std::int64_t steps = op.shape[d] - 1;
+        if (stride < -kMaxReach || stride > kMaxReach || (steps > 0 && (stride < 0 ? -stride : stride) > (kMaxReach - reach) / steps)) {
+            throw UsageError(fmt::format("'{}' has strides [{}] that reach beyond 2^62 elements for its shape [{}]",
+                                         op.name, fmt::join(op.strides, ", "), fmt::join(op.shape, ", ")));
+        }
+        reach += (stride < 0 ? -stride : stride) * steps;
+    }
     return op.strides;
 }
 

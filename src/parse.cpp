@@ -21,10 +21,6 @@ namespace {
 
 namespace pegtl = tao::pegtl;
 
-// Deeper programs are refused: every later stage (checker, printer, NVRTC's own parser) recurses
-// over the tree, and a bounded depth is what keeps a hostile string from overflowing the stack.
-constexpr int kMaxNesting = 200;
-
 namespace grammar {
 using namespace pegtl;
 
@@ -102,16 +98,19 @@ struct or_tail : seq<token<or_op>, must<expect<logical_and>>> {};
 struct logical_or : seq<logical_and, star<or_tail>> {};
 
 struct colon : one<':'> {};
+struct else_branch;
 struct conditional_tail
-    : seq<token<one<'?'>>, must<expect<expression>>, must<colon>, sp, must<expect<conditional>>> {};
+    : seq<token<one<'?'>>, must<expect<expression>>, must<colon>, sp, must<expect<else_branch>>> {};
 struct conditional : seq<logical_or, opt<conditional_tail>> {};
 struct expression : conditional {};
 
-// `unary` is the one rule every recursion of the grammar passes through, so counting it bounds the
-// parser's own stack depth.
-struct unary {
-    using rule_t = unary;
-    using subs_t = type_list<unary_body>;
+// Rules through which the grammar recurses count their depth, so the parser's own stack is
+// bounded: `unary` (parentheses, calls and prefix operators all pass through it) and the `else`
+// branch of `c ? a : b`, which is right-recursive without passing through unary.
+template <typename Body>
+struct nested {
+    using rule_t = nested;
+    using subs_t = type_list<Body>;
     template <apply_mode A, rewind_mode M, template <typename...> class Action,
               template <typename...> class Control, typename ParseInput, typename State>
     static bool match(ParseInput& in, State& state) {
@@ -120,11 +119,13 @@ struct unary {
                                   std::to_string(kMaxNesting) + " levels)",
                               in);
         }
-        const bool matched = Control<unary_body>::template match<A, M, Action, Control>(in, state);
+        const bool matched = Control<Body>::template match<A, M, Action, Control>(in, state);
         --state.nesting;
         return matched;
     }
 };
+struct unary : nested<unary_body> {};
+struct else_branch : nested<conditional> {};
 
 struct semicolon : one<';'> {};
 struct equals : one<'='> {};
@@ -156,7 +157,7 @@ template <> inline constexpr const char* kExpected<expect<sum>> = "expected an o
 template <> inline constexpr const char* kExpected<expect<comparison>> = "expected an operand";
 template <> inline constexpr const char* kExpected<expect<equality>> = "expected an operand";
 template <> inline constexpr const char* kExpected<expect<logical_and>> = "expected an operand";
-template <> inline constexpr const char* kExpected<expect<conditional>> = "expected an expression after ':'";
+template <> inline constexpr const char* kExpected<expect<else_branch>> = "expected an expression after ':'";
 template <> inline constexpr const char* kExpected<close_paren> = "expected ')'";
 template <> inline constexpr const char* kExpected<colon> = "expected ':' of the conditional 'c ? a : b'";
 template <> inline constexpr const char* kExpected<semicolon> = "expected ';' after the definition";
@@ -255,7 +256,9 @@ ast::Pos pos_of(const Input& in) {
 double parse_number(const std::string& text, const ast::Pos& pos, ParseState& s) {
     errno = 0;
     const double value = std::strtod(text.c_str(), nullptr);
-    if ((errno == ERANGE && std::isinf(value)) || value > FLT_MAX) {
+    // The limit is what float32 can hold after rounding: 3.4028235e38 (FLT_MAX as usually printed)
+    // rounds to FLT_MAX and is fine; only literals that would round to inf are refused.
+    if ((errno == ERANGE && std::isinf(value)) || std::isinf(static_cast<float>(value))) {
         throw SourceError({s.source_name, pos.line, pos.column},
                           "number '" + text + "' is too large for float32 (use 'inf' for infinity)",
                           *s.source);

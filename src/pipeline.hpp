@@ -27,6 +27,16 @@
 
 namespace lossjit {
 
+// ---- shared limits and helpers ------------------------------------------------------------------
+// Deeper programs are refused (parse: syntax tree; check: the checked tree, where min/max of many
+// arguments add levels): every later stage recurses over the tree, and a bounded depth is what
+// keeps a hostile string from overflowing the stack.
+constexpr int kMaxNesting = 200;
+
+// A caller's string as it may appear in an error message: bytes outside printable ASCII as \xNN
+// (a NUL would cut what() short), and at most a few dozen characters.
+std::string printable(std::string_view text);
+
 // ---- parse -------------------------------------------------------------------------------------
 ast::Program parse(std::string_view source, std::string_view source_name);
 

@@ -5,6 +5,7 @@
 // a billion elements take seconds, not minutes.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -17,6 +18,9 @@ namespace lossjit {
 namespace {
 
 constexpr std::int64_t kChunk = 2048;
+
+static_assert(std::numeric_limits<float>::is_iec559, "out-of-range double -> float must give inf, as on the GPU");
+double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
 // Walks linear element indices of one operand, turning them into memory offsets without a division
 // per element (a carry-propagating counter over the collapsed dims).
@@ -58,14 +62,31 @@ private:
 
 class ChunkEvaluator {
 public:
+    // `elements`: how many this evaluator will see in all; small tensors get small columns, which
+    // matters when a program has thousands of nodes and the tensors a handful of elements.
     ChunkEvaluator(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
-                   std::span<const double> params)
+                   std::span<const double> params, std::int64_t elements)
         : program_(program), layout_(layout), inputs_(inputs), params_(params),
-          live_(program.nodes.size(), false), columns_(program.nodes.size()) {
-        mark_live(program.body);
-        for (const auto& d : program.derivatives) mark_live(d.node);
+          live_(program.nodes.size(), false), source_(program.nodes.size()), columns_(program.nodes.size()) {
+        // Both passes are loops, not recursion: a program of 50 000 chained bindings is legal and
+        // must not cost 50 000 stack frames. They rely on arguments (and bound values) coming
+        // before the nodes that use them.
+        for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+            const ir::Node& n = program.nodes[id];
+            source_[id] = n.kind == ir::NodeKind::Binding
+                              ? source_[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)]
+                              : id;
+        }
+        live_[source_[static_cast<std::size_t>(program.body)]] = true;
+        for (const auto& d : program.derivatives) live_[source_[static_cast<std::size_t>(d.node)]] = true;
+        for (std::size_t id = program.nodes.size(); id-- > 0;) {
+            if (!live_[id]) continue;
+            const ir::Node& n = program.nodes[id];
+            for (int i = 0; i < n.arity; ++i) live_[source_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]] = true;
+        }
+        const auto length = static_cast<std::size_t>(std::clamp<std::int64_t>(elements, 1, kChunk));
         for (std::size_t i = 0; i < program.nodes.size(); ++i)
-            if (live_[i] && program.nodes[i].kind != ir::NodeKind::Binding) columns_[i].resize(kChunk);
+            if (live_[i]) columns_[i].resize(length);
     }
 
     // Evaluates elements [start, start + count) and returns the body's column.
@@ -75,15 +96,17 @@ public:
             const ir::Node& n = program_.nodes[id];
             double* out = columns_[id].data();
             switch (n.kind) {
-                case ir::NodeKind::Constant: std::fill_n(out, count, n.value); break;
-                case ir::NodeKind::Param: std::fill_n(out, count, params_[static_cast<std::size_t>(n.slot)]); break;
+                // Constants and parameters reach the kernel as float32 (a literal, a kernel argument), so
+                // they meet the data rounded; folded constants beyond float32's range become inf there.
+                case ir::NodeKind::Constant: std::fill_n(out, count, as_float32(n.value)); break;
+                case ir::NodeKind::Param: std::fill_n(out, count, as_float32(params_[static_cast<std::size_t>(n.slot)])); break;
                 case ir::NodeKind::Input: {
                     const float* base = inputs_[static_cast<std::size_t>(n.slot)];
                     OffsetWalker walk(layout_, layout_.inputs[static_cast<std::size_t>(n.slot)], start);
                     for (std::int64_t i = 0; i < count; ++i, walk.next()) out[i] = base[walk.offset()];
                     break;
                 }
-                case ir::NodeKind::Binding: break;  // read through column()
+                case ir::NodeKind::Binding: break;  // never live: read through source_
                 case ir::NodeKind::Apply: {
                     const double* a = column(n.args[0]);
                     const double* b = n.arity > 1 ? column(n.args[1]) : a;
@@ -96,40 +119,34 @@ public:
         return column(program_.body);
     }
 
-    // Any live node's values for the last evaluated chunk.
-    const double* column(int id) const {
-        const ir::Node& n = program_.node(id);
-        if (n.kind == ir::NodeKind::Binding) return column(program_.bindings[static_cast<std::size_t>(n.slot)].node);
-        return columns_[static_cast<std::size_t>(id)].data();
-    }
+    // Any live node's values for the last evaluated chunk (a binding reads its bound value's).
+    const double* column(int id) const { return columns_[source_[static_cast<std::size_t>(id)]].data(); }
 
 private:
-    void mark_live(int id) {
-        if (live_[static_cast<std::size_t>(id)]) return;
-        live_[static_cast<std::size_t>(id)] = true;
-        const ir::Node& n = program_.node(id);
-        if (n.kind == ir::NodeKind::Binding) mark_live(program_.bindings[static_cast<std::size_t>(n.slot)].node);
-        for (int i = 0; i < n.arity; ++i) mark_live(n.args[static_cast<std::size_t>(i)]);
-    }
 
     const ir::Program& program_;
     const Layout& layout_;
     std::span<const float* const> inputs_;
     std::span<const double> params_;
-    std::vector<bool> live_;
+    std::vector<bool> live_;            // never true for a Binding node: its source_ is live instead
+    std::vector<std::size_t> source_;   // the node whose column holds this node's values
     std::vector<std::vector<double>> columns_;
 };
 
 // Neumaier's compensated sum: the reference must be more accurate than what it checks.
 struct CompensatedSum {
     double sum = 0.0, compensation = 0.0;
+    // Once the sum is infinite (or nan) the correction terms are inf - inf = nan, which would turn a
+    // sum of +inf into nan; the kernel's plain float64 sum gives +inf, and so must the reference.
     void add(double x) {
         const double t = sum + x;
-        if (std::fabs(sum) >= std::fabs(x)) compensation += (sum - t) + x;
-        else compensation += (x - t) + sum;
+        if (std::isfinite(t)) {
+            if (std::fabs(sum) >= std::fabs(x)) compensation += (sum - t) + x;
+            else compensation += (x - t) + sum;
+        }
         sum = t;
     }
-    double value() const { return sum + compensation; }
+    double value() const { return std::isfinite(sum) ? sum + compensation : sum; }
 };
 
 // Splits [0, count) into one contiguous range per thread; `work(begin, end, index)`.
@@ -181,7 +198,7 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
     parallel_ranges(
         layout.count,
         [&](std::int64_t begin, std::int64_t end, std::size_t t) {
-            ChunkEvaluator eval(program, layout, inputs, params);
+            ChunkEvaluator eval(program, layout, inputs, params, end - begin);
             for (std::int64_t s = begin; s < end; s += kChunk) {
                 const std::int64_t n = std::min(kChunk, end - s);
                 const double* values = eval.evaluate(s, n);
@@ -205,7 +222,7 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
     parallel_ranges(
         layout.count,
         [&](std::int64_t begin, std::int64_t end, std::size_t) {
-            ChunkEvaluator eval(program, layout, inputs, params);
+            ChunkEvaluator eval(program, layout, inputs, params, end - begin);
             OffsetWalker out(layout, layout.output, begin);
             for (std::int64_t s = begin; s < end; s += kChunk) {
                 const std::int64_t n = std::min(kChunk, end - s);
@@ -246,7 +263,7 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
     parallel_ranges(
         read.count,
         [&](std::int64_t begin, std::int64_t end, std::size_t t) {
-            ChunkEvaluator eval(program, read, inputs, params);
+            ChunkEvaluator eval(program, read, inputs, params, end - begin);
             std::vector<double> factor(static_cast<std::size_t>(kChunk), scale);
             std::optional<OffsetWalker> up;
             if (program.is_map()) up.emplace(read, read.inputs.back(), begin);

@@ -103,6 +103,8 @@ TEST_CASE("user mistakes point at the right column") {
         {"param beta = 1; beta = 2; beta", 17, "'beta' is a parameter and cannot be rebound"},
         {"param b = 1; param b = 2; b", 20, "parameter 'b' is declared twice"},
         {"param nan = 1; x", 7, "'nan' is a constant and cannot be a parameter"},
+        {"x * param", 5, "'param' is a keyword (param NAME = NUMBER; declares a parameter) and cannot name an input"},
+        {"param param = 1; x", 7, "'param' is a keyword and cannot name a parameter"},
         {"y = p; y(1)", 8, "unknown function 'y'"},
     };
     for (const auto& row : table) {

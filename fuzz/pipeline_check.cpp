@@ -1,0 +1,415 @@
+#include "pipeline_check.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "builtins.hpp"
+#include "compile.hpp"
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit::fuzz {
+namespace {
+
+// Programs bigger than this skip the CPU reference: it keeps a 2048-element column per node, and
+// a few thousand of those per execution would make the fuzzer crawl without finding more.
+constexpr std::size_t kMaxEvaluatedNodes = 512;
+
+struct Finding {
+    std::string what;
+};
+
+[[noreturn]] void finding(const std::string& what) { throw Finding{what}; }
+
+std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+bool identifier_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool identifier_char(char c) { return identifier_start(c) || (c >= '0' && c <= '9'); }
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const auto end = text.find('\n', start);
+        if (end == std::string::npos) {
+            lines.push_back(text.substr(start));
+            break;
+        }
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+std::size_t count_of(const std::string& text, std::string_view needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// Occurrences of `word` as a whole identifier: user names contain anything, but always behind a
+// prefix, so `asm` alone can only come from the templates.
+std::size_t count_word(const std::string& text, std::string_view word) {
+    std::size_t n = 0;
+    for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+        const bool starts = at == 0 || !identifier_char(text[at - 1]);
+        const bool ends = at + word.size() == text.size() || !identifier_char(text[at + word.size()]);
+        n += starts && ends;
+    }
+    return n;
+}
+
+// The same program shape with nothing of the user's in it: the same reduction, as many inputs
+// (named c0, c1, ...), no parameters or bindings, body 0. Emitted with the same KernelSpec, every
+// line it shares with the real kernel is template text; the rest is what the program contributed.
+ir::Program canonical_twin(const ir::Program& program) {
+    ir::Program twin;
+    twin.source_name = "canonical";
+    twin.reduction = program.reduction;
+    for (std::size_t k = 0; k < program.inputs.size(); ++k) twin.inputs.push_back(fmt::format("c{}", k));
+    ir::Node zero;
+    zero.kind = ir::NodeKind::Constant;
+    zero.value = 0.0;
+    twin.nodes.push_back(zero);
+    twin.body = 0;
+    // The twin reads the inputs the program reads, so the kernel's input list has the same shape.
+    for (int slot : read_inputs(program)) {
+        ir::Node input;
+        input.kind = ir::NodeKind::Input;
+        input.slot = slot;
+        twin.nodes.push_back(input);
+        ir::Node add;
+        add.kind = ir::NodeKind::Apply;
+        add.fn = Builtin::Add;
+        add.arity = 2;
+        add.args = {twin.body, static_cast<int>(twin.nodes.size()) - 1, -1};
+        twin.nodes.push_back(add);
+        twin.body = static_cast<int>(twin.nodes.size()) - 1;
+    }
+    return twin;
+}
+
+using NameSet = std::unordered_set<std::string>;
+
+// Identifiers the emitter itself writes into the per-program lines, besides the builtins' CUDA
+// spellings and the prefixed user names.
+const NameSet& emitter_identifiers() {
+    static const NameSet names = [] {
+        NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
+                                "extents", "i", "value", "true", "false", "__restrict__", "Strided",
+                                "__int_as_float", "lj_square", "lj_cube", "sqrtf", "rsqrtf", "powf",
+                                // the element functor
+                                "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
+                                "__device__", "__forceinline__", "inner_stride", "k", "return", "using",
+                                "Result", "operator", "x", "element", "in", "kGrads", "grad"};
+        for (int b = 0; b < static_cast<int>(Builtin::Count_); ++b) {
+            const std::string_view cuda = builtin_info(static_cast<Builtin>(b)).cuda;
+            for (std::size_t i = 0; i < cuda.size();) {
+                if (identifier_start(cuda[i])) {
+                    std::size_t j = i;
+                    while (j < cuda.size() && identifier_char(cuda[j])) ++j;
+                    s.emplace(cuda.substr(i, j - i));
+                    i = j;
+                } else {
+                    ++i;
+                }
+            }
+        }
+        return s;
+    }();
+    return names;
+}
+
+bool is_number_token(std::string_view t) {
+    if (t.size() > 2 && t[0] == '0' && t[1] == 'x') {
+        for (char c : t.substr(2))
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+        return true;
+    }
+    std::size_t i = 0;
+    auto digits = [&] {
+        const std::size_t from = i;
+        while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+        return i > from;
+    };
+    if (!digits()) return false;
+    if (i < t.size() && t[i] == '.') {
+        ++i;
+        digits();
+    }
+    if (i < t.size() && t[i] == 'e') {
+        ++i;
+        if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+        if (!digits()) return false;
+    }
+    if (i < t.size() && t[i] == 'f') ++i;
+    return i == t.size();
+}
+
+// One line the program contributed: only identifiers the emitter owns or user names behind their
+// prefixes, numbers, and C++ punctuation that cannot start a comment, string or directive.
+NameSet user_identifiers(const ir::Program& program) {
+    NameSet user;
+    for (const auto& name : program.inputs) {
+        user.insert("x_" + name);
+        user.insert("in_" + name);
+    }
+    for (const auto& b : program.bindings) user.insert("b_" + b.name);
+    for (const auto& p : program.params) user.insert("param_" + p.name);
+    return user;
+}
+
+void check_program_line(const std::string& line, const NameSet& user) {
+    static constexpr std::string_view kPunctuation = " ()[]{}<>=!&|?:;,+-*/%.";
+    if (line.find("//") != std::string::npos || line.find("/*") != std::string::npos ||
+        line.find("*/") != std::string::npos)
+        finding("a comment marker in a generated line: " + line);
+    for (std::size_t i = 0; i < line.size();) {
+        const char c = line[i];
+        if (identifier_start(c)) {
+            std::size_t j = i;
+            while (j < line.size() && identifier_char(line[j])) ++j;
+            const std::string word = line.substr(i, j - i);
+            if (!user.count(word) && !emitter_identifiers().count(word))
+                finding("identifier '" + word + "' in a generated line comes from neither lossjit nor a "
+                        "prefixed user name: " + line);
+            i = j;
+        } else if (c >= '0' && c <= '9') {
+            std::size_t j = i;
+            while (j < line.size() && (identifier_char(line[j]) || line[j] == '.' ||
+                                       ((line[j] == '+' || line[j] == '-') && line[j - 1] == 'e' &&
+                                        line.compare(i, 2, "0x") != 0)))
+                ++j;
+            if (!is_number_token(std::string_view(line).substr(i, j - i)))
+                finding("malformed number '" + line.substr(i, j - i) + "' in a generated line: " + line);
+            i = j;
+        } else if (kPunctuation.find(c) != std::string_view::npos) {
+            ++i;
+        } else {
+            finding(fmt::format("byte 0x{:02x} in a generated line: {}", static_cast<unsigned char>(c), line));
+        }
+    }
+}
+
+// What the templates alone contribute for one program shape, computed once per shape: emitting
+// and splitting the twin dominated the harness's time.
+struct TemplateFacts {
+    std::unordered_map<std::string, int> lines;
+    std::vector<std::size_t> counts;  // of kWords, then kNeedles
+};
+
+constexpr std::string_view kWords[] = {"asm", "__asm", "__asm__", "volatile"};
+constexpr std::string_view kNeedles[] = {"#", "\"", "'", "\\", "//", "/*", "??"};
+
+std::vector<std::size_t> risky_counts(const std::string& text) {
+    std::vector<std::size_t> counts;
+    for (auto w : kWords) counts.push_back(count_word(text, w));
+    for (auto n : kNeedles) counts.push_back(count_of(text, n));
+    return counts;
+}
+
+const TemplateFacts& template_facts(const ir::Program& program, const KernelSpec& spec) {
+    static std::unordered_map<std::string, TemplateFacts> cache;
+    const std::string key =
+        fmt::format("{}|{}|{}", static_cast<int>(program.reduction), program.inputs.size(), spec.signature());
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    if (cache.size() > 4096) cache.clear();
+    const std::string twin = emit_cuda(canonical_twin(program), spec);
+    TemplateFacts facts;
+    for (auto& line : split_lines(twin)) ++facts.lines[line];
+    facts.counts = risky_counts(twin);
+    return cache.emplace(key, std::move(facts)).first->second;
+}
+
+void check_emitted(const std::string& source, const ir::Program& program, const KernelSpec& spec,
+                   const CheckConfig& config) {
+    const TemplateFacts& facts = template_facts(program, spec);
+    const auto counts = risky_counts(source);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        if (counts[i] != facts.counts[i]) {
+            const auto what = i < std::size(kWords) ? kWords[i] : kNeedles[i - std::size(kWords)];
+            finding(fmt::format("'{}' appears {} times in the kernel but {} times in the templates", what,
+                                counts[i], facts.counts[i]));
+        }
+    }
+    auto template_lines = facts.lines;
+    const NameSet user = user_identifiers(program);
+    for (const auto& line : split_lines(source)) {
+        auto it = template_lines.find(line);
+        if (it != template_lines.end() && it->second > 0) {
+            --it->second;
+            continue;
+        }
+        check_program_line(line, user);
+    }
+    if (config.compile_with_nvrtc) {
+        try {
+            (void)compile_cuda(source, "sm_90");
+        } catch (const CompileError& e) {
+            finding(std::string("NVRTC rejected the kernel: ") + e.what());
+        }
+    }
+}
+
+// ---- dump_checked -> program text -> the same program ----------------------------------------
+
+std::string after(const std::string& line, std::string_view prefix) {
+    if (line.compare(0, prefix.size(), prefix) != 0) finding("unexpected dump line: " + line);
+    return line.substr(prefix.size());
+}
+
+std::string program_from_dump(const std::string& dump) {
+    const auto lines = split_lines(dump);
+    if (lines.size() < 5 || !lines.back().empty()) finding("dump_checked has an unexpected form:\n" + dump);
+    std::string text;
+    const std::string params = after(lines[1], "params: ");
+    if (params != "(none)") {
+        std::size_t start = 0;
+        while (start < params.size()) {
+            auto end = params.find(", ", start);
+            if (end == std::string::npos) end = params.size();
+            text += "param " + params.substr(start, end - start) + ";\n";
+            start = end + 2;
+        }
+    }
+    const std::string reduction = after(lines[2], "reduction: ");
+    for (std::size_t i = 3; i + 2 < lines.size(); ++i) text += lines[i] + ";\n";
+    const std::string body = after(lines[lines.size() - 2], "body: ");
+    text += reduction.rfind("none", 0) == 0 ? body : reduction + "(" + body + ")";
+    return text;
+}
+
+// ---- the CPU reference on tiny inputs ---------------------------------------------------------
+
+bool same_value(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b && std::signbit(a) == std::signbit(b);
+}
+
+struct TinyInputs {
+    std::vector<std::vector<float>> data;
+    std::vector<OperandShape> shapes;
+    std::vector<const float*> pointers;
+};
+
+TinyInputs tiny_inputs(const ir::Program& program, std::uint64_t seed) {
+    static constexpr float kPalette[] = {0.0f, -0.0f, 1.0f, -1.5f, 2.0f, 0.5f, 3.0f, -2.0f, 1e-40f,
+                                         3.4e38f, -7.25f, 20.5f, NAN, INFINITY, -INFINITY, 0.1f};
+    TinyInputs t;
+    t.data.resize(program.inputs.size());
+    for (std::size_t k = 0; k < program.inputs.size(); ++k) {
+        // The first input is sometimes a [2, 3] matrix, so broadcasting and strided walks run too.
+        const bool matrix = k == 0 && (seed & 1);
+        const std::size_t n = matrix ? 6 : 3;
+        for (std::size_t i = 0; i < n; ++i) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            t.data[k].push_back(kPalette[(seed >> 60) & 15]);
+        }
+        t.shapes.push_back({program.inputs[k], matrix ? Shape{2, 3} : Shape{3}, {}});
+        t.pointers.push_back(t.data[k].data());
+    }
+    return t;
+}
+
+std::vector<double> evaluate(const ir::Program& program, const TinyInputs& inputs) {
+    std::vector<double> params;
+    for (const auto& p : program.params) params.push_back(p.default_value);
+    if (!program.is_map()) {
+        const Layout layout = plan_layout(inputs.shapes, nullptr);
+        return {reference_reduce(program, layout, inputs.pointers, params)};
+    }
+    const Shape shape = broadcast_shapes(inputs.shapes);
+    const OperandShape out{"output", shape, {}};
+    const Layout layout = plan_layout(inputs.shapes, &out);
+    std::vector<float> values(static_cast<std::size_t>(layout.count), -12345.0f);
+    reference_map(program, layout, inputs.pointers, params, values.data());
+    return {values.begin(), values.end()};
+}
+
+void run_checks(std::string_view text, const CheckConfig& config) {
+    ir::Program program;
+    try {
+        const ast::Program syntax = parse(text, "fuzz");
+        (void)dump_ast(syntax);
+        program = check(syntax, {});
+    } catch (const SourceError& e) {
+        // An error must point inside the program (or just past its end) and say something.
+        const auto& w = e.where();
+        if (w.line < 1 || w.column < 1 || e.message().empty()) finding(std::string("bad diagnostic: ") + e.what());
+        if (static_cast<std::size_t>(w.line) > static_cast<std::size_t>(count_of(std::string(text), "\n")) + 1)
+            finding(std::string("diagnostic points past the last line: ") + e.what());
+        return;
+    } catch (const UsageError&) {
+        return;
+    }
+    const std::uint64_t seed = fnv1a(text);
+
+    // Kernel variants: everything contiguous at rank 1, and everything strided at some rank.
+    KernelSpec flat;
+    flat.inner_strides.assign(read_inputs(program).size(), 1);
+    flat.vector_width = 4;
+    check_emitted(emit_cuda(program, flat), program, flat, config);
+    KernelSpec strided;
+    strided.loop = KernelSpec::Loop::Strided;
+    strided.rank = 1 + static_cast<int>(seed % kMaxRank);
+    strided.block_threads = 128;
+    check_emitted(emit_cuda(program, strided), program, strided, config);
+
+    // The checked dump is valid source for the same program.
+    const std::string dump = dump_checked(program);
+    const std::string again = program_from_dump(dump);
+    ir::Program reparsed;
+    try {
+        CheckOptions options;
+        options.inputs = program.inputs;
+        reparsed = check(parse(again, "dump"), options);
+    } catch (const Error& e) {
+        finding("the checked dump does not parse back:\n" + again + "\n" + e.what());
+    }
+    if (dump_checked(reparsed) != dump)
+        finding("the checked dump is not a fixed point:\n" + dump + "--- became ---\n" + dump_checked(reparsed));
+
+    if (program.nodes.size() > kMaxEvaluatedNodes) return;
+    // batchmean of scalars is refused at call time (UsageError), which is right: nothing to check.
+    if (program.reduction == ir::Reduction::BatchMean && program.inputs.empty()) return;
+    const TinyInputs inputs = tiny_inputs(program, seed);
+    const auto expected = evaluate(program, inputs);
+    const auto actual = evaluate(reparsed, inputs);
+    if (expected.size() != actual.size()) finding("the re-parsed dump evaluates to a different number of values");
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        if (!same_value(expected[i], actual[i]))
+            finding(fmt::format("the re-parsed dump evaluates differently at element {}: {} vs {}\n{}", i,
+                                expected[i], actual[i], again));
+    }
+}
+
+}  // namespace
+
+std::string check_program(std::string_view text, const CheckConfig& config) {
+    try {
+        run_checks(text, config);
+        return {};
+    } catch (const Finding& f) {
+        return f.what;
+    } catch (const InternalError& e) {
+        return std::string("InternalError: ") + e.what();
+    } catch (const Error& e) {
+        return std::string("unexpected lossjit::Error after check succeeded: ") + e.what();
+    } catch (const std::exception& e) {
+        return std::string("unexpected exception: ") + e.what();
+    }
+}
+
+}  // namespace lossjit::fuzz
