@@ -102,8 +102,9 @@ constexpr std::array<std::string_view, std::size(kFunctions)> make_names() {
 }
 constexpr auto kFunctionNames = make_names();
 
-double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
-double nan_min(double a, double b) { return (a < b || std::isnan(a)) ? a : b; }
+// torch.maximum / torch.minimum: a nan argument wins; between -0 and +0 the first is kept.
+double nan_max(double a, double b) { return std::isnan(a) ? a : (std::isnan(b) ? b : (a < b ? b : a)); }
+double nan_min(double a, double b) { return std::isnan(a) ? a : (std::isnan(b) ? b : (b < a ? b : a)); }
 
 }  // namespace
 

@@ -273,8 +273,10 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
 }  // namespace lj
 
 // Functions whose CUDA counterpart differs from PyTorch's definition.
-__device__ __forceinline__ float lj_max(float a, float b) { return (a > b || a != a) ? a : b; }  // fmaxf drops nan
-__device__ __forceinline__ float lj_min(float a, float b) { return (a < b || a != a) ? a : b; }
+// As torch.maximum / torch.minimum: a nan argument wins (fmaxf would drop it), and between -0 and +0
+// the first argument is kept, as std::max / std::min do.
+__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
 __device__ __forceinline__ float lj_clamp(float x, float lo, float hi) { return lj_min(lj_max(x, lo), hi); }
 __device__ __forceinline__ float lj_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 __device__ __forceinline__ float lj_sign(float x) { return (float)((0.0f < x) - (x < 0.0f)); }
