@@ -102,9 +102,20 @@ constexpr std::array<std::string_view, std::size(kFunctions)> make_names() {
 }
 constexpr auto kFunctionNames = make_names();
 
-// torch.maximum / torch.minimum: a nan argument wins; between -0 and +0 the first is kept.
-double nan_max(double a, double b) { return std::isnan(a) ? a : (std::isnan(b) ? b : (a < b ? b : a)); }
-double nan_min(double a, double b) { return std::isnan(a) ? a : (std::isnan(b) ? b : (b < a ? b : a)); }
+// torch.maximum / torch.minimum on CUDA: a nan argument wins; -0 orders below +0 (max(-0, 0) is +0
+// in either order, min(-0, 0) is -0), as CUDA's fmaxf / fminf do. Measured against PyTorch.
+double nan_max(double a, double b) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+    if (a == b) return std::signbit(a) ? b : a;
+    return a < b ? b : a;
+}
+double nan_min(double a, double b) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+    if (a == b) return std::signbit(a) ? a : b;
+    return b < a ? b : a;
+}
 
 }  // namespace
 

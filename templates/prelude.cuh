@@ -271,10 +271,10 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
 }  // namespace lj
 
 // Functions whose CUDA counterpart differs from PyTorch's definition.
-// As torch.maximum / torch.minimum: a nan argument wins (fmaxf would drop it), and between -0 and +0
-// the first argument is kept, as std::max / std::min do.
-__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
-__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+// As torch.maximum / torch.minimum: a nan argument wins (fmaxf alone would drop it); otherwise
+// fmaxf / fminf, which order -0 below +0 (max(-0, 0) is +0 in either order, min gives -0).
+__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
+__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }
 __device__ __forceinline__ float lj_clamp(float x, float lo, float hi) { return lj_min(lj_max(x, lo), hi); }
 __device__ __forceinline__ float lj_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 __device__ __forceinline__ float lj_sign(float x) { return (float)((0.0f < x) - (x < 0.0f)); }

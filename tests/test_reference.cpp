@@ -142,15 +142,15 @@ TEST_CASE("API misuse is a clear UsageError") {
 }  // TEST_SUITE
 
 TEST_SUITE("reference") {
-TEST_CASE("min, max and clamp keep torch's choice between -0 and +0 (found by the GPU parity run)") {
+TEST_CASE("min, max and clamp order -0 below +0, as torch does on CUDA (found by the GPU parity run)") {
     const auto x = tensor({2}, {0.0f, -0.0f});
     const auto y = tensor({2}, {-0.0f, 0.0f});
     const auto max = map("max(a, b)", {x, y});
     const auto min = map("min(a, b)", {x, y});
-    CHECK_FALSE(std::signbit(max[0]));  // torch.maximum(0, -0) = 0: the first argument
-    CHECK(std::signbit(max[1]));        // torch.maximum(-0, 0) = -0
+    CHECK_FALSE(std::signbit(max[0]));  // torch.maximum(0, -0) = 0
+    CHECK_FALSE(std::signbit(max[1]));  // torch.maximum(-0, 0) = 0
+    CHECK(std::signbit(min[0]));        // torch.minimum(0, -0) = -0
     CHECK(std::signbit(min[1]));        // torch.minimum(-0, 0) = -0
-    CHECK_FALSE(std::signbit(min[0]));  // torch.minimum(0, -0) = 0
-    CHECK_FALSE(std::signbit(map("clamp(a, b, 1)", {x, y})[0]));  // torch.clamp(0, min=-0) = 0
+    CHECK(std::signbit(map("clamp(a, a, b)", {x, y})[0]));  // torch.clamp(0, min=0, max=-0) = -0
 }
 }  // TEST_SUITE
