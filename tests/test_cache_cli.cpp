@@ -259,7 +259,7 @@ TEST_CASE("cache stats, list, verify, prune and clear") {
     CHECK(entry_bytes(cache) <= one + 10);
     std::size_t remaining = 0;  // which entries go depends on their ages and sizes; the bound must hold
     for (const auto& e : fs::directory_iterator(cache)) remaining += e.path().extension() == ".ljk";
-    CHECK(remaining <= 1);
+    CHECK(remaining < paths.size());
     CHECK(lossjit_cli("cache prune --max-bytes lots", dir.env()).status == 2);
 
     std::ofstream(cache / "keep-me.txt") << "not ours";
