@@ -87,6 +87,7 @@ struct LaunchPlan {
     std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, the scale
     std::vector<float> params;
     std::vector<void*> args;
+    std::vector<const void*> checked;  // pointers already found to be memory of this device
 };
 
 unsigned alignment_of(std::span<const TensorView> inputs, const OutputView* output) {
@@ -267,8 +268,26 @@ struct Loss::Impl {
         if (!plan_matches(p, inputs, output)) make_plan(prog, variant, p, inputs, output);
         if (prog.is_map() && p.layout.count == 0) return;  // an empty map has nothing to write
 
-        for (std::size_t k = 0; k < p.slots.size(); ++k)
-            p.inputs->set_pointer(k, inputs[static_cast<std::size_t>(p.slots[k])].data);
+        // A host pointer or another device's memory would fault inside the kernel and poison the
+        // context; ask the driver once per new pointer (a training loop reuses its buffers).
+        p.checked.resize(p.slots.size() + grads.size() + 2, nullptr);
+        std::size_t check_slot = 0;
+        auto check_pointer = [&](const std::string& name, const void* data, bool empty) {
+            const void*& seen = p.checked[check_slot++];
+            if (empty || data == seen) return;
+            check_device_pointer(name, data);
+            seen = data;
+        };
+        for (std::size_t k = 0; k < p.slots.size(); ++k) {
+            const auto& view = inputs[static_cast<std::size_t>(p.slots[k])];
+            check_pointer(fmt::format("'{}'", program.inputs[static_cast<std::size_t>(p.slots[k])]), view.data,
+                          p.layout.count == 0);
+            p.inputs->set_pointer(k, view.data);
+        }
+        for (std::size_t g = 0; g < grads.size(); ++g)
+            check_pointer(fmt::format("the gradient {}", g), grads[g].data, p.layout.count == 0);
+        if (prog.is_map()) check_pointer("the output", output->data, p.layout.count == 0);
+        if (result) check_pointer("the result pointer", result, false);
         for (std::size_t i = 0; i < param_values.size(); ++i) p.params[i] = static_cast<float>(param_values[i]);
         if (prog.is_map()) {
             p.output.ptr = output->data;
@@ -285,6 +304,17 @@ struct Loss::Impl {
         }
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid, 1, 1, static_cast<unsigned>(p.spec.block_threads), 1, 1,
                                   0, static_cast<CUstream>(stream), p.args.data(), nullptr));
+    }
+
+    void check_device_pointer(const std::string& name, const void* data) const {
+        int ordinal = -1;
+        const CUresult r = cuda::api().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                             reinterpret_cast<CUdeviceptr>(data));
+        if (r != CUDA_SUCCESS)
+            throw UsageError(fmt::format("{} is not CUDA device memory (a host pointer?)", name));
+        if (ordinal != options.device)
+            throw UsageError(fmt::format("{} is memory of CUDA device {}, but this loss runs on device {}", name,
+                                         ordinal, options.device));
     }
 
     void check_inputs(std::span<const TensorView> inputs) const {

@@ -291,3 +291,49 @@ TEST_CASE("value_and_grad refuses what it cannot do yet, clearly" * doctest::ski
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("misuse on the GPU: host pointers, failed allocations; the loss still works after" * doctest::skip(!have_gpu())) {
+    auto loss = compile("mean((p - t)^2)");
+    const DeviceTensor p = make("1000:normal", 1), t = make("1000:normal", 2);
+    const std::vector<TensorView> good{p.device(), t.device()};
+    const float expected = loss(good);
+
+    const std::vector<TensorView> host_p{p.host.view(), t.device()};
+    CHECK_THROWS_WITH_AS(loss(host_p), doctest::Contains("'p' is not CUDA device memory"), UsageError);
+    DeviceBuffer result(sizeof(float));
+    CHECK_THROWS_WITH_AS(loss.evaluate(good, reinterpret_cast<float*>(const_cast<float*>(p.host.values.data()))),
+                         doctest::Contains("the result pointer is not CUDA device memory"), UsageError);
+    CHECK_THROWS_WITH_AS(DeviceBuffer(std::size_t{1} << 50), doctest::Contains("out of GPU memory"), CudaError);
+    auto map = compile("x * 2");
+    const std::vector<TensorView> x{p.device()};
+    CHECK_THROWS_WITH_AS(map.map(x, OutputView::contiguous(const_cast<float*>(p.host.values.data()), {1000})),
+                         doctest::Contains("the output is not CUDA device memory"), UsageError);
+    CHECK(loss(good) == expected);  // nothing was launched with a bad pointer; the context is fine
+}
+
+TEST_CASE("more than 2^31 elements: 64-bit indices in maps and reductions" * doctest::skip(!have_gpu())) {
+    const auto info = device_info(0);
+    const long long n = (1ll << 31) + 12;
+    if (info.memory_bytes < 24ull << 30) {
+        MESSAGE("skipped: needs 24 GiB of GPU memory");
+        return;
+    }
+    const DeviceTensor x = make(std::to_string(n) + ":range", 0);
+    DeviceBuffer out(static_cast<std::size_t>(n) * sizeof(float));
+    out.fill_bytes(0xFF);
+    const std::vector<TensorView> inputs{x.device()};
+    compile("x * 2").map(inputs, OutputView::contiguous(out.data(), {n}));
+    synchronize();
+    for (long long i : {0ll, (1ll << 31) - 1, 1ll << 31, n - 1}) {
+        float v = 0;
+        out.download(&v, sizeof v, static_cast<std::size_t>(i) * sizeof(float));
+        CHECK(v == 2.0f * x.host.values[static_cast<std::size_t>(i)]);
+    }
+    auto sum = compile("sum(x)");
+    const std::vector<TensorView> host{x.host.view()};
+    CHECK(rel_error(sum(inputs), sum.reference(host)) < 1e-6);
+}
+
+}  // TEST_SUITE
