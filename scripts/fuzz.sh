@@ -54,6 +54,8 @@ case "$mode" in
   merge)
     rm -rf "$bdir"/corpus-merged && mkdir "$bdir"/corpus-merged
     "$fuzzer" "${common[@]}" -merge=1 "$bdir"/corpus-merged fuzz/corpus "$bdir"/corpus-work
+    # The seeds (examples and documentation snippets) stay, readable, whatever the merge keeps.
+    cp fuzz/corpus/seed-* "$bdir"/corpus-merged/
     rm -rf fuzz/corpus && mv "$bdir"/corpus-merged fuzz/corpus
     ;;
   *)
