@@ -225,27 +225,39 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
     return row;
 }
 
-// smooth L1 and d/dp in one kernel: reads p and t once, writes grad_p once.
-json bench_value_and_grad(int reps, bool explore, bool check_accuracy) {
-    const Problem problem{"smooth_l1", "smooth_l1.loss", {{"p", "32768x32768:normal"}, {"t", "32768x32768:normal"}}};
+// A loss and its gradients in one kernel: reads each input once, writes each gradient once (in its
+// input's own shape: hinge's d/dt is a sum over rows).
+json bench_value_and_grad(const Problem& problem, const std::vector<std::string>& wrt, int reps, bool explore,
+                          bool check_accuracy) {
     const Device d = upload(problem.inputs, 2027);
-    const Shape shape = d.host[0].shape;
-    DeviceBuffer grad(d.host[0].values.size() * sizeof(float)), value(sizeof(float));
-    const std::vector<OutputView> grads{OutputView::contiguous(grad.data(), shape)};
-    const std::vector<std::string> wrt{"p"};
-    const double bytes = 3.0 * static_cast<double>(d.host[0].values.size()) * sizeof(float);
+    std::vector<DeviceBuffer> buffers;
+    std::vector<OutputView> grads;
+    double bytes = 0;
+    for (const auto& h : d.host) bytes += static_cast<double>(h.values.size()) * sizeof(float);
+    for (const auto& name : wrt) {
+        std::size_t k = 0;
+        while (problem.inputs[k].first != name) ++k;
+        buffers.emplace_back(d.host[k].values.size() * sizeof(float));
+        grads.push_back(OutputView::contiguous(buffers.back().data(), d.host[k].shape));
+        bytes += static_cast<double>(d.host[k].values.size()) * sizeof(float);
+    }
+    DeviceBuffer value(sizeof(float));
     auto time_variant = [&](const Options& options) {
         auto loss = compile(read_example(problem.file), options);
         return time_ms([&] { loss.value_and_grad(d.views, wrt, grads, static_cast<float*>(value.data())); }, reps);
     };
-    json row = {{"problem", "smooth_l1 value_and_grad (p)"}, {"bytes", bytes}, {"ms", time_variant(Options{})}};
+    json row = {{"problem", fmt::format("{} value_and_grad ({})", problem.name, fmt::join(wrt, ", "))},
+                {"bytes", bytes}, {"ms", time_variant(Options{})}};
     row["gbps"] = bytes / (row["ms"].get<double>() * 1e6);
     if (explore) {
         json variants = json::array();
-        for (int unroll : {1, 2, 4, 8}) {
-            Options o;
-            o.unroll = unroll;
-            variants.push_back({{"unroll", unroll}, {"ms", time_variant(o)}});
+        for (int block : {128, 256, 512}) {
+            for (int unroll : {1, 2, 4}) {
+                Options o;
+                o.block_threads = block;
+                o.unroll = unroll;
+                variants.push_back({{"block", block}, {"unroll", unroll}, {"ms", time_variant(o)}});
+            }
         }
         row["variants"] = variants;
     }
@@ -257,12 +269,15 @@ json bench_value_and_grad(int reps, bool explore, bool check_accuracy) {
         value.download(&v, sizeof v);
         const double reference = loss.reference(d.host_views);
         row["rel_error"] = std::fabs(v - reference) / std::fabs(reference);
-        std::vector<float> gpu(d.host[0].values.size());
-        grad.download(gpu.data(), gpu.size() * sizeof(float));
         const auto ref = loss.reference_grad(d.host_views, wrt);
-        double worst = 0, scale = 0;
-        for (double r : ref[0].values) scale = std::max(scale, std::fabs(r));
-        for (std::size_t i = 0; i < gpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - ref[0].values[i]) / scale);
+        double worst = 0;
+        for (std::size_t g = 0; g < wrt.size(); ++g) {
+            std::vector<float> gpu(ref[g].values.size());
+            buffers[g].download(gpu.data(), gpu.size() * sizeof(float));
+            double scale = 0;
+            for (double r : ref[g].values) scale = std::max(scale, std::fabs(r));
+            for (std::size_t i = 0; i < gpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - ref[g].values[i]) / scale);
+        }
         row["grad_max_error_rel_to_max"] = worst;
     }
     return row;
@@ -373,9 +388,12 @@ int main(int argc, char** argv) try {
     }
     out["problems"] = problems;
     if (only.empty() || std::find(only.begin(), only.end(), "value_and_grad") != only.end()) {
-        out["value_and_grad"] = bench_value_and_grad(reps, explore, accuracy);
+        out["value_and_grad"] = bench_value_and_grad(kProblems[3], {"p"}, reps, explore, accuracy);
         std::fprintf(stderr, "smooth_l1 value_and_grad %8.3f ms %7.0f GB/s\n", out["value_and_grad"]["ms"].get<double>(),
                      out["value_and_grad"]["gbps"].get<double>());
+        out["hinge_value_and_grad"] = bench_value_and_grad(kProblems[0], {"p", "t"}, reps, explore, accuracy);
+        std::fprintf(stderr, "hinge value_and_grad (p, t) %8.3f ms %7.0f GB/s\n",
+                     out["hinge_value_and_grad"]["ms"].get<double>(), out["hinge_value_and_grad"]["gbps"].get<double>());
     }
     out["small_call"] = small_call(20000);
     std::fprintf(stderr, "mse over 4096 elements: %.2f us host time per call\n", out["small_call"]["host_us_per_call"].get<double>());

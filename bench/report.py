@@ -82,6 +82,13 @@ def main():
         verdicts.append((f"smooth_l1 value_and_grad / torch.compile fwd+bwd {ratio:.3f} ≤ 0.6", ratio <= 0.6))
         verdicts.append((f"smooth_l1 value_and_grad {vg['ms']:.3f} ms within 5% of its floor {floor_ms:.3f} ms",
                          vg["ms"] <= 1.05 * floor_ms))
+    if "hinge_value_and_grad" in lj and "hinge_fwd_bwd_compile_ms" in th:
+        vg, tc = lj["hinge_value_and_grad"], th["hinge_fwd_bwd_compile_ms"]
+        floor_ms = vg["bytes"] / (copy * 1e6)
+        print(f"hinge value_and_grad (loss + grad_p + grad_t summed over rows, one kernel): {vg['ms']:.3f} ms, "
+              f"{vg['gbps']:.0f} GB/s; floor {floor_ms:.3f} ms ({100 * floor_ms / vg['ms']:.1f}%); torch.compile "
+              f"forward + backward {tc:.3f} ms; ratio {vg['ms'] / tc:.3f}; grad max error / max |grad| "
+              f"{vg.get('grad_max_error_rel_to_max', float('nan')):.2e}")
     small = lj["small_call"]
     verdicts.append((f"mse over 4096 elements: {small['host_us_per_call']:.2f} µs host time per call ≤ 5", small["host_us_per_call"] <= 5))
     print(f"\nsmall call (mse, 4096 elements, result left on the device): lossjit {small['host_us_per_call']:.2f} µs/call host, "

@@ -92,6 +92,22 @@ def main():
     del p, t
     torch.cuda.empty_cache()
 
+    # hinge forward + backward with p and t (broadcast over rows) requiring grad.
+    with torch.device("cuda"):
+        p = torch.rand(32768, 32768, requires_grad=True)
+        t = (torch.randint(0, 2, (32768,)).float() * 2 - 1).requires_grad_(True)
+    compiled = torch.compile(lambda a, b: torch.mean(torch.clamp(1 - a * b, min=0)))
+
+    def hinge_step():
+        p.grad = None
+        t.grad = None
+        compiled(p, t).backward()
+
+    hinge_step()
+    out["hinge_fwd_bwd_compile_ms"] = median_ms(hinge_step, args.reps)
+    del p, t
+    torch.cuda.empty_cache()
+
     mse = lambda p, t: torch.mean((p - t) ** 2)
     p, t = torch.rand(4096, device="cuda"), torch.rand(4096, device="cuda")
     small = {}

@@ -152,18 +152,46 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     const std::size_t inner = layout.dims.size() - 1;
     const auto slots = read_inputs(program);
 
-    const bool writes = program.is_map() || !program.derivatives.empty();  // maps, and gradients
+    const bool gradients = !program.derivatives.empty();
+    const bool writes = program.is_map() || gradients;  // maps, and gradients
+    auto read = slots;
+    if (program.is_map() && gradients) read.push_back(static_cast<int>(program.inputs.size()));  // upstream
     bool rows = !writes || layout.output.strides[inner] == 1 || layout.count <= 1;
-    for (int slot : slots) {
+    for (int slot : read) {
         const auto s = layout.inputs[static_cast<std::size_t>(slot)].strides[inner];
         rows = rows && (s == 0 || s == 1);
         spec.inner_strides.push_back(s == 0 ? 0 : 1);
     }
+
+    // A gradient of a broadcast input sums over the dimensions it is broadcast along. The Columns
+    // loop does that for a row (contiguous along the innermost dimension, the same for every row).
+    bool any_summed = false;
+    for (const auto& d : program.derivatives) {
+        const OperandAccess& access = layout.inputs[static_cast<std::size_t>(d.input)];
+        bool broadcast = false;  // read through a zero stride along some dimension the output walks
+        for (std::size_t dim = 0; dim <= inner; ++dim)
+            broadcast = broadcast || (access.strides[dim] == 0 && layout.dims[dim] > 1);
+        if (broadcast) {
+            bool row = access.strides[inner] == 1 && layout.count > 0;
+            for (std::size_t dim = 0; dim < inner; ++dim) row = row && access.strides[dim] == 0;
+            if (!row)
+                throw UsageError(fmt::format(
+                    "the gradient of '{}' sums over a broadcast that is not one row repeated over all others; on "
+                    "the GPU only that pattern (e.g. a vector [C] against [N, C]) is supported so far "
+                    "(reference_grad computes any)", program.inputs[static_cast<std::size_t>(d.input)]));
+        }
+        spec.summed.push_back(broadcast ? 1 : 0);
+        any_summed = any_summed || broadcast;
+    }
+    if (!any_summed) spec.summed.clear();
     if (!rows) {
+        if (any_summed)
+            throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
         spec.loop = Loop::Strided;
         spec.inner_strides.clear();
         return spec;
     }
+    if (any_summed) spec.loop = Loop::Columns;
 
     // 16-byte accesses need every row of every contiguous operand to start 16-byte aligned.
     auto aligned = [&](const void* data, const OperandAccess& access) {
@@ -173,8 +201,8 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         return true;
     };
     bool vector = layout.dims[inner] % 4 == 0;
-    for (std::size_t k = 0; k < slots.size(); ++k) {
-        const auto slot = static_cast<std::size_t>(slots[k]);
+    for (std::size_t k = 0; k < read.size(); ++k) {
+        const auto slot = static_cast<std::size_t>(read[k]);
         if (spec.inner_strides[k] == 1)
             vector = vector && aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]);
     }
@@ -186,7 +214,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     if (unroll > 0) {
         spec.unroll = unroll;
     } else {
-        spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(slots.size())), 1, 8);
+        spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
         int transcendental = 0;
@@ -204,7 +232,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         // A fused value-and-gradient kernel holds loads and results for every unrolled element;
         // past 2 its registers cut occupancy (smooth L1 + d/dp on H200: unroll 2 3.67 ms, 8 5.18 ms).
         if (!program.derivatives.empty()) spec.unroll = std::min(spec.unroll, 2);
-        while (spec.unroll > 1 &&
+        while (spec.loop == Loop::Rows && spec.unroll > 1 &&
                static_cast<std::int64_t>(block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
     }
@@ -213,6 +241,10 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
 
 std::string KernelSpec::signature() const {
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block", rank, block_threads);
+    if (loop == Loop::Columns)
+        return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block",
+                           rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
+                           block_threads);
     return fmt::format("rows, rank {}, inner strides [{}], vector {}, unroll {}, {} threads/block", rank,
                        fmt::join(inner_strides, " "), vector_width, unroll, block_threads);
 }
@@ -221,8 +253,13 @@ std::string print_expression(const ir::Program& program, int node) { return Prin
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const auto slots = read_inputs(program);
-    if (spec.loop == KernelSpec::Loop::Rows && spec.inner_strides.size() != slots.size())
+    const std::size_t grads = program.derivatives.size();
+    const bool map_backward = grads > 0 && program.is_map();  // also reads the upstream gradient
+    const std::size_t n = slots.size() + (map_backward ? 1 : 0);
+    if (spec.loop != KernelSpec::Loop::Strided && spec.inner_strides.size() != n)
         throw InternalError("kernel spec and program disagree on the inputs read");
+    if (spec.loop == KernelSpec::Loop::Columns && spec.summed.size() != grads)
+        throw InternalError("kernel spec and program disagree on the gradients summed");
     if (spec.rank < 1 || spec.rank > kMaxRank) throw InternalError("kernel rank out of range");
     if (spec.block_threads % 32 != 0 || spec.block_threads < 32 || spec.block_threads > 1024)
         throw UsageError(fmt::format("threads per block must be a multiple of 32 in [32, 1024], not {}",
@@ -231,10 +268,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
 
     Printer printer(program);
-    const std::size_t n = slots.size();
     const std::size_t array = std::max<std::size_t>(n, 1);
-    const std::size_t grads = program.derivatives.size();
-    if (grads > 0 && program.is_map()) throw UsageError("gradients of maps run on the CPU reference only, so far");
 
     // The program for one element, as a functor the loop templates call.
     std::string element = "// The program for one element; x[k] is the k-th input it reads.\nstruct Element {\n";
@@ -248,14 +282,24 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         element += "    using Result = float;\n";
     } else {  // the value and d value / d input for each input differentiated, at one element
         element += fmt::format("    static constexpr int kGrads = {};\n", grads);
+        element += fmt::format("    static constexpr bool kReduces = {};\n", program.is_map() ? "false" : "true");
+        std::vector<std::string> summed;  // is gradient g summed over rows (Columns loop)?
+        for (std::size_t g = 0; g < spec.summed.size(); ++g)
+            if (spec.summed[g]) summed.push_back(fmt::format("g == {}", g));
+        if (summed.empty()) summed.push_back("false");
+        element += fmt::format("    __host__ __device__ static constexpr bool summed(int g) {{ return {}; }}\n",
+                               fmt::join(summed, " || "));
         element += fmt::format("    struct Result {{ float value; float grad[{}]; }};\n", grads);
     }
     element += fmt::format("    __device__ __forceinline__ Result operator()(const float (&x)[{}]) const {{\n", array);
     const std::string indent(8, ' ');
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = 0; k < slots.size(); ++k) {
         element += fmt::format("{}const float {} = x[{}];\n", indent,
                                input_value(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
+    // Input names are identifiers, so no input can be called this.
+    const std::string upstream = "upstream_";
+    if (map_backward) element += fmt::format("{}const float {} = x[{}];\n", indent, upstream, slots.size());
     // Locals, in node order: the bindings, and (with derivatives) every subexpression used more than
     // once, so the value and the gradients share their common terms.
     std::vector<std::pair<int, std::string>> locals;
@@ -281,7 +325,11 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         element += fmt::format("{}return {};\n    }}\n}};", indent, without_outer_parens(printer.print(program.body)));
     } else {
         std::vector<std::string> g;
-        for (const auto& d : program.derivatives) g.push_back(without_outer_parens(printer.print(d.node)));
+        for (const auto& d : program.derivatives) {
+            // A map's backward: the vector-Jacobian product with the upstream gradient, elementwise.
+            if (map_backward) g.push_back(fmt::format("{} * {}", upstream, printer.print(d.node)));
+            else g.push_back(without_outer_parens(printer.print(d.node)));
+        }
         element += fmt::format("{}return Result{{{}, {{{}}}}};\n    }}\n}};", indent,
                                without_outer_parens(printer.print(program.body)), fmt::join(g, ", "));
     }
@@ -292,10 +340,20 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         parameter_values += (parameter_values.empty() ? "" : ", ") + param_value(p.name);
     }
 
-    const std::string loop =
-        spec.loop == KernelSpec::Loop::Rows
-            ? fmt::format("lj::for_rows<{}, {}, {}, {}>", spec.block_threads, spec.unroll, spec.vector_width, spec.rank)
-            : fmt::format("lj::for_each_strided<{}, {}>", spec.block_threads, spec.rank);
+    std::string loop;
+    switch (spec.loop) {
+        case KernelSpec::Loop::Rows:
+            loop = fmt::format("lj::for_rows<{}, {}, {}, {}>", spec.block_threads, spec.unroll, spec.vector_width, spec.rank);
+            break;
+        case KernelSpec::Loop::Columns:
+            if (grads == 0) throw InternalError("the columns loop is for gradients");
+            loop = fmt::format("lj::for_columns<{}, {}, {}, {}>", spec.block_threads, spec.unroll, spec.vector_width,
+                               spec.rank);
+            break;
+        case KernelSpec::Loop::Strided:
+            loop = fmt::format("lj::for_each_strided<{}, {}>", spec.block_threads, spec.rank);
+            break;
+    }
 
     std::map<std::string, std::string> values{
         {"VERSION", kVersion},
@@ -308,8 +366,13 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"LOOP", loop},
     };
     if (grads > 0) {
-        values["REDUCTION"] = std::string(ir::to_string(program.reduction));
-        return substitute(templates::value_and_grad_cu, values);
+        values["WHAT"] = program.is_map() ? std::string("the backward of an elementwise map (upstream gradient times "
+                                                        "the derivatives)")
+                                          : fmt::format("a {} reduction and its gradients",
+                                                        ir::to_string(program.reduction));
+        return substitute(spec.loop == KernelSpec::Loop::Columns ? templates::value_and_grad_columns_cu
+                                                                  : templates::value_and_grad_cu,
+                          values);
     }
     if (!program.is_map()) {
         values["REDUCTION"] = std::string(ir::to_string(program.reduction));

@@ -24,6 +24,14 @@ struct ReduceOut {
     double divisor;
 };
 
+struct ColumnScratch {
+    double* partials;
+    unsigned int* arrivals;
+    long long chunk_rows;
+    int chunks;
+    int strip_blocks;
+};
+
 // lj::Inputs<N>: N pointers, then N rows of kMaxRank strides (N >= 1 slots even when N is 0).
 class Inputs {
 public:
@@ -39,7 +47,7 @@ private:
     std::vector<std::int64_t> bytes_;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32);
+static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(ColumnScratch) == 32);
 static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
 
 }  // namespace lossjit::abi

@@ -36,6 +36,8 @@ struct LoadedKernel {
 
 struct Workspace {  // per stream: concurrent calls on different streams must not share partials
     std::unique_ptr<cuda::Memory> memory;  // partials (double), then arrivals, then result
+    std::unique_ptr<cuda::Memory> columns;  // the columns loop's partial sums, then its arrival counters
+    std::size_t columns_bytes = 0;
     double* partials() const { return reinterpret_cast<double*>(memory->get()); }
     unsigned int* arrivals(int slots) const { return reinterpret_cast<unsigned int*>(memory->get() + sizeof(double) * static_cast<std::size_t>(slots)); }
     float* result(int slots) const { return reinterpret_cast<float*>(memory->get() + sizeof(double) * static_cast<std::size_t>(slots) + 16); }
@@ -84,7 +86,10 @@ struct LaunchPlan {
     std::unique_ptr<abi::Inputs> inputs;
     abi::Output output{};
     abi::ReduceOut reduce{};
-    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, the scale
+    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale
+    abi::ColumnScratch columns{};     // Columns loop only
+    std::size_t column_partials = 0;  // doubles of partial sums the Columns loop needs
+    std::size_t column_strips = 0;    // its arrival counters
     std::vector<float> params;
     std::vector<void*> args;
     std::vector<const void*> checked;  // pointers already found to be memory of this device
@@ -117,13 +122,31 @@ struct Loss::Impl {
     struct GradientVariant {  // the program differentiated for one list of inputs, and its plan
         ir::Program program;
         LaunchPlan plan;
+        std::string label;  // tells its kernels apart from the loss's: "grad(p,t) "
     };
-    std::map<std::string, GradientVariant> gradient_variants;  // by the names joined with ','
+    struct NamesLess {  // lets a span of names find a vector of names
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+        }
+    };
+    std::map<std::vector<std::string>, GradientVariant, NamesLess> gradient_variants;  // by the inputs' names
 
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
+    // The names of what a kernel of `prog` reads: the program's inputs, and a map's upstream gradient.
+    std::vector<std::string> operand_names(const ir::Program& prog) const {
+        auto names = prog.inputs;
+        if (prog.is_map() && !prog.derivatives.empty()) names.push_back("upstream");
+        return names;
+    }
+
     Layout layout_for(std::span<const TensorView> inputs, const OutputView* output) const {
-        const auto shapes = shapes_of(program.inputs, inputs);
+        return layout_for(program, inputs, output);
+    }
+    Layout layout_for(const ir::Program& prog, std::span<const TensorView> inputs, const OutputView* output) const {
+        const auto shapes = shapes_of(operand_names(prog), inputs);
         if (!output) return plan_layout(shapes, nullptr);
         const OperandShape out{"output", output->shape, output->strides};
         return plan_layout(shapes, &out);
@@ -202,21 +225,46 @@ struct Loss::Impl {
     void make_plan(const ir::Program& prog, const std::string& variant, LaunchPlan& plan,
                    std::span<const TensorView> inputs, const OutputView* output) {
         plan.valid = false;
-        plan.layout = layout_for(inputs, output);
+        plan.layout = layout_for(prog, inputs, output);
         plan.spec = spec_for(prog, plan.layout, inputs, output);
         plan.kernel = &kernel_for(prog, plan.spec, variant);
         plan.slots = read_inputs(prog);
+        const bool map_backward = prog.is_map() && !prog.derivatives.empty();
+        if (map_backward) plan.slots.push_back(static_cast<int>(prog.inputs.size()));  // the upstream gradient
 
         const auto& dims = plan.layout.dims;
         long long blocks = 1;
-        if (plan.spec.loop == KernelSpec::Loop::Rows) {
+        plan.column_partials = plan.column_strips = 0;
+        if (plan.spec.loop == KernelSpec::Loop::Columns) {
+            // Chunks of rows times column strips, about one resident grid: enough blocks to fill the
+            // GPU, few enough that the partial sums stay small (chunks x columns doubles).
+            const long long inner = dims.back();
+            const long long rows = plan.layout.count / inner;
+            const long long strip = static_cast<long long>(plan.spec.block_threads) * plan.spec.vector_width;
+            const long long strips = (inner + strip - 1) / strip;
+            const long long limit = plan.kernel->grid_limit;
+            const long long strip_blocks = std::min(strips, limit);
+            const long long chunk_rows = (rows + std::max(1LL, limit / strip_blocks) - 1) / std::max(1LL, limit / strip_blocks);
+            const long long chunks = (rows + chunk_rows - 1) / chunk_rows;
+            long long summed = 0;
+            for (int flag : plan.spec.summed) summed += flag;
+            plan.columns = {};
+            plan.columns.chunk_rows = chunk_rows;
+            plan.columns.chunks = static_cast<int>(chunks);
+            plan.columns.strip_blocks = static_cast<int>(strip_blocks);
+            plan.column_partials = static_cast<std::size_t>(summed * chunks * inner);
+            plan.column_strips = static_cast<std::size_t>(strips);
+            blocks = chunks * strip_blocks;
+        } else if (plan.spec.loop == KernelSpec::Loop::Rows) {
             const long long inner = dims.back();
             const long long tile = static_cast<long long>(plan.spec.block_threads) * plan.spec.unroll * plan.spec.vector_width;
             blocks = inner == 0 ? 1 : (plan.layout.count / inner) * ((inner + tile - 1) / tile);
         } else {
             blocks = (plan.layout.count + plan.spec.block_threads - 1) / plan.spec.block_threads;
         }
-        plan.grid = static_cast<unsigned>(std::clamp<long long>(blocks, 1, plan.kernel->grid_limit));
+        plan.grid = static_cast<unsigned>(plan.spec.loop == KernelSpec::Loop::Columns
+                                              ? blocks  // exactly chunks x strip blocks: the arrivals count on it
+                                              : std::clamp<long long>(blocks, 1, plan.kernel->grid_limit));
 
         plan.extents = {};
         plan.extents.count = plan.layout.count;
@@ -227,18 +275,20 @@ struct Loss::Impl {
         plan.output = {};
         std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.output.strides);
         plan.reduce = {};
-        if (!prog.is_map()) plan.reduce.divisor = reduction_divisor(prog, plan.layout);
+        plan.reduce.divisor = prog.is_map() ? 1.0 : reduction_divisor(prog, plan.layout);
         plan.params.assign(param_values.size(), 0.0f);
         const std::size_t g = prog.derivatives.size();
-        plan.grads.assign(g + kMaxRank + 1, 0);
+        plan.grads.assign(g + kMaxRank + 2, 0);
         std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.grads.begin() + static_cast<std::ptrdiff_t>(g));
 
         plan.args.clear();
         plan.args.push_back(&plan.extents);
         plan.args.push_back(plan.inputs->data());
         for (auto& p : plan.params) plan.args.push_back(&p);
-        plan.args.push_back(prog.is_map() ? static_cast<void*>(&plan.output) : static_cast<void*>(&plan.reduce));
+        const bool map_forward = prog.is_map() && g == 0;
+        plan.args.push_back(map_forward ? static_cast<void*>(&plan.output) : static_cast<void*>(&plan.reduce));
         if (g > 0) plan.args.push_back(plan.grads.data());
+        if (plan.spec.loop == KernelSpec::Loop::Columns) plan.args.push_back(&plan.columns);
 
         plan.shapes.clear();
         plan.strides.clear();
@@ -255,14 +305,18 @@ struct Loss::Impl {
 
     // Validates, plans (or reuses the plan) and launches once; the caller holds `mutex`.
     void run(std::span<const TensorView> inputs, const OutputView* output, float* result, Stream stream) {
-        run(program, "", plan, inputs, output, result, stream, {}, 0.0f);
+        run(program, "", plan, inputs, output, result, stream, {}, {});
     }
 
-    // `output` is a map's output or, with gradients, the layout all gradients share (the first one).
+    // `output` is a map's output or, with gradients, the layout the full-shape gradients share (its
+    // data: the least aligned of them, or null). `inputs` ends with the upstream gradient for a map's
+    // backward.
     void run(const ir::Program& prog, const std::string& variant, LaunchPlan& p, std::span<const TensorView> inputs,
-             const OutputView* output, float* result, Stream stream, std::span<const OutputView> grads, float upstream) {
-        check_inputs(inputs);
-        if (output) check_data("output", output->dtype, output->data, output->numel());
+             const OutputView* output, float* result, Stream stream, std::span<const OutputView> grads,
+             Upstream upstream) {
+        const bool map_forward = prog.is_map() && prog.derivatives.empty();
+        check_operands(prog, inputs);
+        if (output && map_forward) check_data("output", output->dtype, output->data, output->numel());
         ensure_device();
         cuda::ScopedContext scope(*context);
         if (!plan_matches(p, inputs, output)) make_plan(prog, variant, p, inputs, output);
@@ -270,7 +324,6 @@ struct Loss::Impl {
 
         // A host pointer or another device's memory would fault inside the kernel and poison the
         // context; ask the driver once per new pointer (a training loop reuses its buffers).
-        p.checked.resize(p.slots.size() + grads.size() + 2, nullptr);
         std::size_t check_slot = 0;
         auto check_pointer = [&](const std::string& name, const void* data, bool empty) {
             const void*& seen = p.checked[check_slot++];
@@ -278,32 +331,97 @@ struct Loss::Impl {
             check_device_pointer(name, data);
             seen = data;
         };
+        const auto names = operand_names(prog);
+        p.checked.resize(p.slots.size() + grads.size() + 3, nullptr);
         for (std::size_t k = 0; k < p.slots.size(); ++k) {
             const auto& view = inputs[static_cast<std::size_t>(p.slots[k])];
-            check_pointer(fmt::format("'{}'", program.inputs[static_cast<std::size_t>(p.slots[k])]), view.data,
+            check_pointer(fmt::format("'{}'", names[static_cast<std::size_t>(p.slots[k])]), view.data,
                           p.layout.count == 0);
             p.inputs->set_pointer(k, view.data);
         }
         for (std::size_t g = 0; g < grads.size(); ++g)
             check_pointer(fmt::format("the gradient {}", g), grads[g].data, p.layout.count == 0);
-        if (prog.is_map()) check_pointer("the output", output->data, p.layout.count == 0);
+        if (map_forward) check_pointer("the output", output->data, p.layout.count == 0);
         if (result) check_pointer("the result pointer", result, false);
+        if (upstream.device) check_pointer("the upstream gradient", upstream.device, false);
         for (std::size_t i = 0; i < param_values.size(); ++i) p.params[i] = static_cast<float>(param_values[i]);
-        if (prog.is_map()) {
+        if (map_forward) {
             p.output.ptr = output->data;
-        } else {
+        } else if (!prog.is_map()) {
             Workspace& ws = workspace_for(stream);
             p.reduce.partials = ws.partials();
             p.reduce.arrivals = ws.arrivals(workspace_slots());
             p.reduce.result = result ? result : ws.result(workspace_slots());
         }
-        for (std::size_t g = 0; g < grads.size(); ++g) p.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
-        if (!grads.empty()) {
-            const float scale = static_cast<float>(upstream / p.reduce.divisor);
+        if (p.spec.loop == KernelSpec::Loop::Columns) {
+            Workspace& ws = workspace_for(stream);
+            const std::size_t bytes = sizeof(double) * p.column_partials + sizeof(unsigned) * p.column_strips;
+            if (ws.columns_bytes < bytes) {
+                ws.columns.reset();  // free before allocating the larger one
+                ws.columns_bytes = 0;
+                ws.columns = std::make_unique<cuda::Memory>(context, bytes);
+                ws.columns_bytes = bytes;
+                LOSSJIT_CU(cuMemsetD8(ws.columns->get(), 0, bytes));  // arrivals start at 0
+            }
+            p.columns.partials = reinterpret_cast<double*>(ws.columns->get());
+            p.columns.arrivals = reinterpret_cast<unsigned int*>(ws.columns->get() + sizeof(double) * p.column_partials);
+        }
+        const std::size_t g_count = grads.size();
+        for (std::size_t g = 0; g < g_count; ++g) p.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
+        if (g_count > 0) {
+            p.grads[g_count + kMaxRank] = reinterpret_cast<std::int64_t>(upstream.device);
+            const float scale = static_cast<float>(upstream.value / p.reduce.divisor);
             std::memcpy(&p.grads.back(), &scale, sizeof scale);
         }
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid, 1, 1, static_cast<unsigned>(p.spec.block_threads), 1, 1,
                                   0, static_cast<CUstream>(stream), p.args.data(), nullptr));
+    }
+
+    // value_and_grad() and grad(): validates the gradients' views, differentiates once per list of
+    // inputs, and runs that list's fused kernel. The caller holds `mutex`.
+    void run_gradients(std::span<const TensorView> inputs, const TensorView* upstream_tensor,
+                       std::span<const std::string> wrt, std::span<const OutputView> grads, float* device_value,
+                       Stream stream, Upstream upstream) {
+        if (wrt.empty()) throw UsageError("a gradient needs at least one input to differentiate");
+        if (grads.size() != wrt.size())
+            throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
+                                         wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
+        auto it = gradient_variants.find(wrt);
+        if (it == gradient_variants.end()) {
+            const auto slots = gradient_slots(program, wrt);
+            GradientVariant variant{differentiate(program, slots), {}, fmt::format("grad({}) ", fmt::join(wrt, ","))};
+            it = gradient_variants.emplace(std::vector<std::string>(wrt.begin(), wrt.end()), std::move(variant)).first;
+        }
+        GradientVariant& variant = it->second;
+
+        const Shape shape = broadcast_shapes(shapes_of(program.inputs, inputs));
+        if (upstream_tensor && upstream_tensor->shape != shape)
+            throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
+                                         fmt::join(upstream_tensor->shape, ", "), fmt::join(shape, ", ")));
+        const OutputView* least_aligned = nullptr;  // of the full-shape gradients, which share one layout
+        for (std::size_t k = 0; k < wrt.size(); ++k) {
+            const auto& input = inputs[static_cast<std::size_t>(variant.program.derivatives[k].input)];
+            const auto& g = grads[k];
+            check_data(fmt::format("the gradient of '{}'", wrt[k]), g.dtype, g.data, g.numel());
+            const bool contiguous = g.strides.empty() || g.strides == contiguous_strides(g.shape);
+            if (g.shape != input.shape || !contiguous)
+                throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of its shape [{}]",
+                                             wrt[k], fmt::join(input.shape, ", ")));
+            if (input.shape == shape) {
+                if (!least_aligned || reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) least_aligned = &g;
+            } else if (!input.strides.empty() && input.strides != contiguous_strides(input.shape)) {
+                throw UsageError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
+                                             "needs a contiguous tensor", wrt[k], fmt::join(shape, ", ")));
+            }
+        }
+        const OutputView layout_view = OutputView::contiguous(least_aligned ? least_aligned->data : nullptr, shape);
+        std::vector<TensorView> operands;
+        if (upstream_tensor) {
+            operands.assign(inputs.begin(), inputs.end());
+            operands.push_back(*upstream_tensor);
+            inputs = operands;
+        }
+        run(variant.program, variant.label, variant.plan, inputs, &layout_view, device_value, stream, grads, upstream);
     }
 
     void check_device_pointer(const std::string& name, const void* data) const {
@@ -317,10 +435,13 @@ struct Loss::Impl {
                                          ordinal, options.device));
     }
 
-    void check_inputs(std::span<const TensorView> inputs) const {
-        if (inputs.size() != program.inputs.size()) shapes_of(program.inputs, inputs);  // throws the message
+    void check_inputs(std::span<const TensorView> inputs) const { check_operands(program, inputs); }
+
+    void check_operands(const ir::Program& prog, std::span<const TensorView> inputs) const {
+        const auto names = operand_names(prog);
+        if (inputs.size() != names.size()) shapes_of(names, inputs);  // throws the message
         for (std::size_t k = 0; k < inputs.size(); ++k)
-            check_data(program.inputs[k], inputs[k].dtype, inputs[k].data, inputs[k].numel());
+            check_data(names[k], inputs[k].dtype, inputs[k].data, inputs[k].numel());
     }
 };
 
@@ -416,42 +537,27 @@ void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Str
 }
 
 void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
-                          std::span<const OutputView> grads, float* device_value, Stream stream, float upstream) {
+                          std::span<const OutputView> grads, float* device_value, Stream stream, Upstream upstream) {
     if (kind() != Kind::Reduction)
-        throw UsageError("gradients of elementwise maps run on the CPU reference (reference_grad) so far");
-    if (wrt.empty()) throw UsageError("value_and_grad() needs at least one input to differentiate");
-    if (grads.size() != wrt.size())
-        throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
-                                     wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
+        throw UsageError("this program is an elementwise map: call grad() with an upstream gradient tensor");
     std::lock_guard lock(impl_->mutex);
-    const auto slots = gradient_slots(impl_->program, wrt);
-    const Shape shape = broadcast_shapes(shapes_of(impl_->program.inputs, inputs));
-    const auto dense = contiguous_strides(shape);
-    for (std::size_t k = 0; k < slots.size(); ++k) {
-        const auto& input = inputs[static_cast<std::size_t>(slots[k])];
-        if (input.shape != shape) {
-            throw UsageError(fmt::format("'{}' [{}] is broadcast to [{}]: its gradient is computed by reference_grad() "
-                                         "only, so far", wrt[k], fmt::join(input.shape, ", "), fmt::join(shape, ", ")));
-        }
-        const auto& g = grads[k];
-        check_data(fmt::format("the gradient of '{}'", wrt[k]), g.dtype, g.data, g.numel());
-        if (g.shape != shape || (!g.strides.empty() && g.strides != dense))
-            throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of shape [{}]", wrt[k],
-                                         fmt::join(shape, ", ")));
-    }
+    impl_->run_gradients(inputs, nullptr, wrt, grads, device_value, stream, upstream);
+}
 
-    const std::string key = fmt::format("{}", fmt::join(wrt, ","));
-    auto it = impl_->gradient_variants.find(key);
-    if (it == impl_->gradient_variants.end())
-        it = impl_->gradient_variants.emplace(key, Impl::GradientVariant{differentiate(impl_->program, slots), {}}).first;
+void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                std::span<const OutputView> grads, Stream stream, Upstream upstream) {
+    if (kind() != Kind::Reduction)
+        throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
+    std::lock_guard lock(impl_->mutex);
+    impl_->run_gradients(inputs, nullptr, wrt, grads, nullptr, stream, upstream);
+}
 
-    // The gradients share one layout; the least aligned one decides whether 16-byte stores are safe.
-    const OutputView* layout_view = &grads[0];
-    for (const auto& g : grads)
-        if (reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) layout_view = &g;
-    const OutputView output = OutputView::contiguous(layout_view->data, shape);
-    impl_->run(it->second.program, "grad(" + key + ") ", it->second.plan, inputs, &output, device_value, stream, grads,
-               upstream);
+void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                std::span<const OutputView> grads, const TensorView& upstream, Stream stream) {
+    if (kind() != Kind::Map)
+        throw UsageError("this program is a reduction: its upstream gradient is a number, not a tensor");
+    std::lock_guard lock(impl_->mutex);
+    impl_->run_gradients(inputs, &upstream, wrt, grads, nullptr, stream, {});
 }
 
 double Loss::reference(std::span<const TensorView> host_inputs) const {
@@ -534,11 +640,13 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs) const {
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     if (wrt.empty()) return cuda_source(inputs);
-    if (kind() != Kind::Reduction) throw UsageError("gradients of elementwise maps run on the CPU reference only, so far");
     const auto program = differentiate(impl_->program, gradient_slots(impl_->program, wrt));
-    const OutputView gradients = OutputView::contiguous(nullptr, output_shape(inputs));
-    const Layout layout = impl_->layout_for(inputs, &gradients);
-    return emit_cuda(program, impl_->spec_for(program, layout, inputs, &gradients));
+    const Shape shape = output_shape(inputs);
+    const OutputView gradients = OutputView::contiguous(nullptr, shape);
+    std::vector<TensorView> operands(inputs.begin(), inputs.end());
+    if (program.is_map()) operands.push_back(TensorView::contiguous(nullptr, shape));  // the upstream gradient
+    const Layout layout = impl_->layout_for(program, operands, &gradients);
+    return emit_cuda(program, impl_->spec_for(program, layout, operands, &gradients));
 }
 
 std::string Loss::cuda_source() const {

@@ -117,16 +117,22 @@ struct KernelSpec {
     enum class Loop {
         Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
         Strided,  // anything else: coordinates per element
+        Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
     };
     Loop loop = Loop::Rows;
     int rank = 1;
     int vector_width = 1;            // 4: 16-byte loads and stores
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
-    std::vector<int> inner_strides;  // Rows: per read input, 1 (contiguous) or 0 (one value per row)
+    std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
+    std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
     int block_threads = 256;
 
     // The fastest variant the layout and the pointers' alignment allow. `input_data` is in program
     // input order; null pointers count as aligned (for emitting code without data). `unroll` 0 = auto.
+    // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
+    // gradient is one more input after the program's (in `layout` and `input_data`). A derivative
+    // whose input is broadcast must be summed: supported for a row broadcast over all other
+    // dimensions (UsageError otherwise).
     static KernelSpec choose(const ir::Program& program, const Layout& layout,
                              std::span<const void* const> input_data, const void* output_data,
                              int block_threads, int unroll = 0);

@@ -542,3 +542,81 @@ TEST_CASE("the fused value-and-gradient kernel compiles for every example and la
     }
 }
 }  // TEST_SUITE
+
+TEST_SUITE("differentiate") {
+TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loop") {
+    struct Case {
+        std::string text;
+        std::vector<int> wrt;
+        std::vector<int> summed;  // Columns: which derivatives are summed over rows
+    };
+    for (const auto& c : std::vector<Case>{
+             {"mean(max(0, 1 - p*t))", {0, 1}, {0, 1}},
+             {"mean(max(0, 1 - p*t))", {1}, {1}},
+             {"sum(w * (p - t)^2)", {0, 2}, {0, 1}},
+             {"hardsigmoid_ish = clamp(x + 3, 0, 6) / 6; hardsigmoid_ish * y", {0, 1}, {0, 1}}}) {
+        CAPTURE(c.text);
+        const auto program = differentiate(check(parse(c.text, "expr"), {}), c.wrt);
+        const std::size_t read = read_inputs(program).size() + (program.is_map() ? 1 : 0);
+        for (int vector : {1, 4}) {
+            KernelSpec columns;
+            columns.loop = KernelSpec::Loop::Columns;
+            columns.rank = 2;
+            columns.inner_strides.assign(read, 1);
+            columns.summed = c.summed;
+            columns.vector_width = vector;
+            columns.unroll = 2;
+            const std::string source = emit_cuda(program, columns);
+            CHECK(source.find("lj::for_columns<") != std::string::npos);
+            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+        }
+        if (program.is_map()) {  // the map's backward also runs in the rows and strided loops
+            KernelSpec rows;
+            rows.inner_strides.assign(read, 1);
+            rows.vector_width = 4;
+            const std::string source = emit_cuda(program, rows);
+            CHECK(source.find("upstream_ * ") != std::string::npos);
+            CHECK(source.find("kReduces = false") != std::string::npos);
+            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+            KernelSpec strided;
+            strided.loop = KernelSpec::Loop::Strided;
+            strided.rank = 2;
+            CHECK_NOTHROW(compile_cuda(emit_cuda(program, strided), "sm_90"));
+        }
+    }
+}
+
+TEST_CASE("the kernel choice for gradients of broadcast inputs") {
+    const auto program = [](const std::string& text, std::vector<int> wrt) {
+        return differentiate(check(parse(text, "expr"), {}), wrt);
+    };
+    const auto layout = [](std::vector<OperandShape> inputs, const Shape& full) {
+        const OperandShape out{"gradients", full, {}};
+        return plan_layout(inputs, &out);
+    };
+    const std::vector<const void*> no_data;
+    const Shape full{64, 32};
+    SUBCASE("a row broadcast over rows is summed in the columns loop") {
+        const auto hinge = program("mean(max(0, 1 - p*t))", {0, 1});
+        const auto spec = KernelSpec::choose(hinge, layout({{"p", full, {}}, {"t", {32}, {}}}, full), no_data, nullptr, 256);
+        CHECK(spec.loop == KernelSpec::Loop::Columns);
+        CHECK(spec.summed == std::vector<int>{0, 1});
+        CHECK(spec.signature().find("summed [0 1]") != std::string::npos);
+    }
+    SUBCASE("no broadcast input: the rows loop, nothing summed") {
+        const auto hinge = program("mean(max(0, 1 - p*t))", {0});
+        const auto spec = KernelSpec::choose(hinge, layout({{"p", full, {}}, {"t", {32}, {}}}, full), no_data, nullptr, 256);
+        CHECK(spec.loop == KernelSpec::Loop::Rows);
+        CHECK(spec.summed.empty());
+    }
+    SUBCASE("one value per row (a column [N, 1]) or a scalar is refused, naming the input") {
+        const auto weighted = program("mean(w * (p - t)^2)", {0});  // inputs in order of appearance: w, p, t
+        for (const Shape& w : {Shape{64, 1}, Shape{1}}) {
+            CAPTURE(format_shape(w));
+            const auto l = layout({{"w", w, {}}, {"p", full, {}}, {"t", full, {}}}, full);
+            CHECK_THROWS_WITH_AS(KernelSpec::choose(weighted, l, no_data, nullptr, 256),
+                                 doctest::Contains("the gradient of 'w'"), UsageError);
+        }
+    }
+}
+}  // TEST_SUITE

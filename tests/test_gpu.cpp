@@ -218,9 +218,15 @@ TEST_SUITE("gpu") {
 
 namespace {
 
-// value_and_grad on the GPU against the CPU reference (value and every gradient element).
-void check_value_and_grad(const std::string& program, const std::vector<std::pair<std::string, std::string>>& inputs,
-                          const std::vector<std::string>& wrt, float upstream = 1.0f) {
+// How a gradient test calls the GPU.
+enum class GradCall { ValueAndGrad, Grad, DeviceUpstream };
+
+// Gradients on the GPU against the CPU reference: the value (reductions) and every gradient element,
+// each gradient in its input's own shape (broadcast inputs summed). A map is differentiated against
+// an upstream tensor of normal values; a reduction against `upstream` (a number, or a device scalar).
+void check_gradients(const std::string& program, const std::vector<std::pair<std::string, std::string>>& inputs,
+                     const std::vector<std::string>& wrt, float upstream = 1.0f,
+                     GradCall call = GradCall::ValueAndGrad) {
     Options options;
     for (const auto& [name, spec] : inputs) options.inputs.push_back(name);
     auto loss = compile(program, options);
@@ -231,25 +237,50 @@ void check_value_and_grad(const std::string& program, const std::vector<std::pai
         device.push_back(t.device());
         host.push_back(t.host.view());
     }
-    const Shape shape = loss.output_shape(host);
-    const auto count = static_cast<std::size_t>(element_count(shape));
     std::vector<DeviceBuffer> buffers;
     std::vector<OutputView> grads;
-    for (std::size_t k = 0; k < wrt.size(); ++k) {
-        buffers.emplace_back(count * sizeof(float) + 4);
+    std::vector<Shape> shapes;
+    for (const auto& name : wrt) {
+        std::size_t slot = 0;
+        while (slot < inputs.size() && inputs[slot].first != name) ++slot;
+        REQUIRE(slot < inputs.size());
+        shapes.push_back(tensors[slot].host.shape);
+        buffers.emplace_back(static_cast<std::size_t>(element_count(shapes.back())) * sizeof(float) + 4);
         buffers.back().fill_bytes(0xFF);  // nan: an unwritten element cannot match the reference
-        grads.push_back(OutputView::contiguous(buffers.back().data(), shape));
+        grads.push_back(OutputView::contiguous(buffers.back().data(), shapes.back()));
     }
-    DeviceBuffer value(sizeof(float));
-    loss.value_and_grad(device, wrt, grads, static_cast<float*>(value.data()), nullptr, upstream);
-    synchronize();
-    float v = 0;
-    value.download(&v, sizeof v);
-    CHECK(rel_error(v, loss.reference(host)) < 1e-5);
 
-    const auto reference = loss.reference_grad(host, wrt, upstream);
+    std::vector<ReferenceGradient> reference;
+    if (loss.kind() == Kind::Map) {
+        const DeviceTensor up = make(format_shape(loss.output_shape(host)) + ":normal", 77);
+        loss.grad(device, wrt, grads, up.device());
+        synchronize();
+        reference = loss.reference_grad(host, wrt, up.host.view());
+    } else {
+        DeviceBuffer value(sizeof(float)), scalar(sizeof(float));
+        value.fill_bytes(0xFF);
+        if (call == GradCall::ValueAndGrad) {
+            loss.value_and_grad(device, wrt, grads, static_cast<float*>(value.data()), nullptr, upstream);
+        } else if (call == GradCall::Grad) {
+            loss.grad(device, wrt, grads, nullptr, upstream);
+        } else {  // upstream = 0.5 * a device scalar holding 2 * upstream
+            const float on_device = 2.0f * upstream;
+            scalar.upload(&on_device, sizeof on_device);
+            loss.value_and_grad(device, wrt, grads, static_cast<float*>(value.data()), nullptr,
+                                Upstream::on_device(static_cast<const float*>(scalar.data()), 0.5f));
+        }
+        synchronize();
+        if (call != GradCall::Grad) {
+            float v = 0;
+            value.download(&v, sizeof v);
+            CHECK(rel_error(v, loss.reference(host)) < 1e-5);
+        }
+        reference = loss.reference_grad(host, wrt, upstream);
+    }
     for (std::size_t k = 0; k < wrt.size(); ++k) {
         CAPTURE(wrt[k]);
+        const auto count = static_cast<std::size_t>(element_count(shapes[k]));
+        REQUIRE(reference[k].values.size() == count);
         std::vector<float> gpu(count);
         buffers[k].download(gpu.data(), count * sizeof(float));
         double scale = 0;  // gradients are tiny (1/N): compare against the largest magnitude
@@ -265,27 +296,76 @@ void check_value_and_grad(const std::string& program, const std::vector<std::pai
 
 TEST_CASE("value_and_grad: one kernel, the value and every gradient element match the reference" *
           doctest::skip(!have_gpu())) {
-    check_value_and_grad(example("smooth_l1.loss"), {{"p", full_size("32768x32768:normal")}, {"t", full_size("32768x32768:normal")}}, {"p"});
-    check_value_and_grad(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p", "t"}, 2.5f);
-    check_value_and_grad(example("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
-    check_value_and_grad(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
-    check_value_and_grad("sum(where(x > 0, sigmoid(x) * y, -y) + x * y)", {{"x", "100003:normal"}, {"y", "100003:normal"}}, {"y", "x"});
+    check_gradients(example("smooth_l1.loss"), {{"p", full_size("32768x32768:normal")}, {"t", full_size("32768x32768:normal")}}, {"p"});
+    check_gradients(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p", "t"}, 2.5f);
+    check_gradients(example("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
+    check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
+    check_gradients("sum(where(x > 0, sigmoid(x) * y, -y) + x * y)", {{"x", "100003:normal"}, {"y", "100003:normal"}}, {"y", "x"});
 }
 
-TEST_CASE("value_and_grad refuses what it cannot do yet, clearly" * doctest::skip(!have_gpu())) {
+TEST_CASE("gradients of broadcast inputs are summed over the rows, deterministically" * doctest::skip(!have_gpu())) {
+    // hinge's t at full size: 32768 columns, each a sum over 32768 rows.
+    check_gradients(example("hinge.loss"), {{"p", full_size("32768x32768:uniform")}, {"t", full_size("32768:sign")}}, {"p", "t"});
+    // Odd widths (no 16-byte accesses), rank 3, more strips than one resident grid, a row [1, C].
+    check_gradients(example("hinge.loss"), {{"p", "333x201:uniform"}, {"t", "201:sign"}}, {"t"}, 3.0f);
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1x64:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w", "p"});
+    check_gradients("sum(softplus(x * b) - y * b)", {{"x", "3x2000000:normal"}, {"b", "2000000:normal"}, {"y", "3x2000000:normal"}}, {"b"});
+    check_gradients("mean(b)", {{"b", "64:normal"}, {"x", "5x64:normal"}}, {"b"});  // b broadcast, x unread
+
+    // The same bits on every run.
+    auto loss = compile(example("hinge.loss"));
+    const DeviceTensor p = make("4099x520:normal", 5), t = make("520:sign", 6);
+    const std::vector<TensorView> device{p.device(), t.device()};
+    DeviceBuffer g(520 * sizeof(float));
+    const std::vector<OutputView> grads{OutputView::contiguous(g.data(), {520})};
+    const std::vector<std::string> wrt{"t"};
+    std::vector<float> first(520), again(520);
+    for (int run = 0; run < 5; ++run) {
+        loss.grad(device, wrt, grads);
+        synchronize();
+        g.download(run == 0 ? first.data() : again.data(), 520 * sizeof(float));
+        if (run > 0) CHECK(std::memcmp(first.data(), again.data(), 520 * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("grad() without the value, and an upstream gradient on the device" * doctest::skip(!have_gpu())) {
+    check_gradients(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p"}, 1.5f, GradCall::Grad);
+    check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p", "t"}, 4.0f,
+                    GradCall::DeviceUpstream);
+}
+
+TEST_CASE("the backward of a map: upstream tensor times the derivatives" * doctest::skip(!have_gpu())) {
+    check_gradients(example("hardsigmoid.loss"), {{"x", "1000x1000:normal"}}, {"x"});
+    check_gradients("x * sigmoid(y) + exp(-x)", {{"x", "300x257:normal"}, {"y", "300x257:normal"}}, {"y", "x"});
+    check_gradients("x * y", {{"x", "300x256:normal"}, {"y", "256:normal"}}, {"x", "y"});  // y summed over rows
+}
+
+TEST_CASE("gradients refuse what they cannot do, clearly" * doctest::skip(!have_gpu())) {
     auto loss = compile(example("hinge.loss"));
     const DeviceTensor p = make("30x20:uniform", 1), t = make("20:sign", 2);
     const std::vector<TensorView> device{p.device(), t.device()};
     DeviceBuffer g(30 * 20 * sizeof(float));
     const std::vector<OutputView> grads{OutputView::contiguous(g.data(), {30, 20})};
     const std::vector<std::string> wrt_t{"t"};
-    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_t, grads, nullptr), doctest::Contains("is broadcast"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_t, grads, nullptr),
+                         doctest::Contains("the gradient of 't' must be a contiguous tensor of its shape [20]"), UsageError);
     const std::vector<std::string> wrt_q{"q"};
     CHECK_THROWS_AS(loss.value_and_grad(device, wrt_q, grads, nullptr), UsageError);
     const std::vector<OutputView> wrong{OutputView::contiguous(g.data(), {20, 30})};
     const std::vector<std::string> wrt_p{"p"};
-    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_p, wrong, nullptr), doctest::Contains("contiguous tensor of shape [30, 20]"), UsageError);
+    CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_p, wrong, nullptr), doctest::Contains("contiguous tensor of its shape [30, 20]"), UsageError);
     CHECK_THROWS_AS(compile("x * 2").value_and_grad(std::vector<TensorView>{p.device()}, wrt_p, grads, nullptr), UsageError);
+    // One value per row: not summed on the GPU yet; the message names the input.
+    const DeviceTensor w = make("30x1:uniform", 3);
+    DeviceBuffer gw(30 * sizeof(float));
+    const std::vector<OutputView> grad_w{OutputView::contiguous(gw.data(), {30, 1})};
+    const std::vector<std::string> wrt_w{"w"};
+    CHECK_THROWS_WITH_AS(compile("mean(w * p)").grad(std::vector<TensorView>{w.device(), p.device()}, wrt_w, grad_w),
+                         doctest::Contains("the gradient of 'w'"), UsageError);
+    // A map's upstream must have the output's shape.
+    const std::vector<std::string> wrt_x{"x"};
+    CHECK_THROWS_WITH_AS(compile("x * 2").grad(std::vector<TensorView>{p.device()}, wrt_x, grads, t.device()),
+                         doctest::Contains("the upstream gradient has shape [20]"), UsageError);
     loss.value_and_grad(device, wrt_p, grads, nullptr);  // still works after the errors
     synchronize();
 }

@@ -48,6 +48,20 @@ struct ReferenceGradient {
 
 using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
 
+// The gradient flowing into a reduction from what is computed after it (d final / d loss): a
+// number, times a float32 device scalar if `device` is set (read by the kernel, so it may be
+// produced by earlier work on the same stream without a host sync).
+struct Upstream {
+    float value = 1.0f;
+    const float* device = nullptr;
+    Upstream(float v = 1.0f) : value(v) {}  // NOLINT: a plain number is an upstream gradient
+    static Upstream on_device(const float* scalar, float times = 1.0f) {
+        Upstream u(times);
+        u.device = scalar;
+        return u;
+    }
+};
+
 enum class Kind { Reduction, Map };
 
 // Where the time of the most recent kernel preparation went, in milliseconds.
@@ -110,15 +124,24 @@ public:
     std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
                                                   std::span<const std::string> wrt,
                                                   const TensorView& host_upstream) const;
-    // ---- gradients on the GPU (reductions) ----
+    // ---- gradients on the GPU ----
     // One kernel computes the loss and d (upstream * loss) / d input for each input named in `wrt`,
     // reading every input once and writing each gradient once. `grads[k]` receives the gradient of
-    // wrt[k]: a contiguous float32 device tensor of that input's shape. So far each input in `wrt`
-    // must have the broadcast shape (gradients of broadcast inputs: reference_grad). The loss lands
-    // at `device_value` (may be null). Asynchronous on `stream`, like evaluate().
+    // wrt[k]: a contiguous float32 device tensor of that input's own shape. An input broadcast as one
+    // row against all the others (hinge's t: [C] against [N, C]) gets its per-element derivatives
+    // summed over the rows, deterministically; other broadcast patterns are refused (UsageError; the
+    // CPU reference_grad computes any). The loss lands at `device_value` (may be null). Asynchronous
+    // on `stream`, like evaluate().
     void value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                         std::span<const OutputView> grads, float* device_value, Stream stream = nullptr,
-                        float upstream = 1.0f);
+                        Upstream upstream = {});
+    // The same kernel without keeping the value.
+    void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
+              Stream stream = nullptr, Upstream upstream = {});
+    // Map: the vector-Jacobian product with `upstream`, a float32 device tensor of the output's shape
+    // (what y.backward(upstream) gives in torch), in one pass over the inputs and `upstream`.
+    void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
+              const TensorView& upstream, Stream stream = nullptr);
 
     // ---- the stages, for tools and curious users; only the shapes and strides of inputs are read ----
     std::string ast() const;

@@ -182,6 +182,97 @@ void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, co
     }
 }
 
+// `run --grad`: the fused gradient kernel on the GPU (a map: the gradient of sum(map), an upstream of
+// ones as y.backward(torch.ones_like(y))), or the CPU reference without one or for a broadcast the
+// GPU cannot sum yet. With --check, each GPU gradient is compared with the reference: largest
+// elementwise difference relative to the largest reference magnitude.
+int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std::vector<HostTensor>& host,
+                  const std::vector<TensorView>& host_views, const std::vector<TensorView>& device_views,
+                  const std::vector<std::string>& grads,
+                  const std::vector<std::pair<std::string, std::string>>& grad_files, nlohmann::json& report) {
+    const bool map = loss.kind() == lossjit::Kind::Map;
+    const lossjit::Shape shape = loss.output_shape(host_views);
+    const HostTensor ones{shape, std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f)};
+    auto reference = [&] { return map ? loss.reference_grad(host_views, grads, ones.view()) : loss.reference_grad(host_views, grads); };
+
+    std::vector<lossjit::ReferenceGradient> result;
+    std::string where = "CPU reference, float64";
+    if (gpu) {
+        try {
+            std::vector<lossjit::DeviceBuffer> buffers;
+            std::vector<lossjit::OutputView> views;
+            for (const auto& name : grads) {
+                const auto it = std::find(loss.inputs().begin(), loss.inputs().end(), name);
+                if (it == loss.inputs().end()) break;  // grad() names the mistake
+                const auto& input = host[static_cast<std::size_t>(it - loss.inputs().begin())];
+                buffers.emplace_back(std::max<std::size_t>(input.values.size(), 1) * sizeof(float), args.common.device);
+                buffers.back().fill_bytes(0xFF);  // NaN: an unwritten element cannot pass a check
+                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape));
+                result.push_back({name, input.shape, {}});
+            }
+            std::optional<lossjit::DeviceBuffer> upstream;
+            if (map) {
+                upstream.emplace(std::max<std::size_t>(ones.values.size(), 1) * sizeof(float), args.common.device);
+                upstream->upload(ones.values.data(), ones.values.size() * sizeof(float));
+                loss.grad(device_views, grads, views, TensorView::contiguous(upstream->data(), shape));
+            } else {
+                loss.grad(device_views, grads, views);
+            }
+            lossjit::synchronize(args.common.device);
+            for (std::size_t k = 0; k < result.size(); ++k) {
+                std::vector<float> values(static_cast<std::size_t>(lossjit::element_count(result[k].shape)));
+                buffers[k].download(values.data(), values.size() * sizeof(float));
+                result[k].values.assign(values.begin(), values.end());
+            }
+            where = "GPU";
+        } catch (const lossjit::UsageError& e) {
+            // What the GPU kernel cannot do yet (some broadcast patterns) the reference still can.
+            if (std::string_view(e.what()).find("the gradient of") == std::string_view::npos) throw;
+            std::cerr << "lossjit: " << e.what() << "; computing the gradients on the CPU reference instead\n";
+            result.clear();
+        }
+    }
+    if (result.empty()) result = reference();
+
+    int status = 0;
+    std::vector<lossjit::ReferenceGradient> expected;
+    if (where == "GPU" && args.check) expected = reference();
+    for (std::size_t k = 0; k < result.size(); ++k) {
+        const auto& g = result[k];
+        nlohmann::json entry{{"shape", g.shape}, {"device", where == "GPU" ? "gpu" : "cpu-reference"}};
+        for (const auto& [name, file] : grad_files) {
+            if (name != g.input) continue;
+            lossjit::save_npy(file, HostTensor{g.shape, std::vector<float>(g.values.begin(), g.values.end())});
+            entry["output"] = file;
+        }
+        const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
+        entry["first"] = std::vector<double>(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown));
+        if (!expected.empty()) {
+            double scale = 0, worst = 0;
+            for (double r : expected[k].values) scale = std::max(scale, std::fabs(r));
+            for (std::size_t i = 0; i < g.values.size(); ++i) {
+                const double d = std::fabs(g.values[i] - expected[k].values[i]);
+                worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+            }
+            const double error = scale > 0 ? worst / scale : worst;
+            entry["rel_error"] = error;
+            if (!(error <= args.tolerance)) status = 1;
+            if (!args.json)
+                std::cerr << fmt::format("check: grad {} vs the CPU reference: largest difference {:.3g} of the largest "
+                                         "magnitude ({})\n", g.input, error, error <= args.tolerance ? "ok" : "FAILED");
+        }
+        if (!args.json) {
+            std::cout << fmt::format("grad {} of shape {} ({}){}: {:.9g}{}\n", g.input, lossjit::format_shape(g.shape),
+                                     where,
+                                     entry.contains("output") ? ", written to " + entry["output"].get<std::string>() : "",
+                                     fmt::join(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                     g.values.size() > shown ? ", ..." : "");
+        }
+        report["gradients"][g.input] = entry;
+    }
+    return status;
+}
+
 int run_command(const RunArgs& args) {
     Prepared prepared = prepare(args.common);
     lossjit::Loss& loss = prepared.loss;
@@ -297,35 +388,8 @@ int run_command(const RunArgs& args) {
                                      out.values.size() > shown ? ", ..." : "");
         }
     }
-    if (!grads.empty()) {
-        // Gradients have no GPU kernel yet: the CPU reference computes them, whatever ran the value.
-        std::vector<lossjit::ReferenceGradient> result;
-        if (loss.kind() == lossjit::Kind::Reduction) {
-            result = loss.reference_grad(host_views, grads);
-        } else {  // the gradient of sum(map): an upstream of ones, as y.backward(torch.ones_like(y))
-            const lossjit::Shape shape = loss.output_shape(host_views);
-            const HostTensor ones{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)), 1.0f)};
-            result = loss.reference_grad(host_views, grads, ones.view());
-        }
-        for (const auto& g : result) {
-            nlohmann::json entry{{"shape", g.shape}, {"device", "cpu-reference"}};
-            for (const auto& [name, file] : grad_files) {
-                if (name != g.input) continue;
-                lossjit::save_npy(file, HostTensor{g.shape, std::vector<float>(g.values.begin(), g.values.end())});
-                entry["output"] = file;
-            }
-            const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
-            entry["first"] = std::vector<double>(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown));
-            if (!args.json) {
-                std::cout << fmt::format("grad {} of shape {} (CPU reference, float64){}: {:.9g}{}\n", g.input,
-                                         lossjit::format_shape(g.shape),
-                                         entry.contains("output") ? ", written to " + entry["output"].get<std::string>() : "",
-                                         fmt::join(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                                         g.values.size() > shown ? ", ..." : "");
-            }
-            report["gradients"][g.input] = entry;
-        }
-    }
+    if (!grads.empty()) status = std::max(status, run_gradients(loss, args, gpu, host, host_views, device_views, grads,
+                                                               grad_files, report));
     report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
                          {"device_ms", loss.timings().device_ms}, {"emit_ms", loss.timings().emit_ms},
                          {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
@@ -398,7 +462,7 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"ast", "checked", "grad", "cuda", "ptx"}))
         ->allow_extra_args(false);
     run_cmd->add_option("--grad", run.grads,
-                        "also compute the gradient with respect to this input, on the CPU reference (a map: of the "
+                        "also compute the gradient with respect to this input (a map: of the "
                         "sum of its output); repeatable")
         ->allow_extra_args(false);
     run_cmd->add_option("--output-grad", run.output_grads, "NAME=FILE.npy: write that gradient (float32); implies --grad NAME")
