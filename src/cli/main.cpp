@@ -13,7 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/args.hpp"
 #include "cli/cache_commands.hpp"
+#include "cli/repl.hpp"
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 
@@ -23,12 +25,11 @@ using lossjit::HostTensor;
 using lossjit::TensorView;
 using lossjit::UsageError;
 using Clock = std::chrono::steady_clock;
-
-struct InputArg {
-    std::string name;
-    std::string spec;  // "SHAPE[:KIND[args]]" or a path ending in .npy
-    bool is_file() const { return spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0; }
-};
+using lossjit::cli::InputArg;
+using lossjit::cli::load_input;
+using lossjit::cli::parse_input_arg;
+using lossjit::cli::parse_param_arg;
+using lossjit::cli::trim_nul;
 
 struct CommonArgs {
     std::string program;
@@ -37,29 +38,6 @@ struct CommonArgs {
     std::uint64_t seed = 0;
     int device = 0;
 };
-
-InputArg parse_input_arg(const std::string& text) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-        throw UsageError(fmt::format("--input '{}': expected NAME=SHAPE:GENERATOR or NAME=file.npy", text));
-    return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-lossjit::Param parse_param_arg(const std::string& text) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError(fmt::format("--param '{}': expected NAME=VALUE", text));
-    const std::string value = text.substr(eq + 1);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(value, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != value.size() || value.empty())
-        throw UsageError(fmt::format("--param '{}': '{}' is not a number", text, value));
-    return {text.substr(0, eq), v};
-}
 
 // PROGRAM is a file when it names an existing file ending in .loss, else the program text itself.
 std::pair<std::string, std::string> read_program(const std::string& arg) {
@@ -106,13 +84,6 @@ Prepared prepare(const CommonArgs& args) {
     return {std::move(loss), std::move(given)};
 }
 
-HostTensor load_input(const InputArg& input, std::uint64_t seed) {
-    if (input.is_file()) return lossjit::load_npy(input.spec);
-    std::string spec = input.spec;
-    if (spec.find(':') == std::string::npos) spec += ":uniform";
-    return lossjit::generate(lossjit::parse_generator(spec), lossjit::seed_for(seed, input.name));
-}
-
 // Shapes only, for emitting code without data. Files are read (their header names the shape).
 std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
     std::vector<TensorView> views;
@@ -125,11 +96,6 @@ std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
         }
     }
     return views;
-}
-
-std::string trim_nul(std::string s) {
-    while (!s.empty() && s.back() == '\0') s.pop_back();
-    return s;
 }
 
 double relative_error(double value, double reference) {
@@ -492,6 +458,7 @@ int main(int argc, char** argv) {
 
     app.add_subcommand("info", "show the lossjit version and the CUDA device");
     const auto cache_commands = lossjit::cli::add_cache_commands(app);
+    const auto repl_command = lossjit::cli::add_repl_command(app);
 
     CLI11_PARSE(app, argc, argv);
     try {
@@ -499,6 +466,7 @@ int main(int argc, char** argv) {
         if (emit_cmd->parsed()) return emit_command(emit, emit_grads);
         if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
         if (const auto status = lossjit::cli::run_cache_commands(*cache_commands)) return *status;
+        if (const auto status = lossjit::cli::run_repl_command(*repl_command)) return *status;
         return info_command();
     } catch (const lossjit::SourceError& e) {
         std::cerr << e.what() << "\n";
