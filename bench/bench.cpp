@@ -164,6 +164,36 @@ struct Roofline {
         }
         return best;
     }
+    // Best rate (GB/s, reads + writes) of c = a + b, each of `bytes`: the traffic of a fused loss and gradient.
+    json add(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c, std::size_t bytes, int reps) {
+        json best = {{"gbps", 0.0}};
+        const long long n4 = static_cast<long long>(bytes / 16);
+        for (const char* name : {"add_oneshot_u2", "add_u1", "add_u2", "add_u4"}) {
+            const CUfunction f = module->function(name);
+            const bool oneshot = std::string_view(name) == "add_oneshot_u2";
+            for (int block : {256, 512}) {
+                for (int per_sm : {2, 4, 8}) {
+                    if (oneshot && per_sm != 2) continue;
+                    const unsigned grid = oneshot ? static_cast<unsigned>((n4 + 2 * block - 1) / (2 * block))
+                                                  : static_cast<unsigned>(sms * per_sm);
+                    void* pa = a.data();
+                    void* pb = b.data();
+                    void* pc = c.data();
+                    long long n = n4;
+                    void* args[] = {&pa, &pb, &pc, &n};
+                    const double ms = time_ms([&] {
+                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
+                    }, reps);
+                    const double gbps = 3.0 * static_cast<double>(bytes) / (ms * 1e6);
+                    if (gbps > best["gbps"].get<double>()) {
+                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}};
+                        if (!oneshot) best["blocks_per_sm"] = per_sm;
+                    }
+                }
+            }
+        }
+        return best;
+    }
 };
 
 struct Problem {
@@ -360,9 +390,11 @@ int main(int argc, char** argv) try {
         out["read_roofline"] = roofline.read(a, reps);
         DeviceBuffer c(4ull << 30);
         out["copy_roofline"] = roofline.copy(b, c, reps);
+        out["add_roofline"] = roofline.add(a, b, c, 4ull << 30, reps);
     }
-    std::fprintf(stderr, "read roofline %.0f GB/s, copy roofline %.0f GB/s\n", out["read_roofline"]["gbps"].get<double>(),
-                 out["copy_roofline"]["gbps"].get<double>());
+    std::fprintf(stderr, "read roofline %.0f GB/s, copy roofline %.0f GB/s, add (2 reads, 1 write) %.0f GB/s\n",
+                 out["read_roofline"]["gbps"].get<double>(), out["copy_roofline"]["gbps"].get<double>(),
+                 out["add_roofline"]["gbps"].get<double>());
 
     json problems = json::array();
     for (const auto& problem : kProblems) {
