@@ -8,4 +8,5 @@ extern const std::string_view prelude_cuh;
 extern const std::string_view reduce_cu;
 extern const std::string_view map_cu;
 extern const std::string_view value_and_grad_cu;
+extern const std::string_view accumulate_cuh;
 }  // namespace lossjit::templates
