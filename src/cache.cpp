@@ -228,7 +228,7 @@ CacheSettings CacheSettings::from_environment() {
     return s;
 }
 
-std::string cache_key(const std::string& source, const std::string& target) {
+std::string cache_key(const std::string& source, const std::string& target, bool fast_math) {
     XXH3_state_t* state = XXH3_createState();
     if (!state) throw std::bad_alloc();
     XXH3_128bits_reset(state);
@@ -240,7 +240,7 @@ std::string cache_key(const std::string& source, const std::string& target) {
     add(kVersion);
     add(nvrtc_version());
     add(target);
-    for (const auto& option : compile_options(target)) add(option);
+    for (const auto& option : compile_options(target, fast_math)) add(option);
     add(source);
     const auto hash = XXH3_128bits_digest(state);
     XXH3_freeState(state);
@@ -309,9 +309,9 @@ void KernelCache::write_entry(const std::filesystem::path& path, const std::stri
     evictions_ += prune_cache_directory(settings_.directory, settings_.max_bytes, path).removed;
 }
 
-CacheLookup KernelCache::get(const std::string& source, const std::string& target) {
+CacheLookup KernelCache::get(const std::string& source, const std::string& target, bool fast_math) {
     CacheLookup lookup;
-    lookup.key = cache_key(source, target);
+    lookup.key = cache_key(source, target, fast_math);
 
     std::promise<std::shared_ptr<const KernelImage>> promise;
     std::shared_future<std::shared_ptr<const KernelImage>> existing;
@@ -357,7 +357,7 @@ CacheLookup KernelCache::get(const std::string& source, const std::string& targe
             ++disk_hits_;
         } else {
             const auto start = std::chrono::steady_clock::now();
-            lookup.image = std::make_shared<const KernelImage>(compile_cuda(source, target));
+            lookup.image = std::make_shared<const KernelImage>(compile_cuda(source, target, fast_math));
             lookup.compile_ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
             lookup.outcome = CacheOutcome::Compiled;

@@ -45,9 +45,10 @@ std::string_view to_string(CacheSettings::Mode mode);
 // "268435456", "256M", "1g" -> bytes; throws UsageError naming `what` otherwise.
 std::uint64_t parse_byte_size(const std::string& text, const std::string& what);
 
-// The key: XXH3-128 over lossjit's version, NVRTC's version, the target, the compile options and
-// the complete source (templates included, so editing a template changes every key).
-std::string cache_key(const std::string& source, const std::string& target);
+// The key: XXH3-128 over lossjit's version, NVRTC's version, the target, the compile options
+// (fast math among them) and the complete source (templates included, so editing a template
+// changes every key).
+std::string cache_key(const std::string& source, const std::string& target, bool fast_math = false);
 
 // What one cache object has done since it was made. Counters only grow.
 struct CacheCounters {
@@ -65,7 +66,7 @@ public:
     static KernelCache& process();  // the process-wide cache, configured from the environment
 
     // One compile per key: concurrent callers for the same key wait for the first one.
-    CacheLookup get(const std::string& source, const std::string& target);
+    CacheLookup get(const std::string& source, const std::string& target, bool fast_math = false);
 
     std::filesystem::path entry_path(const std::string& key, const std::string& target) const;
     const CacheSettings& settings() const { return settings_; }

@@ -78,17 +78,20 @@ bool fast_compile_requested() {
     return requested;
 }
 
-std::vector<std::string> compile_options(const std::string& target) {
-    // No fast math: PyTorch's float32 semantics (IEEE division and sqrt, denormals kept).
+std::vector<std::string> compile_options(const std::string& target, bool fast_math) {
+    // No fast math by default: PyTorch's float32 semantics (IEEE division and sqrt, denormals kept).
     std::vector<std::string> options{"--gpu-architecture=" + target, "--std=c++17"};
     // Opt-in only: about a third less NVRTC time, but ptxas optimises less, so kernels may be
     // slower. The options are part of the cache key, so such kernels never mix with the others.
     if (fast_compile_requested()) options.push_back("--Ofast-compile=mid");
+    // The fast-math knob: approximate division, sqrt and transcendentals, denormals flushed to zero.
+    // Also part of the key through these options (and marked in the kernel's signature line).
+    if (fast_math) options.push_back("--use_fast_math");
     return options;
 }
 
-KernelImage compile_cuda(const std::string& source, const std::string& target) {
-    const auto options = compile_options(target);
+KernelImage compile_cuda(const std::string& source, const std::string& target, bool fast_math) {
+    const auto options = compile_options(target, fast_math);
     ProgramHandle program(new nvrtcProgram{});
     check_nvrtc(nvrtcCreateProgram(program.get(), source.c_str(), "lossjit_kernel.cu", 0, nullptr, nullptr),
                 "nvrtcCreateProgram");

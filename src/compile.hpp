@@ -24,10 +24,10 @@ std::string target_for(int major, int minor);
 std::string normalize_target(const std::string& text);
 
 // LOSSJIT_FAST_COMPILE=1 (read once per process) adds --Ofast-compile=mid: faster cold starts,
-// possibly slower kernels.
-std::vector<std::string> compile_options(const std::string& target);
+// possibly slower kernels. `fast_math` (the kernel knob) adds --use_fast_math.
+std::vector<std::string> compile_options(const std::string& target, bool fast_math = false);
 
 // Throws CompileError (with log, options and source) when NVRTC rejects the source.
-KernelImage compile_cuda(const std::string& source, const std::string& target);
+KernelImage compile_cuda(const std::string& source, const std::string& target, bool fast_math = false);
 
 }  // namespace lossjit

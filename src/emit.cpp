@@ -146,8 +146,22 @@ std::vector<int> read_inputs(const ir::Program& program) {
 KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
                               std::span<const void* const> input_data, const void* output_data, int block_threads,
                               int unroll) {
+    KernelKnobs knobs;
+    knobs.block_threads = block_threads;
+    knobs.unroll = unroll;
+    return choose(program, layout, input_data, output_data, knobs);
+}
+
+KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
+                              std::span<const void* const> input_data, const void* output_data,
+                              const KernelKnobs& knobs) {
     KernelSpec spec;
-    spec.block_threads = block_threads;
+    spec.block_threads = knobs.block_threads;
+    spec.fast_math = knobs.fast_math;
+    spec.tuned = knobs.tuned;
+    spec.accumulator = program.is_map() ? Accumulator::Float64 : knobs.accumulator;
+    if (program.is_map() && knobs.accumulator != Accumulator::Float64)
+        spec.notes.push_back("a map sums nothing: the accumulator does not apply");
     spec.rank = static_cast<int>(layout.dims.size());
     const std::size_t inner = layout.dims.size() - 1;
     const auto slots = read_inputs(program);
@@ -189,9 +203,18 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
             throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
         spec.loop = Loop::Strided;
         spec.inner_strides.clear();
+        if (knobs.unroll > 0 || knobs.items_per_thread > 0 || knobs.vector_width > 0)
+            spec.notes.push_back("an operand is not contiguous along the last dimension: the strided loop has no "
+                                 "tiles, so unroll, items per thread and vector width do not apply");
         return spec;
     }
-    if (any_summed) spec.loop = Loop::Columns;
+    if (any_summed) {
+        spec.loop = Loop::Columns;
+        if (spec.accumulator != Accumulator::Float64) {
+            spec.notes.push_back("the columns loop (gradients summed over rows) accumulates in float64");
+            spec.accumulator = Accumulator::Float64;
+        }
+    }
 
     // 16-byte accesses need every row of every contiguous operand to start 16-byte aligned.
     auto aligned = [&](const void* data, const OperandAccess& access) {
@@ -200,20 +223,38 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
             if (access.strides[d] % 4 != 0) return false;
         return true;
     };
-    bool vector = layout.dims[inner] % 4 == 0;
-    for (std::size_t k = 0; k < read.size(); ++k) {
+    std::string why_scalar;  // why 16-byte accesses are impossible here; empty: they are possible
+    if (layout.dims[inner] % 4 != 0)
+        why_scalar = fmt::format("the last dimension ({}) is not a multiple of 4", layout.dims[inner]);
+    for (std::size_t k = 0; k < read.size() && why_scalar.empty(); ++k) {
         const auto slot = static_cast<std::size_t>(read[k]);
-        if (spec.inner_strides[k] == 1)
-            vector = vector && aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]);
+        if (spec.inner_strides[k] == 1 &&
+            !aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]))
+            why_scalar = fmt::format("the rows of '{}' do not all start 16-byte aligned",
+                                     slot < program.inputs.size() ? program.inputs[slot] : std::string("upstream"));
     }
-    if (writes) vector = vector && aligned(output_data, layout.output);
+    if (writes && why_scalar.empty() && !aligned(output_data, layout.output))
+        why_scalar = fmt::format("the rows of the {} do not all start 16-byte aligned",
+                                 program.is_map() ? "output" : "gradients");
+    bool vector = why_scalar.empty();
+    if (knobs.vector_width == 1) vector = false;
+    if (knobs.vector_width == 4 && !vector)
+        spec.notes.push_back(fmt::format("vector width 4 was asked for, but {}: vector width 1 is used", why_scalar));
+    // Items per thread that four lanes cannot make up ask for scalar accesses.
+    if (knobs.vector_width == 0 && knobs.items_per_thread % 4 != 0) vector = false;
     spec.vector_width = vector ? 4 : 1;
 
-    // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
-    // inputs; docs/performance.md), fewer when a row is shorter than a tile.
-    if (unroll > 0) {
-        spec.unroll = unroll;
+    if (knobs.unroll > 0) {
+        spec.unroll = knobs.unroll;
+    } else if (knobs.items_per_thread > 0) {
+        spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
+        if (spec.unroll * spec.vector_width != knobs.items_per_thread)
+            spec.notes.push_back(fmt::format("{} items per thread is not a multiple of vector width {}: {} are used",
+                                             knobs.items_per_thread, spec.vector_width,
+                                             spec.unroll * spec.vector_width));
     } else {
+        // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
+        // inputs; docs/performance.md), fewer when a row is shorter than a tile.
         spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
@@ -233,20 +274,26 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         // past 2 its registers cut occupancy (smooth L1 + d/dp on H200: unroll 2 3.67 ms, 8 5.18 ms).
         if (!program.derivatives.empty()) spec.unroll = std::min(spec.unroll, 2);
         while (spec.loop == Loop::Rows && spec.unroll > 1 &&
-               static_cast<std::int64_t>(block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
+               static_cast<std::int64_t>(spec.block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
     }
     return spec;
 }
 
 std::string KernelSpec::signature() const {
-    if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block", rank, block_threads);
+    // Knobs at their defaults add nothing: a float64 kernel's source (and key) is what it always was.
+    std::string knobs;
+    if (accumulator == Accumulator::Float32) knobs += ", float32 accumulator";
+    if (accumulator == Accumulator::CompensatedFloat32) knobs += ", compensated float32 accumulator";
+    if (fast_math) knobs += ", fast math";
+    if (tuned) knobs += ", tuned";
+    if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
     if (loop == Loop::Columns)
-        return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block",
+        return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",
                            rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
-                           block_threads);
-    return fmt::format("rows, rank {}, inner strides [{}], vector {}, unroll {}, {} threads/block", rank,
-                       fmt::join(inner_strides, " "), vector_width, unroll, block_threads);
+                           block_threads, knobs);
+    return fmt::format("rows, rank {}, inner strides [{}], vector {}, unroll {}, {} threads/block{}", rank,
+                       fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
 }
 
 std::string print_expression(const ir::Program& program, int node) { return Printer(program).print(node); }
@@ -264,8 +311,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (spec.block_threads % 32 != 0 || spec.block_threads < 32 || spec.block_threads > 1024)
         throw UsageError(fmt::format("threads per block must be a multiple of 32 in [32, 1024], not {}",
                                      spec.block_threads));
-    if (spec.unroll < 1 || spec.unroll > 16) throw UsageError(fmt::format("unroll must be in [1, 16], not {}", spec.unroll));
+    if (spec.unroll < 1 || spec.unroll > kMaxUnroll)
+        throw UsageError(fmt::format("unroll must be in [1, {}], not {}", kMaxUnroll, spec.unroll));
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
+    if (spec.accumulator == Accumulator::Auto) throw InternalError("kernel spec with an automatic accumulator");
 
     Printer printer(program);
     const std::size_t array = std::max<std::size_t>(n, 1);
@@ -355,10 +404,23 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
             break;
     }
 
+    // Accumulators other than float64 wrap the sink (templates/accumulate.cuh, appended to the prelude
+    // only for them): the float64 kernels stay byte for byte what they were.
+    std::string prelude(templates::prelude_cuh);
+    std::string sum_sink = "lj::SumSink", grad_sink = "lj::GradSink<Element::kGrads>";
+    if (!program.is_map() && spec.accumulator != Accumulator::Float64) {
+        prelude += templates::accumulate_cuh;
+        const char* acc = spec.accumulator == Accumulator::Float32 ? "lj::AccFloat32" : "lj::AccCompensated";
+        sum_sink = fmt::format("lj::Accumulating<{}, {}>", acc, sum_sink);
+        grad_sink = fmt::format("lj::Accumulating<{}, {}>", acc, grad_sink);
+    }
+
     std::map<std::string, std::string> values{
         {"VERSION", kVersion},
         {"SIGNATURE", spec.signature()},
-        {"PRELUDE", std::string(templates::prelude_cuh)},
+        {"PRELUDE", prelude},
+        {"SUM_SINK", sum_sink},
+        {"GRAD_SINK", grad_sink},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
         {"ELEMENT", element},
         {"PARAMETERS", parameters},

@@ -14,8 +14,10 @@
 #include "cache.hpp"
 #include "driver.hpp"
 #include "kernel_abi.hpp"
+#include "knobs.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
+#include "tuning.hpp"
 
 namespace lossjit {
 namespace {
@@ -31,7 +33,16 @@ constexpr int kMaxBlocksPerSm = 32;
 struct LoadedKernel {
     std::unique_ptr<cuda::Module> module;
     CUfunction function = nullptr;
-    int grid_limit = 1;  // resident blocks on the whole GPU
+    int resident_per_sm = 0;  // blocks of this kernel one SM holds (the occupancy calculator)
+    KernelInfo info;          // what the driver says about it; the launch fills in the rest
+};
+
+// A kernel variant for one layout: the spec, and the launch knob the kernel does not depend on.
+struct Variant {
+    KernelSpec spec;
+    int max_blocks_per_sm = 0;  // 0: reductions what occupancy allows, maps no cap
+    std::string tuned;          // the tuning store's knobs used, or ""
+    std::string warning;        // the tuning store could not be read
 };
 
 struct Workspace {  // per stream: concurrent calls on different streams must not share partials
@@ -79,6 +90,8 @@ struct LaunchPlan {
 
     Layout layout;
     KernelSpec spec;
+    int max_blocks_per_sm = 0;
+    std::string tuned;
     const LoadedKernel* kernel = nullptr;
     unsigned grid = 1;
     std::vector<int> slots;  // program input slot of each kernel input
@@ -115,7 +128,9 @@ struct Loss::Impl {
     std::mutex mutex;  // guards everything below
     std::shared_ptr<cuda::Context> context;
     int multiprocessors = 0;
+    int max_threads_per_sm = 0;
     std::string target;
+    std::string device_text;  // the tuning key's GPU: "NVIDIA H100 80GB HBM3 (sm_90)"
     std::map<std::string, LoadedKernel> kernels;  // by KernelSpec::signature()
     std::map<Stream, Workspace> workspaces;
     LaunchPlan plan;
@@ -132,6 +147,7 @@ struct Loss::Impl {
         }
     };
     std::map<std::vector<std::string>, GradientVariant, NamesLess> gradient_variants;  // by the inputs' names
+    const LaunchPlan* last_plan = nullptr;  // the most recent call's, for kernel_info()
 
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
@@ -152,12 +168,50 @@ struct Loss::Impl {
         return plan_layout(shapes, &out);
     }
 
-    KernelSpec spec_for(const ir::Program& prog, const Layout& layout, std::span<const TensorView> inputs,
-                        const OutputView* output) const {
+    // The knobs for this program and layout: the options', with the automatic ones taken from the
+    // tuning store where it has a record for (program, shapes, GPU). `device` is the GPU's tuning
+    // text, or "" for none known (then the driver is asked only if the store has the program and
+    // shapes at all). Gradient kernels (`variant` non-empty) are not tuned.
+    Variant variant_for(const ir::Program& prog, const std::string& variant, const Layout& layout,
+                        std::span<const TensorView> inputs, const OutputView* output, std::string device) const {
+        Variant v;
+        Options o = options;
+        const bool automatic = o.block_threads == 0 || (o.unroll == 0 && o.items_per_thread == 0) ||
+                               o.vector_width == 0 || o.max_blocks_per_sm == 0 || o.accumulator == Accumulator::Auto ||
+                               !o.fast_math;
+        TuningStore* store = o.use_tuning && automatic && variant.empty() ? TuningStore::process() : nullptr;
+        if (store) {
+            TuningKey key{tuning_program_text(prog), tuning_shape_text(prog.inputs, inputs, output), "float32", ""};
+            if (device.empty() && store->has_program(key.program, key.shapes)) {
+                try {
+                    if (cuda_available()) device = tuning_device_text(o.device);
+                } catch (const Error&) {  // no such device: the launch will say so; the source is untuned
+                }
+            }
+            key.device = std::move(device);
+            if (!key.device.empty()) {
+                if (const auto record = store->find(key, &v.warning); record && apply_tuned(o, record->knobs))
+                    v.tuned = fmt::format("{} (from {})", describe(record->knobs), store->file().string());
+            }
+        }
+        KernelKnobs knobs;
+        knobs.block_threads = o.block_threads > 0 ? o.block_threads : 256;
+        knobs.unroll = o.unroll;
+        knobs.items_per_thread = o.items_per_thread;
+        knobs.vector_width = o.vector_width;
+        knobs.accumulator = o.accumulator == Accumulator::Auto ? Accumulator::Float64 : o.accumulator;
+        knobs.fast_math = o.fast_math.value_or(false);
+        knobs.tuned = !v.tuned.empty();
         std::vector<const void*> data;
-        for (const auto& v : inputs) data.push_back(v.data);
-        return KernelSpec::choose(prog, layout, data, output ? output->data : nullptr, options.block_threads,
-                                  options.unroll);
+        for (const auto& view : inputs) data.push_back(view.data);
+        v.spec = KernelSpec::choose(prog, layout, data, output ? output->data : nullptr, knobs);
+        v.max_blocks_per_sm = o.max_blocks_per_sm;
+        return v;
+    }
+
+    KernelSpec spec_for(const ir::Program& prog, const Layout& layout, std::span<const TensorView> inputs,
+                        const OutputView* output, const std::string& variant = "") const {
+        return variant_for(prog, variant, layout, inputs, output, "").spec;
     }
 
     void ensure_device() {
@@ -166,7 +220,9 @@ struct Loss::Impl {
         context = cuda::Context::for_device(options.device);
         const auto info = device_info(options.device);
         multiprocessors = info.multiprocessors;
+        max_threads_per_sm = cuda::attribute(context->device(), CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
         target = target_for(info.major, info.minor);
+        device_text = tuning_device_text(options.device);
         timings.device_ms = ms_since(start);
     }
 
@@ -180,7 +236,7 @@ struct Loss::Impl {
         timings.emit_ms = ms_since(start);
 
         start = Clock::now();
-        const CacheLookup lookup = KernelCache::process().get(source, target);
+        const CacheLookup lookup = KernelCache::process().get(source, target, spec.fast_math);
         timings.cache_ms = ms_since(start);
         timings.nvrtc_ms = lookup.compile_ms;
         timings.cache = std::string(to_string(lookup.outcome));
@@ -191,14 +247,22 @@ struct Loss::Impl {
         LoadedKernel kernel;
         kernel.module = std::make_unique<cuda::Module>(context, lookup.image->data);
         kernel.function = kernel.module->function(kKernelName);
-        int per_sm = 0;
-        LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel.function, spec.block_threads, 0));
-        // Reductions keep the grid resident (their partials buffer is sized for it). Maps launch one
-        // block per tile unless capped: many short-lived blocks keep more writes in flight.
-        const int cap = options.max_blocks_per_sm;
-        if (cap > 0) per_sm = std::min(per_sm, cap);
-        kernel.grid_limit = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
-        if (prog.is_map() && cap <= 0) kernel.grid_limit = std::numeric_limits<int>::max();
+        LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&kernel.resident_per_sm, kernel.function,
+                                                               spec.block_threads, 0));
+        auto& info = kernel.info;
+        LOSSJIT_CU(cuFuncGetAttribute(&info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
+        LOSSJIT_CU(cuFuncGetAttribute(&info.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kernel.function));
+        LOSSJIT_CU(cuFuncGetAttribute(&info.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
+        info.signature = spec.signature();
+        info.strided = spec.loop == KernelSpec::Loop::Strided;
+        info.block_threads = spec.block_threads;
+        info.unroll = info.strided ? 1 : spec.unroll;
+        info.vector_width = info.strided ? 1 : spec.vector_width;
+        info.items_per_thread = info.unroll * info.vector_width;
+        info.accumulator = spec.accumulator;
+        info.fast_math = spec.fast_math;
+        info.resident_blocks_per_sm = kernel.resident_per_sm;
+        info.target = target;
         timings.load_ms = ms_since(start);
         return kernels.emplace(signature, std::move(kernel)).first->second;
     }
@@ -226,11 +290,26 @@ struct Loss::Impl {
                    std::span<const TensorView> inputs, const OutputView* output) {
         plan.valid = false;
         plan.layout = layout_for(prog, inputs, output);
-        plan.spec = spec_for(prog, plan.layout, inputs, output);
+        Variant chosen = variant_for(prog, variant, plan.layout, inputs, output, device_text);
+        plan.spec = std::move(chosen.spec);
+        plan.max_blocks_per_sm = chosen.max_blocks_per_sm;
+        plan.tuned = chosen.tuned;
+        timings.tuned = chosen.tuned;
+        if (!chosen.warning.empty()) timings.tuning_warning = chosen.warning;
         plan.kernel = &kernel_for(prog, plan.spec, variant);
         plan.slots = read_inputs(prog);
         const bool map_backward = prog.is_map() && !prog.derivatives.empty();
         if (map_backward) plan.slots.push_back(static_cast<int>(prog.inputs.size()));  // the upstream gradient
+
+        // Reductions keep the grid resident (their partials buffer is sized for it), and so does the
+        // columns loop (its partial sums grow with the grid). Maps launch one block per tile unless
+        // capped: many short-lived blocks keep more writes in flight.
+        const int cap = plan.max_blocks_per_sm;
+        int per_sm = plan.kernel->resident_per_sm;
+        if (cap > 0) per_sm = std::min(per_sm, cap);
+        const long long resident = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
+        long long grid_limit = resident;
+        if (prog.is_map() && cap <= 0) grid_limit = std::numeric_limits<int>::max();
 
         const auto& dims = plan.layout.dims;
         long long blocks = 1;
@@ -242,7 +321,7 @@ struct Loss::Impl {
             const long long rows = plan.layout.count / inner;
             const long long strip = static_cast<long long>(plan.spec.block_threads) * plan.spec.vector_width;
             const long long strips = (inner + strip - 1) / strip;
-            const long long limit = plan.kernel->grid_limit;
+            const long long limit = resident;
             const long long strip_blocks = std::min(strips, limit);
             const long long chunk_rows = (rows + std::max(1LL, limit / strip_blocks) - 1) / std::max(1LL, limit / strip_blocks);
             const long long chunks = (rows + chunk_rows - 1) / chunk_rows;
@@ -264,7 +343,7 @@ struct Loss::Impl {
         }
         plan.grid = static_cast<unsigned>(plan.spec.loop == KernelSpec::Loop::Columns
                                               ? blocks  // exactly chunks x strip blocks: the arrivals count on it
-                                              : std::clamp<long long>(blocks, 1, plan.kernel->grid_limit));
+                                              : std::clamp<long long>(blocks, 1, grid_limit));
 
         plan.extents = {};
         plan.extents.count = plan.layout.count;
@@ -320,6 +399,7 @@ struct Loss::Impl {
         ensure_device();
         cuda::ScopedContext scope(*context);
         if (!plan_matches(p, inputs, output)) make_plan(prog, variant, p, inputs, output);
+        last_plan = &p;
         if (prog.is_map() && p.layout.count == 0) return;  // an empty map has nothing to write
 
         // A host pointer or another device's memory would fault inside the kernel and poison the
@@ -446,6 +526,7 @@ struct Loss::Impl {
 };
 
 Loss compile(std::string_view source, Options options) {
+    validate_knobs(options);
     Loss loss;
     loss.impl_ = std::make_shared<Loss::Impl>();
     auto& impl = *loss.impl_;
@@ -629,14 +710,28 @@ std::string Loss::derivatives(std::span<const std::string> wrt) const {
 std::string Loss::ast() const { return dump_ast(impl_->syntax); }
 std::string Loss::checked() const { return dump_checked(impl_->program); }
 
-std::string Loss::cuda_source(std::span<const TensorView> inputs) const {
+namespace {
+
+struct Emitted {
+    std::string source;
+    bool fast_math = false;
+};
+
+// The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
+Emitted emit_for(const Loss::Impl& impl, std::span<const TensorView> inputs) {
     // A map's output is taken to be contiguous, as the CLI allocates it.
     std::optional<OutputView> output;
-    if (impl_->program.is_map()) output = OutputView::contiguous(nullptr, output_shape(inputs));
+    if (impl.program.is_map())
+        output = OutputView::contiguous(nullptr, broadcast_shapes(shapes_of(impl.program.inputs, inputs)));
     const OutputView* out = output ? &*output : nullptr;
-    const Layout layout = impl_->layout_for(inputs, out);
-    return emit_cuda(impl_->program, impl_->spec_for(impl_->program, layout, inputs, out));
+    const Layout layout = impl.layout_for(inputs, out);
+    const KernelSpec spec = impl.spec_for(impl.program, layout, inputs, out);
+    return {emit_cuda(impl.program, spec), spec.fast_math};
 }
+
+}  // namespace
+
+std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return emit_for(*impl_, inputs).source; }
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     if (wrt.empty()) return cuda_source(inputs);
@@ -646,7 +741,7 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<cons
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
     if (program.is_map()) operands.push_back(TensorView::contiguous(nullptr, shape));  // the upstream gradient
     const Layout layout = impl_->layout_for(program, operands, &gradients);
-    return emit_cuda(program, impl_->spec_for(program, layout, operands, &gradients));
+    return emit_cuda(program, impl_->spec_for(program, layout, operands, &gradients, "grad"));
 }
 
 std::string Loss::cuda_source() const {
@@ -657,9 +752,11 @@ std::string Loss::cuda_source() const {
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::string& target) const {
     KernelBuild build;
-    build.source = inputs.empty() && !impl_->program.inputs.empty() ? cuda_source() : cuda_source(inputs);
+    const std::vector<TensorView> defaults(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const Emitted emitted = emit_for(*impl_, inputs.empty() && !impl_->program.inputs.empty() ? defaults : inputs);
+    build.source = emitted.source;
     build.target = normalize_target(target);
-    const CacheLookup lookup = KernelCache::process().get(build.source, build.target);
+    const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
     build.key = lookup.key;
     build.cache = std::string(to_string(lookup.outcome));
     build.image_bytes = lookup.image->data.size();
@@ -671,10 +768,30 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::
 std::string Loss::ptx(std::span<const TensorView> inputs, const std::string& arch) const {
     std::string target = normalize_target(arch);
     if (target.rfind("sm_", 0) == 0) target = "compute_" + target.substr(3);
-    const std::string source = inputs.empty() && !impl_->program.inputs.empty() ? cuda_source() : cuda_source(inputs);
-    return KernelCache::process().get(source, target).image->data;
+    const std::vector<TensorView> defaults(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const Emitted emitted = emit_for(*impl_, inputs.empty() && !impl_->program.inputs.empty() ? defaults : inputs);
+    return KernelCache::process().get(emitted.source, target, emitted.fast_math).image->data;
 }
 
 const Timings& Loss::timings() const { return impl_->timings; }
+
+std::optional<KernelInfo> Loss::kernel_info() const {
+    std::lock_guard lock(impl_->mutex);
+    const LaunchPlan* plan = impl_->last_plan;
+    if (!plan || !plan->valid || !plan->kernel) return std::nullopt;
+    KernelInfo info = plan->kernel->info;
+    info.max_blocks_per_sm = plan->max_blocks_per_sm;
+    info.grid = plan->grid;
+    const int sms = std::max(1, impl_->multiprocessors);
+    int per_sm = info.resident_blocks_per_sm;
+    if (plan->max_blocks_per_sm > 0) per_sm = std::min(per_sm, plan->max_blocks_per_sm);
+    // The launch puts at most this many blocks on one SM at once (fewer when the grid is small).
+    info.blocks_per_sm = std::min<long long>(per_sm, (static_cast<long long>(plan->grid) + sms - 1) / sms);
+    if (impl_->max_threads_per_sm > 0)
+        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.block_threads / impl_->max_threads_per_sm;
+    info.tuned = plan->tuned;
+    info.notes = plan->spec.notes;
+    return info;
+}
 
 }  // namespace lossjit

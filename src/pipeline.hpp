@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ast.hpp"
+#include "lossjit/lossjit.hpp"
 #include "lossjit/tensor.hpp"
 #include "program.hpp"
 
@@ -111,8 +112,23 @@ inline constexpr const char* kKernelName = "lossjit_kernel";
 // never reads are not passed to the kernel at all.
 std::vector<int> read_inputs(const ir::Program& program);
 
+// The knobs a kernel variant is chosen with (Options' kernel knobs, after the tuning store filled
+// the ones left automatic). 0 = automatic.
+struct KernelKnobs {
+    int block_threads = 256;
+    int unroll = 0;            // tiles per thread; 0: per layout
+    int items_per_thread = 0;  // unroll x vector width; 0: per layout (at most one of unroll and this is set)
+    int vector_width = 0;      // 0: 4 where layout and alignment allow, else 1
+    Accumulator accumulator = Accumulator::Float64;
+    bool fast_math = false;
+    bool tuned = false;        // some knob came from the tuning store (shown in the signature)
+};
+
+inline constexpr int kMaxUnroll = 64;          // also the most items per thread
+inline constexpr int kMaxBlocksPerSmKnob = 32; // the launch never keeps more blocks per SM resident
+
 // What a compiled kernel is specialised on besides the program. Part of the cache key (through the
-// source it produces).
+// source it produces; fast_math also through the NVRTC options).
 struct KernelSpec {
     enum class Loop {
         Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
@@ -126,6 +142,13 @@ struct KernelSpec {
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
     std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
     int block_threads = 256;
+    // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are
+    // the same bytes as before the knob existed.
+    Accumulator accumulator = Accumulator::Float64;
+    bool fast_math = false;  // NVRTC --use_fast_math (see compile_options)
+    bool tuned = false;      // the knobs came from the tuning store; marks the signature
+    // Not part of the kernel: knobs that were asked for and could not be honoured, and why.
+    std::vector<std::string> notes;
 
     // The fastest variant the layout and the pointers' alignment allow. `input_data` is in program
     // input order; null pointers count as aligned (for emitting code without data). `unroll` 0 = auto.
@@ -136,6 +159,11 @@ struct KernelSpec {
     static KernelSpec choose(const ir::Program& program, const Layout& layout,
                              std::span<const void* const> input_data, const void* output_data,
                              int block_threads, int unroll = 0);
+    // The same with every knob: explicit ones are honoured where the layout allows (else `notes`
+    // says why not), automatic ones are chosen as above.
+    static KernelSpec choose(const ir::Program& program, const Layout& layout,
+                             std::span<const void* const> input_data, const void* output_data,
+                             const KernelKnobs& knobs);
     std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
 };
 

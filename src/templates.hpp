@@ -9,4 +9,5 @@ extern const std::string_view reduce_cu;
 extern const std::string_view map_cu;
 extern const std::string_view value_and_grad_cu;
 extern const std::string_view value_and_grad_columns_cu;
+extern const std::string_view accumulate_cuh;
 }  // namespace lossjit::templates

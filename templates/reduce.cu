@@ -8,7 +8,7 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
     const lj::ReduceOut out)
 {
     const Element element{ {{PARAMETER_VALUES}} };
-    lj::SumSink sum;
+    {{SUM_SINK}} sum;
     {{LOOP}}(extents, in, element, sum);
     lj::finish_reduction<{{BLOCK_THREADS}}>(sum.acc, out);
 }

@@ -9,7 +9,7 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
     const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads)
 {
     const Element element{ {{PARAMETER_VALUES}} };
-    lj::GradSink<Element::kGrads> sink{grads};
+    {{GRAD_SINK}} sink{grads};
     {{LOOP}}(extents, in, element, sink);
     if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}>(sink.acc, out);
 }

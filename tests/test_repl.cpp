@@ -171,10 +171,12 @@ TEST_SUITE("repl") {
             {":ptx mean(p)", ".entry lossjit_kernel", true},
             {":time",
              "error: :time times the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
-            {":regs", "error: :regs is not available in this build yet (it needs Loss::kernel_info())\n"},
-            {":sweep",
-             "error: :sweep is not available in this build yet (it needs the sweep engine of `lossjit bench "
-             "--sweep`)\n"},
+            {":regs",
+             "error: :regs reads the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
+            {":sweep", "error: :sweep needs knobs to vary, e.g. :sweep block=128,256,512 items=4,8,16", true},
+            {":sweep block=128,256",
+             "error: :sweep times the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
+            {":sweep colour=red", "error: ", true},
             {":frob", "error: unknown command ':frob' (:help lists the commands)\n"},
             {":input p=1.5", "error: invalid generator", true},
             {":param beta=x", "error: :param 'beta=x': 'x' is not a number\n"},
@@ -274,15 +276,15 @@ TEST_SUITE("repl") {
         // On the GPU: the kernel's values are the reference's to float32 precision, and :time times it.
         const std::string session =
             ":input p=1024x512:normal t=512:sign\nmean(max(0, 1 - p * t))\nclamp(p + 3, 0, 6) / 6\n:time\n"
-            ":time sum(p * t)\n:device\n";
+            ":time sum(p * t)\n:device\n:regs\n:sweep block=128,256 items=4,8\n";
         const Result gpu = run_in(dir, "repl --echo", session);
         const Result cpu = run_in(dir, "repl --echo --cpu", session);
         INFO(gpu.output);
         CHECK(gpu.status == 0);
         const auto g = blocks_of(gpu.output);
         const auto c = blocks_of(cpu.output);
-        REQUIRE(g.size() == 6);
-        REQUIRE(c.size() == 6);
+        REQUIRE(g.size() == 8);
+        REQUIRE(c.size() == 8);
         const auto value = [](const std::string& block) { return std::stod(block.substr(block.find('\n') + 1)); };
         CHECK(value(g[1]) == doctest::Approx(value(c[1])).epsilon(1e-5));
         CHECK(g[2].find("map of shape 1024x512: ") != std::string::npos);
@@ -290,6 +292,12 @@ TEST_SUITE("repl") {
         CHECK(g[4].find("first call ") != std::string::npos);  // a kernel not run before: its build is shown
         CHECK(g[4].find("ms per call") != std::string::npos);
         CHECK(g[5].find("CUDA device 0: ") != std::string::npos);
+        CHECK(g[6].find(" registers per thread, ") != std::string::npos);  // of sum(p * t), the last expression
+        CHECK(g[6].find("% occupancy)") != std::string::npos);
+        CHECK(g[6].find("kernel: rows, ") != std::string::npos);
+        for (const char* variant : {"block=128 items=4", "block=128 items=8", "block=256 items=4", "block=256 items=8"})
+            CHECK(g[7].find(variant) != std::string::npos);
+        CHECK(c[6].find("error: :regs reads the GPU kernel") != std::string::npos);
     }
 
     TEST_CASE("the walkthrough's REPL session prints what docs/walkthrough.md shows") {

@@ -10,6 +10,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,14 +28,57 @@ struct Param {
     double value = 0.0;
 };
 
+// What each thread of a reduction adds its elements into (the block and grid finish is float64
+// whatever this is). docs/tuning.md has the accuracy of each.
+enum class Accumulator {
+    Auto,                // float64, unless the tuning store chose otherwise
+    Float64,             // the default: relative error ~1e-8 at any size
+    Float32,             // fastest where conversions bind; error grows with elements per thread
+    CompensatedFloat32,  // float32 with Neumaier's compensation: near float64 accuracy, no conversions
+};
+std::string_view to_string(Accumulator accumulator);  // "auto", "float64", "float32", "compensated"
+
 struct Options {
     std::string source_name = "expr";  // shown in diagnostics: "expr:1:13: error: ..."
     std::vector<std::string> inputs;   // input order for calls; empty: order of first appearance
     std::vector<Param> params;         // parameters and their defaults (override `param x = v;`)
     int device = 0;                    // CUDA device ordinal
-    int block_threads = 256;
-    int unroll = 0;             // tiles per thread in the rows loop; 0 = chosen per layout
-    int max_blocks_per_sm = 0;  // cap on blocks per SM; 0 = reductions: what occupancy allows, maps: no cap
+
+    // Kernel variant knobs (docs/tuning.md). Checked by compile() (UsageError). A knob left at 0 /
+    // Auto / unset takes the value `lossjit tune` stored for this program, input shapes and GPU, if
+    // any (see use_tuning), else the built-in default; a knob that is set always wins.
+    int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256
+    int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
+    int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
+    int vector_width = 0;       // 1, or 4 (16-byte loads and stores) where layout and alignment allow; default 4 there
+    int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
+    Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
+    std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
+    bool use_tuning = true;     // false: ignore the tuning store (sweeps do, to time exactly what they ask)
+};
+
+// The kernel behind the most recent GPU call, and how the GPU runs it (Loss::kernel_info()).
+struct KernelInfo {
+    std::string signature;       // KernelSpec's: loop, rank, strides, vector width, unroll, threads, ...
+    bool strided = false;        // the per-element loop (an operand is not contiguous along the last dimension)
+    int block_threads = 0;
+    int unroll = 0;              // 1 for the strided loop
+    int vector_width = 1;
+    int items_per_thread = 1;    // unroll x vector width: elements a thread handles per tile
+    Accumulator accumulator = Accumulator::Float64;  // Float64 for maps (they accumulate nothing)
+    bool fast_math = false;
+    int max_blocks_per_sm = 0;   // the cap in force; 0: none
+    // From the driver when the kernel was loaded:
+    int registers = 0;           // per thread (CU_FUNC_ATTRIBUTE_NUM_REGS)
+    int local_bytes = 0;         // local memory per thread: register spills and local arrays
+    int shared_bytes = 0;        // static shared memory per block
+    int resident_blocks_per_sm = 0;  // what fits on one SM (the occupancy calculator), before any cap
+    int blocks_per_sm = 0;       // what the launch uses per SM: the above, capped (maps launch more)
+    double occupancy = 0;        // resident warps / the SM's maximum, at blocks_per_sm
+    unsigned grid = 0;           // blocks in the last launch
+    std::string target;          // "sm_90"
+    std::string tuned;           // non-empty when knobs came from the tuning store: which, and from where
+    std::vector<std::string> notes;  // knobs that were asked for and could not be honoured, and why
 };
 
 // The gradient of a loss (or a map's vector-Jacobian product) with respect to one input, from the
@@ -74,6 +118,8 @@ struct Timings {
     std::string target;                     // e.g. "sm_90"
     // Non-empty if the disk cache could not be written; set for the first such call in the process.
     std::string cache_warning;
+    std::string tuned;           // non-empty when the knobs came from the tuning store (KernelInfo::tuned)
+    std::string tuning_warning;  // the tuning store could not be read (ignored); first such call only
 
     // lossjit's own time before the first launch: everything above but nvrtc_ms (inside cache_ms).
     double total_ms() const { return parse_ms + check_ms + device_ms + emit_ms + cache_ms + load_ms; }
@@ -156,6 +202,9 @@ public:
     std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;
 
     const Timings& timings() const;
+    // The kernel of the most recent GPU call (any of operator(), evaluate, map, value_and_grad):
+    // knobs as resolved, registers, spills and occupancy. Empty before the first GPU call.
+    std::optional<KernelInfo> kernel_info() const;
 
     struct Impl;
 

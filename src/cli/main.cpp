@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -16,8 +19,10 @@
 #include "cli/args.hpp"
 #include "cli/cache_commands.hpp"
 #include "cli/repl.hpp"
+#include "knobs.hpp"
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
+#include "sweep.hpp"
 
 namespace {
 
@@ -37,6 +42,8 @@ struct CommonArgs {
     std::vector<std::string> params;
     std::uint64_t seed = 0;
     int device = 0;
+    std::vector<std::string> knobs;  // KNOB=VALUE (docs/tuning.md)
+    bool no_tuning = false;
 };
 
 // PROGRAM is a file when it names an existing file ending in .loss, else the program text itself.
@@ -56,10 +63,18 @@ std::pair<std::string, std::string> read_program(const std::string& arg) {
 struct Prepared {
     lossjit::Loss loss;
     std::vector<InputArg> inputs;  // in the program's input order
+    std::string text;              // the program, and the options it was compiled with
+    lossjit::Options options;
 };
 
-Prepared prepare(const CommonArgs& args) {
-    const auto [text, source_name] = read_program(args.program);
+struct ProgramOptions {
+    std::string text;
+    lossjit::Options options;
+    std::vector<InputArg> inputs;
+};
+
+ProgramOptions program_options(const CommonArgs& args) {
+    auto [text, source_name] = read_program(args.program);
     lossjit::Options options;
     options.source_name = source_name;
     options.device = args.device;
@@ -71,6 +86,13 @@ Prepared prepare(const CommonArgs& args) {
     // --param declares a parameter (or sets the program's `param` default); one the program never
     // reads is a typo, not a harmless extra.
     for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
+    for (const auto& k : args.knobs) lossjit::set_knob(options, k);
+    options.use_tuning = !args.no_tuning;
+    return {std::move(text), std::move(options), std::move(given)};
+}
+
+Prepared prepare(const CommonArgs& args) {
+    auto [text, options, given] = program_options(args);
     lossjit::Loss loss = lossjit::compile(text, options);
     for (const auto& p : options.params) {
         if (!loss.uses(p.name))
@@ -81,7 +103,7 @@ Prepared prepare(const CommonArgs& args) {
                                      "(e.g. --input {}=1024x1024:uniform) or --input NAME=file.npy",
                                      fmt::join(loss.inputs(), ", "), loss.inputs().front()));
     }
-    return {std::move(loss), std::move(given)};
+    return {std::move(loss), std::move(given), std::move(text), std::move(options)};
 }
 
 // Shapes only, for emitting code without data. Files are read (their header names the shape).
@@ -120,6 +142,19 @@ void print_timings(const lossjit::Timings& t, double first_call_ms) {
     } else {
         std::cerr << fmt::format("timings: total {:.3f} ms\n", t.total_ms());
     }
+    if (!t.tuned.empty()) std::cerr << "timings: tuned knobs: " << t.tuned << "\n";
+}
+
+// `--timings` after a GPU call: the kernel, its resources, and the knobs that could not be honoured.
+void print_kernel_info(const lossjit::Loss& loss) {
+    const auto info = loss.kernel_info();
+    if (!info) return;
+    std::cerr << fmt::format("kernel: {}; {} registers/thread, {} B local (spills), occupancy {:.0f}% ({} blocks/SM{}), "
+                             "grid {}\n",
+                             info->signature, info->registers, info->local_bytes, 100.0 * info->occupancy,
+                             info->blocks_per_sm, info->max_blocks_per_sm ? fmt::format(", cap {}", info->max_blocks_per_sm) : "",
+                             info->grid);
+    for (const auto& note : info->notes) std::cerr << "kernel: note: " << note << "\n";
 }
 
 struct RunArgs {
@@ -361,9 +396,20 @@ int run_command(const RunArgs& args) {
                          {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
                          {"load_ms", loss.timings().load_ms},     {"total_ms", loss.timings().total_ms()},
                          {"cache", loss.timings().cache}};
+    if (!loss.timings().tuned.empty()) report["timings"]["tuned"] = loss.timings().tuned;
+    if (const auto info = loss.kernel_info()) {
+        report["kernel"] = {{"signature", info->signature},         {"registers", info->registers},
+                            {"local_bytes", info->local_bytes},     {"occupancy", info->occupancy},
+                            {"blocks_per_sm", info->blocks_per_sm}, {"grid", info->grid},
+                            {"tuned", info->tuned},                 {"notes", info->notes}};
+    }
     if (args.json) std::cout << report.dump(2) << "\n";
     if (!loss.timings().cache_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().cache_warning << "\n";
-    if (args.timings) print_timings(loss.timings(), report.value("first_call_ms", -1.0));
+    if (!loss.timings().tuning_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().tuning_warning << "\n";
+    if (args.timings) {
+        print_timings(loss.timings(), report.value("first_call_ms", -1.0));
+        print_kernel_info(loss);
+    }
     return status;
 }
 
@@ -390,6 +436,101 @@ int compile_command(const CommonArgs& args, const std::string& arch, bool json) 
     return 0;
 }
 
+// ---- bench and tune -------------------------------------------------------------------------------
+
+struct BenchArgs {
+    CommonArgs common;
+    std::vector<std::string> sweeps;  // KNOB=V1,V2,...
+    int reps = 20;
+    int sets = 2;
+    bool json = false;
+    bool quiet = false;
+    double tolerance = 1e-7;  // tune only
+    bool dry_run = false;     // tune only
+};
+
+// Set s of the inputs: generators seeded with --seed + s (set 0 is what `run --seed N` reads);
+// .npy files are the same data in every set.
+std::vector<std::vector<HostTensor>> input_sets(const std::vector<InputArg>& inputs, std::uint64_t seed, int sets) {
+    std::vector<std::vector<HostTensor>> out(static_cast<std::size_t>(sets));
+    for (int s = 0; s < sets; ++s)
+        for (const auto& i : inputs) out[static_cast<std::size_t>(s)].push_back(load_input(i, seed + static_cast<std::uint64_t>(s)));
+    return out;
+}
+
+// Progress on stderr: updated in place on a terminal, one line per step otherwise.
+std::function<void(const lossjit::SweepProgress&)> progress_printer(bool quiet) {
+    if (quiet) return nullptr;
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    return [tty](const lossjit::SweepProgress& p) {
+        using Stage = lossjit::SweepProgress::Stage;
+        std::string line;
+        switch (p.stage) {
+            case Stage::Upload: line = fmt::format("uploading input set {} of {}", p.done + 1, p.total); break;
+            case Stage::Reference: line = fmt::format("CPU float64 reference for input set {} of {}", p.done + 1, p.total); break;
+            case Stage::Roofline: line = "measuring the roofline"; break;
+            case Stage::Compile:
+                if (!tty && p.done != 0 && p.done != p.total) return;
+                line = fmt::format("compiled {} of {} variants (NVRTC, all cores)", p.done, p.total);
+                break;
+            case Stage::Time: line = fmt::format("timing {} of {}: {}", p.done + 1, p.total, p.what); break;
+        }
+        if (tty) std::cerr << "\r\033[K" << line << std::flush;
+        else std::cerr << line << "\n";
+    };
+}
+
+int bench_command(const BenchArgs& args, bool tuning) {
+    Prepared prepared = prepare(args.common);
+    std::vector<lossjit::SweepAxis> axes;
+    for (const auto& s : args.sweeps) axes.push_back(lossjit::parse_sweep_axis(s));
+    (void)lossjit::expand_sweep(prepared.options, axes);  // two axes on one knob, too many variants
+    if (args.sets < 1 || args.sets > 8) throw UsageError(fmt::format("--sets {}: between 1 and 8 input sets", args.sets));
+    (void)prepared.loss.output_shape(shape_views(prepared.inputs));  // shapes that do not broadcast
+    // Everything the user typed is checked; only now ask for the GPU, before generating inputs.
+    std::string why_not;
+    if (!lossjit::cuda_available(&why_not))
+        throw lossjit::CudaError(fmt::format("no CUDA device: {}; {} times kernels on a GPU", why_not,
+                                             tuning ? "tune" : "bench"));
+
+    lossjit::SweepRequest request;
+    request.program = prepared.text;
+    request.base = prepared.options;
+    request.axes = axes;
+    request.reps = args.reps;
+    request.input_sets = input_sets(prepared.inputs, args.common.seed, args.sets);
+    const auto progress = progress_printer(args.quiet);
+    const bool tty = !args.quiet && ::isatty(STDERR_FILENO) != 0;
+    request.progress = progress;
+    if (!tuning) {
+        const auto result = lossjit::run_sweep(request);
+        if (tty) std::cerr << "\r\033[K" << std::flush;
+        std::cout << (args.json ? lossjit::sweep_json(result) + "\n" : lossjit::format_sweep_table(result));
+        return 0;
+    }
+    const auto result = lossjit::tune(request, {args.tolerance, !args.dry_run});
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+    if (args.json) {
+        std::cout << lossjit::sweep_json(result.sweep, &result) << "\n";
+    } else {
+        std::cout << lossjit::format_sweep_table(result.sweep) << "\n" << lossjit::format_tune_summary(result);
+    }
+    return result.winner >= 0 ? 0 : 1;
+}
+
+void add_bench_options(CLI::App* cmd, BenchArgs& args) {
+    std::string knobs;
+    for (const auto& k : lossjit::knob_help()) knobs += fmt::format("\n  {}: {}", k.name, k.values);
+    cmd->add_option("--sweep", args.sweeps, "KNOB=V1,V2,...: an axis of variants; repeat for their product. Knobs:" + knobs)
+        ->allow_extra_args(false);
+    cmd->add_option("--reps", args.reps, "timed intervals per variant (the median is reported), at least 10")
+        ->capture_default_str();
+    cmd->add_option("--sets", args.sets, "input sets (fresh data: generators reseeded per set); variants take turns")
+        ->capture_default_str();
+    cmd->add_flag("--json", args.json, "print JSON instead of the table");
+    cmd->add_flag("-q,--quiet", args.quiet, "no progress on stderr");
+}
+
 int info_command() {
     std::string why_not;
     std::cout << "lossjit " << lossjit::kVersion << "\n";
@@ -413,6 +554,11 @@ void add_common(CLI::App* cmd, CommonArgs& args) {
         ->allow_extra_args(false);
     cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
     cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+    cmd->add_option("-k,--knob", args.knobs,
+                    "KNOB=VALUE: a kernel variant knob (block, items, unroll, vector, blocks_per_sm, acc, fast_math; "
+                    "docs/tuning.md); repeatable. Set knobs override the tuning store")
+        ->allow_extra_args(false);
+    cmd->add_flag("--no-tuning", args.no_tuning, "ignore knobs stored by `lossjit tune`");
 }
 
 }  // namespace
@@ -456,6 +602,23 @@ int main(int argc, char** argv) {
     compile_cmd->add_option("--arch", arch, "sm_XX for CUBIN, compute_XX for PTX")->capture_default_str();
     compile_cmd->add_flag("--json", compile_json, "print a JSON report");
 
+    BenchArgs bench;
+    auto* bench_cmd = app.add_subcommand("bench", "time kernel variants on the GPU: a table sorted by time, with GB/s, "
+                                                  "% of roofline, registers, occupancy and the error");
+    add_common(bench_cmd, bench.common);
+    add_bench_options(bench_cmd, bench);
+
+    BenchArgs tune;
+    auto* tune_cmd = app.add_subcommand("tune", "search the knobs on this GPU and store the fastest accurate variant "
+                                                "for later compiles of this program and these shapes");
+    add_common(tune_cmd, tune.common);
+    add_bench_options(tune_cmd, tune);
+    tune_cmd->add_option("--tolerance", tune.tolerance,
+                         "relative error a variant may have against the float64 reference (or the defaults' own "
+                         "error, if larger)")
+        ->capture_default_str();
+    tune_cmd->add_flag("--dry-run", tune.dry_run, "search and report, store nothing");
+
     app.add_subcommand("info", "show the lossjit version and the CUDA device");
     const auto cache_commands = lossjit::cli::add_cache_commands(app);
     const auto repl_command = lossjit::cli::add_repl_command(app);
@@ -465,6 +628,8 @@ int main(int argc, char** argv) {
         if (run_cmd->parsed()) return run_command(run);
         if (emit_cmd->parsed()) return emit_command(emit, emit_grads);
         if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
+        if (bench_cmd->parsed()) return bench_command(bench, false);
+        if (tune_cmd->parsed()) return bench_command(tune, true);
         if (const auto status = lossjit::cli::run_cache_commands(*cache_commands)) return *status;
         if (const auto status = lossjit::cli::run_repl_command(*repl_command)) return *status;
         return info_command();

@@ -32,6 +32,7 @@
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
+#include "sweep.hpp"
 
 namespace lossjit::cli {
 
@@ -225,6 +226,8 @@ struct Definition {
 struct CachedLoss {
     Loss loss;
     bool launched = false;  // has it run on the GPU (so its kernel is built)?
+    std::string text;       // the program compiled (definitions + line), for :sweep
+    Options options;
 };
 
 // A line made into a program: the session's definitions it needs, then the line.
@@ -324,7 +327,6 @@ private:
 };
 
 const std::vector<Command>& Repl::commands() {
-    // TODO(lead): :regs calls Loss::kernel_info() and :sweep the sweep engine once those are merged.
     static const std::vector<Command> table = {
         {":help", "[COMMAND]", "this list, or one command's line", &Repl::cmd_help},
         {":input", "NAME=SPEC...", "set inputs: SHAPE[:GENERATOR] or FILE.npy, as `run --input` takes them",
@@ -339,9 +341,10 @@ const std::vector<Command>& Repl::commands() {
         {":checked", "[EXPR]", "the checked program", &Repl::cmd_checked},
         {":cuda", "[EXPR]", "the CUDA C++ generated for the current input shapes", &Repl::cmd_cuda},
         {":ptx", "[EXPR]", "the PTX NVRTC makes of it (for this GPU; sm_90 without one)", &Repl::cmd_ptx},
-        {":regs", "[EXPR]", "registers and occupancy of the kernel (not in this build yet)", &Repl::cmd_regs},
+        {":regs", "[EXPR]", "the kernel's registers, spills and occupancy (runs it once on the GPU)", &Repl::cmd_regs},
         {":time", "[EXPR]", "time the kernel on the GPU", &Repl::cmd_time},
-        {":sweep", "[EXPR]", "time the kernel across its knobs (not in this build yet)", &Repl::cmd_sweep},
+        {":sweep", "KNOB=V1,V2... ...", "time the last expression's kernel across knob values (as `lossjit bench --sweep`)",
+         &Repl::cmd_sweep},
         {":device", "[cpu|gpu]", "show where values come from, or choose", &Repl::cmd_device},
         {":save", "FILE", "write the session's definitions as a script that :load replays", &Repl::cmd_save},
         {":load", "FILE", "run a script of REPL lines, or a .loss program (its bindings become definitions)",
@@ -675,7 +678,7 @@ Compiled Repl::compile_line(const std::string& line) {
                 if (all.uses(i.name)) used.push_back(i.name);
             options.inputs = used;
             if (losses_.size() >= 64) losses_.clear();
-            found = losses_.emplace(key, CachedLoss{compile(text, options), false}).first;
+            found = losses_.emplace(key, CachedLoss{compile(text, options), false, text, options}).first;
         } catch (const SourceError& e) {
             rethrow_in(e, shown);
         }
@@ -968,15 +971,55 @@ void Repl::cmd_ptx(const std::string& arg) {
     std::cout << ptx;
 }
 
-void Repl::cmd_regs(const std::string&) {
-    // TODO(lead): print registers, spills and occupancy from Loss::kernel_info() (knobs branch).
-    throw UsageError(":regs is not available in this build yet (it needs Loss::kernel_info())");
+void Repl::cmd_regs(const std::string& arg) {
+    if (force_cpu_) throw UsageError(":regs reads the GPU kernel, and this session uses the CPU reference (:device gpu switches)");
+    if (!gpu_present()) throw UsageError(fmt::format(":regs needs a CUDA device ({})", why_no_gpu_));
+    Compiled c = compile_for(arg, ":regs");
+    Loss& loss = c.entry->loss;
+    const std::vector<TensorView> views = device_views(c);
+    // Run it once: the kernel is built for the inputs' layout at the first launch.
+    if (loss.kind() == Kind::Reduction) {
+        (void)loss(views);
+    } else {
+        const Shape shape = loss.output_shape(views);
+        DeviceBuffer out(std::max<std::size_t>(static_cast<std::size_t>(element_count(shape)), 1) * sizeof(float), device_);
+        loss.map(views, OutputView::contiguous(out.data(), shape));
+        synchronize(device_);
+    }
+    c.entry->launched = true;
+    const auto info = loss.kernel_info();
+    if (!info) throw InternalError("repl: no kernel information after a launch");
+    std::cout << fmt::format("{} registers per thread, {} bytes of local memory (spills), {} bytes of shared memory\n",
+                             info->registers, info->local_bytes, info->shared_bytes);
+    std::cout << fmt::format("{} blocks of {} threads per SM ({:.0f}% occupancy), grid of {} blocks, {}\n",
+                             info->blocks_per_sm, info->block_threads, 100.0 * info->occupancy, info->grid,
+                             info->target);
+    std::cout << "kernel: " << info->signature << "\n";
+    if (!info->tuned.empty()) std::cout << "tuned: " << info->tuned << "\n";
+    for (const auto& note : info->notes) std::cout << "note: " << note << "\n";
 }
 
-void Repl::cmd_sweep(const std::string&) {
-    // TODO(lead): run the sweep engine of `lossjit bench --sweep` (knobs branch) on this expression.
-    throw UsageError(
-        ":sweep is not available in this build yet (it needs the sweep engine of `lossjit bench --sweep`)");
+void Repl::cmd_sweep(const std::string& arg) {
+    std::vector<SweepAxis> axes;
+    std::istringstream words(arg);
+    for (std::string word; words >> word;) axes.push_back(parse_sweep_axis(word));
+    if (axes.empty())
+        throw UsageError(":sweep needs knobs to vary, e.g. :sweep block=128,256,512 items=4,8,16 (see `lossjit bench --help`)");
+    if (force_cpu_) throw UsageError(":sweep times the GPU kernel, and this session uses the CPU reference (:device gpu switches)");
+    if (!gpu_present()) throw UsageError(fmt::format(":sweep needs a CUDA device ({})", why_no_gpu_));
+    Compiled c = compile_for("", ":sweep");
+    SweepRequest request;
+    request.program = c.entry->text;
+    request.base = c.entry->options;
+    request.axes = std::move(axes);
+    request.reps = 10;
+    std::vector<HostTensor> inputs;
+    for (auto k : c.inputs) inputs.push_back(inputs_[k].host);
+    request.input_sets.push_back(std::move(inputs));
+    request.progress = [](const SweepProgress& p) {
+        if (p.stage == SweepProgress::Stage::Time && p.done + 1 == p.total) std::cerr << "timed " << p.total << " variants\n";
+    };
+    std::cout << format_sweep_table(run_sweep(request));
 }
 
 void Repl::cmd_time(const std::string& arg) {

@@ -1,0 +1,159 @@
+#include "knobs.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+namespace {
+
+constexpr KnobHelp kKnobs[] = {
+    {"block", "threads per block: a multiple of 32 in [32, 1024]; default 256"},
+    {"items", "elements per thread per tile = unroll x vector width, [1, 64]; default per layout"},
+    {"unroll", "tiles of 16-byte (or 4-byte) loads per thread, [1, 64]; default per layout"},
+    {"vector", "1 or 4 (16-byte loads and stores where layout and alignment allow); default 4 where allowed"},
+    {"blocks_per_sm", "cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps none"},
+    {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
+    {"fast_math", "on or off: NVRTC --use_fast_math; default off"},
+};
+
+struct Alias {
+    const char* alias;
+    const char* name;
+};
+constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "block"}, {"items_per_thread", "items"},
+                              {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
+                              {"accumulator", "acc"},        {"fastmath", "fast_math"}};
+
+bool is_auto(std::string_view v) { return v == "auto" || v == "default"; }
+
+int parse_int(std::string_view knob, std::string_view value) {
+    int out = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+    if (ec != std::errc() || end != value.data() + value.size() || value.empty())
+        throw UsageError(fmt::format("knob {}: '{}' is not a whole number (or 'auto')", knob, printable(value)));
+    return out;
+}
+
+}  // namespace
+
+std::string_view to_string(Accumulator accumulator) {
+    switch (accumulator) {
+        case Accumulator::Auto: return "auto";
+        case Accumulator::Float64: return "float64";
+        case Accumulator::Float32: return "float32";
+        case Accumulator::CompensatedFloat32: return "compensated";
+    }
+    return "?";
+}
+
+std::optional<Accumulator> parse_accumulator(std::string_view text) {
+    if (is_auto(text)) return Accumulator::Auto;
+    if (text == "float64" || text == "f64" || text == "double") return Accumulator::Float64;
+    if (text == "float32" || text == "f32" || text == "float") return Accumulator::Float32;
+    if (text == "compensated" || text == "kahan" || text == "neumaier") return Accumulator::CompensatedFloat32;
+    return std::nullopt;
+}
+
+void validate_knobs(const Options& o) {
+    if (o.block_threads != 0 && (o.block_threads % 32 != 0 || o.block_threads < 32 || o.block_threads > 1024))
+        throw UsageError(fmt::format("threads per block must be a multiple of 32 in [32, 1024], not {}", o.block_threads));
+    if (o.unroll < 0 || o.unroll > kMaxUnroll)
+        throw UsageError(fmt::format("unroll must be in [1, {}] (0: automatic), not {}", kMaxUnroll, o.unroll));
+    if (o.items_per_thread < 0 || o.items_per_thread > kMaxUnroll)
+        throw UsageError(fmt::format("items per thread must be in [1, {}] (0: automatic), not {}", kMaxUnroll,
+                                     o.items_per_thread));
+    if (o.unroll > 0 && o.items_per_thread > 0)
+        throw UsageError("set unroll or items per thread, not both (items per thread = unroll x vector width)");
+    if (o.vector_width != 0 && o.vector_width != 1 && o.vector_width != 4)
+        throw UsageError(fmt::format("vector width must be 1 or 4 (0: automatic), not {}", o.vector_width));
+    if (o.vector_width == 4 && o.items_per_thread % 4 != 0)
+        throw UsageError(fmt::format("items per thread ({}) must be a multiple of the vector width (4)", o.items_per_thread));
+    if (o.max_blocks_per_sm < 0 || o.max_blocks_per_sm > kMaxBlocksPerSmKnob)
+        throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSmKnob,
+                                     o.max_blocks_per_sm));
+    switch (o.accumulator) {
+        case Accumulator::Auto: case Accumulator::Float64: case Accumulator::Float32:
+        case Accumulator::CompensatedFloat32: break;
+        default: throw UsageError(fmt::format("unknown accumulator ({})", static_cast<int>(o.accumulator)));
+    }
+}
+
+std::span<const KnobHelp> knob_help() { return kKnobs; }
+
+std::optional<std::string> knob_name(std::string_view name) {
+    for (const auto& k : kKnobs)
+        if (name == k.name) return std::string(k.name);
+    for (const auto& a : kAliases)
+        if (name == a.alias) return std::string(a.name);
+    return std::nullopt;
+}
+
+void set_knob(Options& options, std::string_view name, std::string_view value) {
+    Options changed = options;
+    apply_knob(changed, name, value);
+    validate_knobs(changed);
+    options = std::move(changed);
+}
+
+void apply_knob(Options& changed, std::string_view name, std::string_view value) {
+    const auto knob = knob_name(name);
+    if (!knob) {
+        std::vector<std::string> names;
+        for (const auto& k : kKnobs) names.emplace_back(k.name);
+        throw UsageError(fmt::format("unknown knob '{}' (knobs: {})", printable(name), fmt::join(names, ", ")));
+    }
+    if (*knob == "acc") {
+        const auto acc = parse_accumulator(value);
+        if (!acc)
+            throw UsageError(fmt::format("knob acc: '{}' is not an accumulator (float64, float32, compensated or auto)",
+                                         printable(value)));
+        changed.accumulator = *acc;
+    } else if (*knob == "fast_math") {
+        if (is_auto(value)) changed.fast_math.reset();
+        else if (value == "on" || value == "1" || value == "true" || value == "yes") changed.fast_math = true;
+        else if (value == "off" || value == "0" || value == "false" || value == "no") changed.fast_math = false;
+        else throw UsageError(fmt::format("knob fast_math: '{}' is not on, off or auto", printable(value)));
+    } else {
+        const int v = is_auto(value) ? 0 : parse_int(*knob, value);  // 0 is automatic, as in Options
+        if (*knob == "block") {
+            changed.block_threads = v;
+        } else if (*knob == "items") {  // replaces an unroll set before it
+            changed.items_per_thread = v;
+            if (v != 0) changed.unroll = 0;
+        } else if (*knob == "unroll") {  // replaces items set before it
+            changed.unroll = v;
+            if (v != 0) changed.items_per_thread = 0;
+        } else if (*knob == "vector") {
+            changed.vector_width = v;
+        } else if (*knob == "blocks_per_sm") {
+            changed.max_blocks_per_sm = v;
+        }
+    }
+}
+
+void set_knob(Options& options, std::string_view assignment) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == assignment.size())
+        throw UsageError(fmt::format("'{}': expected KNOB=VALUE, e.g. block=512", printable(assignment)));
+    set_knob(options, assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+std::string describe_knobs(const Options& o) {
+    std::vector<std::string> parts;
+    if (o.block_threads) parts.push_back(fmt::format("block {}", o.block_threads));
+    if (o.items_per_thread) parts.push_back(fmt::format("items {}", o.items_per_thread));
+    if (o.unroll) parts.push_back(fmt::format("unroll {}", o.unroll));
+    if (o.vector_width) parts.push_back(fmt::format("vector {}", o.vector_width));
+    if (o.max_blocks_per_sm) parts.push_back(fmt::format("blocks_per_sm {}", o.max_blocks_per_sm));
+    if (o.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(o.accumulator)));
+    if (o.fast_math) parts.push_back(fmt::format("fast_math {}", *o.fast_math ? "on" : "off"));
+    return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace lossjit

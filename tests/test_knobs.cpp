@@ -1,0 +1,374 @@
+// knobs: the kernel variant knobs are checked when compiling (not at the first launch), read from
+// text as the CLI spells them, honoured by KernelSpec::choose where the layout allows (and noted
+// where not), part of the signature and the cache key, and every combination compiles with NVRTC.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <functional>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "cache.hpp"
+#include "compile.hpp"
+#include "knobs.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/lossjit.hpp"
+#include "pipeline.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+ir::Program checked(const std::string& text) { return check(parse(text, "expr"), {}); }
+
+Layout contiguous_layout(const ir::Program& program, Shape shape) {
+    std::vector<OperandShape> shapes;
+    for (const auto& name : program.inputs) shapes.push_back({name, shape, {}});
+    OperandShape out{"output", shape, {}};
+    return plan_layout(shapes, program.is_map() ? &out : nullptr);
+}
+
+KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelKnobs& knobs,
+                  const std::vector<const void*>& data = {}, const void* output = nullptr) {
+    return KernelSpec::choose(program, layout, data, output, knobs);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_SUITE("knobs") {
+
+TEST_CASE("bad knobs are UsageErrors from compile(), naming the knob and what it takes") {
+    const std::pair<std::function<void(Options&)>, const char*> table[] = {
+        {[](Options& o) { o.block_threads = 100; }, "threads per block must be a multiple of 32 in [32, 1024], not 100"},
+        {[](Options& o) { o.block_threads = 2048; }, "not 2048"},
+        {[](Options& o) { o.block_threads = -32; }, "not -32"},
+        {[](Options& o) { o.unroll = 65; }, "unroll must be in [1, 64] (0: automatic), not 65"},
+        {[](Options& o) { o.unroll = -1; }, "unroll must be in [1, 64]"},
+        {[](Options& o) { o.items_per_thread = 128; }, "items per thread must be in [1, 64] (0: automatic), not 128"},
+        {[](Options& o) { o.unroll = 2, o.items_per_thread = 8; }, "set unroll or items per thread, not both"},
+        {[](Options& o) { o.vector_width = 2; }, "vector width must be 1 or 4 (0: automatic), not 2"},
+        {[](Options& o) { o.vector_width = 4, o.items_per_thread = 6; },
+         "items per thread (6) must be a multiple of the vector width (4)"},
+        {[](Options& o) { o.max_blocks_per_sm = 33; }, "blocks per SM must be in [1, 32] (0: automatic), not 33"},
+        {[](Options& o) { o.max_blocks_per_sm = -1; }, "blocks per SM must be in [1, 32]"},
+        {[](Options& o) { o.accumulator = static_cast<Accumulator>(9); }, "unknown accumulator (9)"},
+    };
+    for (const auto& [change, message] : table) {
+        CAPTURE(message);
+        Options options;
+        change(options);
+        CHECK_THROWS_WITH_AS(compile("mean(x)", options), doctest::Contains(message), UsageError);
+    }
+    // The boundaries themselves are fine.
+    Options edge;
+    edge.block_threads = 1024;
+    edge.items_per_thread = 64;
+    edge.vector_width = 4;
+    edge.max_blocks_per_sm = 32;
+    edge.accumulator = Accumulator::CompensatedFloat32;
+    edge.fast_math = true;
+    CHECK_NOTHROW(compile("mean(x)", edge));
+}
+
+TEST_CASE("knobs from text: names, aliases, values, auto") {
+    struct Row {
+        const char* text;
+        std::function<bool(const Options&)> holds;
+    };
+    const Row table[] = {
+        {"block=512", [](const Options& o) { return o.block_threads == 512; }},
+        {"threads=64", [](const Options& o) { return o.block_threads == 64; }},
+        {"items=16", [](const Options& o) { return o.items_per_thread == 16; }},
+        {"unroll=8", [](const Options& o) { return o.unroll == 8; }},
+        {"vector=1", [](const Options& o) { return o.vector_width == 1; }},
+        {"vector=auto", [](const Options& o) { return o.vector_width == 0; }},
+        {"blocks_per_sm=4", [](const Options& o) { return o.max_blocks_per_sm == 4; }},
+        {"bps=0", [](const Options& o) { return o.max_blocks_per_sm == 0; }},
+        {"acc=float32", [](const Options& o) { return o.accumulator == Accumulator::Float32; }},
+        {"acc=kahan", [](const Options& o) { return o.accumulator == Accumulator::CompensatedFloat32; }},
+        {"accumulator=float64", [](const Options& o) { return o.accumulator == Accumulator::Float64; }},
+        {"acc=auto", [](const Options& o) { return o.accumulator == Accumulator::Auto; }},
+        {"fast_math=on", [](const Options& o) { return o.fast_math == true; }},
+        {"fast_math=0", [](const Options& o) { return o.fast_math == false; }},
+        {"fast_math=auto", [](const Options& o) { return !o.fast_math.has_value(); }},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.text);
+        Options options;
+        set_knob(options, row.text);
+        CHECK(row.holds(options));
+    }
+    // items and unroll replace each other instead of contradicting.
+    Options both;
+    set_knob(both, "unroll=4");
+    set_knob(both, "items=8");
+    CHECK((both.unroll == 0 && both.items_per_thread == 8));
+
+    const std::pair<const char*, const char*> errors[] = {
+        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math)"},
+        {"block", "expected KNOB=VALUE"},
+        {"block=", "expected KNOB=VALUE"},
+        {"block=fast", "knob block: 'fast' is not a whole number (or 'auto')"},
+        {"block=96.5", "not a whole number"},
+        {"block=100", "threads per block must be a multiple of 32"},
+        {"acc=float16", "knob acc: 'float16' is not an accumulator (float64, float32, compensated or auto)"},
+        {"fast_math=maybe", "knob fast_math: 'maybe' is not on, off or auto"},
+        {"vector=3", "vector width must be 1 or 4"},
+    };
+    for (const auto& [text, message] : errors) {
+        CAPTURE(text);
+        Options options;
+        CHECK_THROWS_WITH_AS(set_knob(options, text), doctest::Contains(message), UsageError);
+    }
+    Options described;
+    CHECK(describe_knobs(described) == "defaults");
+    set_knob(described, "acc=compensated");
+    set_knob(described, "block=128");
+    set_knob(described, "fast_math=on");
+    CHECK(describe_knobs(described) == "block 128, acc compensated, fast_math on");
+}
+
+TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where layout and alignment allow") {
+    const auto mse = checked("mean((p - t)^2)");
+    const auto big = contiguous_layout(mse, {1 << 20});
+    const auto odd = contiguous_layout(mse, {1001, 3});  // collapses to 3003: not a multiple of 4
+    alignas(16) static float buffer[64];
+    const void* misaligned = buffer + 1;
+
+    struct Row {
+        const char* what;
+        const Layout* layout;
+        KernelKnobs knobs;
+        std::vector<const void*> data;
+        int vector, unroll;
+        const char* note;  // "" for none
+    };
+    KernelKnobs items16;
+    items16.items_per_thread = 16;
+    KernelKnobs items6;
+    items6.items_per_thread = 6;
+    KernelKnobs items16v1 = items16;
+    items16v1.vector_width = 1;
+    KernelKnobs v4;
+    v4.vector_width = 4;
+    KernelKnobs unroll3;
+    unroll3.unroll = 3;
+    KernelKnobs automatic;
+    const Row table[] = {
+        {"automatic: 16 loads of 16 bytes in flight for two inputs", &big, automatic, {}, 4, 8, ""},
+        {"items 16 on aligned data: 4 lanes x unroll 4", &big, items16, {}, 4, 4, ""},
+        {"items 6: not a multiple of 4, scalar accesses", &big, items6, {}, 1, 6, ""},
+        {"items 16 with vector 1: unroll 16", &big, items16v1, {}, 1, 16, ""},
+        {"items 16 where rows are 3003 long: scalar, unroll 16", &odd, items16, {}, 1, 16, ""},
+        {"unroll 3 stays unroll 3", &big, unroll3, {}, 4, 3, ""},
+        {"vector 4 asked for, rows of 3003", &odd, v4, {}, 1, 8, "the last dimension (3003) is not a multiple of 4"},
+        {"vector 4 asked for, p misaligned", &big, v4, {misaligned, nullptr}, 1, 8,
+         "the rows of 'p' do not all start 16-byte aligned"},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.what);
+        const KernelSpec spec = choose(mse, *row.layout, row.knobs, row.data);
+        CHECK(spec.vector_width == row.vector);
+        CHECK(spec.unroll == row.unroll);
+        if (*row.note) {
+            REQUIRE(spec.notes.size() == 1);
+            CHECK(spec.notes[0].find(row.note) != std::string::npos);
+            CHECK(spec.notes[0].find("vector width 1 is used") != std::string::npos);
+        } else {
+            CHECK(spec.notes.empty());
+        }
+    }
+
+    // The strided loop has no tiles: such knobs are noted as not applying.
+    std::vector<OperandShape> transposed{{"p", {64, 64}, {1, 64}}, {"t", {64, 64}, {}}};
+    const Layout strided_layout = plan_layout(transposed, nullptr);
+    const KernelSpec strided = choose(mse, strided_layout, items16);
+    CHECK(strided.loop == KernelSpec::Loop::Strided);
+    REQUIRE(strided.notes.size() == 1);
+    CHECK(strided.notes[0].find("the strided loop has no tiles") != std::string::npos);
+
+    // Maps sum nothing: an accumulator is noted and not used.
+    const auto map = checked("x * 2");
+    KernelKnobs f32;
+    f32.accumulator = Accumulator::Float32;
+    const KernelSpec map_spec = choose(map, contiguous_layout(map, {1024}), f32);
+    CHECK(map_spec.accumulator == Accumulator::Float64);
+    REQUIRE(map_spec.notes.size() == 1);
+    CHECK(map_spec.notes[0] == "a map sums nothing: the accumulator does not apply");
+}
+
+TEST_CASE("every knob changes the signature and the cache key; the defaults change neither") {
+    const auto program = checked("mean((p - t)^2)");
+    const auto layout = contiguous_layout(program, {1 << 20});
+    const KernelSpec defaults = choose(program, layout, {});
+    CHECK(defaults.signature() == "rows, rank 1, inner strides [1 1], vector 4, unroll 8, 256 threads/block");
+    // The old entry point gives the very same spec.
+    CHECK(KernelSpec::choose(program, layout, {}, nullptr, 256).signature() == defaults.signature());
+
+    std::vector<std::pair<std::string, KernelKnobs>> variants;
+    auto add = [&](const char* name, const std::function<void(KernelKnobs&)>& change) {
+        KernelKnobs k;
+        change(k);
+        variants.emplace_back(name, k);
+    };
+    add("defaults", [](KernelKnobs&) {});
+    add("block 512", [](KernelKnobs& k) { k.block_threads = 512; });
+    add("items 16", [](KernelKnobs& k) { k.items_per_thread = 16; });
+    add("unroll 2", [](KernelKnobs& k) { k.unroll = 2; });
+    add("vector 1", [](KernelKnobs& k) { k.vector_width = 1; });
+    add("float32", [](KernelKnobs& k) { k.accumulator = Accumulator::Float32; });
+    add("compensated", [](KernelKnobs& k) { k.accumulator = Accumulator::CompensatedFloat32; });
+    add("fast math", [](KernelKnobs& k) { k.fast_math = true; });
+    add("tuned", [](KernelKnobs& k) { k.tuned = true; });
+
+    std::set<std::string> signatures, keys;
+    for (const auto& [name, knobs] : variants) {
+        CAPTURE(name);
+        const KernelSpec spec = choose(program, layout, knobs);
+        CHECK(signatures.insert(spec.signature()).second);
+        CHECK(keys.insert(cache_key(emit_cuda(program, spec), "sm_90", spec.fast_math)).second);
+    }
+    const auto fast = choose(program, layout, variants[7].second);
+    CHECK(fast.signature().find(", fast math") != std::string::npos);
+    // Fast math enters the key through the NVRTC options too, not only through the signature line.
+    const std::string source = emit_cuda(program, defaults);
+    CHECK(cache_key(source, "sm_90", true) != cache_key(source, "sm_90", false));
+    CHECK(compile_options("sm_90", true).back() == "--use_fast_math");
+    const auto plain = compile_options("sm_90", false);
+    CHECK(std::find(plain.begin(), plain.end(), "--use_fast_math") == plain.end());
+}
+
+TEST_CASE("float64 kernels are the same bytes as before the knobs; other accumulators wrap the sink") {
+    const auto program = checked("mean((p - t)^2)");
+    const auto layout = contiguous_layout(program, {1 << 20});
+    const std::string f64 = emit_cuda(program, choose(program, layout, {}));
+    CHECK(f64.find("    lj::SumSink sum;\n") != std::string::npos);
+    CHECK(f64.find("Accumulating") == std::string::npos);
+    CHECK(f64.find("accumulators other than float64") == std::string::npos);
+
+    KernelKnobs k;
+    k.accumulator = Accumulator::CompensatedFloat32;
+    const std::string comp = emit_cuda(program, choose(program, layout, k));
+    CHECK(comp.find("    lj::Accumulating<lj::AccCompensated, lj::SumSink> sum;\n") != std::string::npos);
+    k.accumulator = Accumulator::Float32;
+    const auto grads = differentiate(program, std::vector<int>{0});
+    OperandShape out{"output", {1 << 20}, {}};
+    std::vector<OperandShape> shapes{{"p", {1 << 20}, {}}, {"t", {1 << 20}, {}}};
+    const std::string grad = emit_cuda(grads, choose(grads, plan_layout(shapes, &out), k));
+    CHECK(grad.find("    lj::Accumulating<lj::AccFloat32, lj::GradSink<Element::kGrads>> sink{grads};\n") != std::string::npos);
+}
+
+TEST_CASE("a float32 accumulator leaves no float64 sum in the loop; compensation survives fast math") {
+    const auto program = checked("mean((p - t)^2)");
+    const auto layout = contiguous_layout(program, {1 << 20});
+    auto ptx = [&](Accumulator acc, bool fast_math) {
+        KernelKnobs k;
+        k.accumulator = acc;
+        k.fast_math = fast_math;
+        const KernelSpec spec = choose(program, layout, k);
+        return compile_cuda(emit_cuda(program, spec), "compute_90", spec.fast_math).data;
+    };
+    // float64: one conversion per 16-byte load (4 lanes added in float32 first); unroll 8 here.
+    const auto f64 = ptx(Accumulator::Float64, false);
+    const auto f32 = ptx(Accumulator::Float32, false);
+    CHECK(count(f64, "cvt.f64.f32") == 8);
+    CHECK(count(f32, "cvt.f64.f32") == 1);  // the thread's total, once, for the block finish
+    // Neumaier: two more subtractions per addition, with or without fast math.
+    const auto comp = ptx(Accumulator::CompensatedFloat32, false);
+    const auto comp_fast = ptx(Accumulator::CompensatedFloat32, true);
+    const auto subs = [](const std::string& text) { return count(text, "sub.f32") + count(text, "sub.rn.f32") + count(text, "sub.ftz.f32") + count(text, "sub.rn.ftz.f32"); };
+    CHECK(subs(comp) == subs(f64) + 2 * 8);
+    CHECK(subs(comp_fast) == subs(comp));
+}
+
+TEST_CASE("every knob combination compiles with NVRTC: reductions, gradients and maps, rows and strided") {
+    const auto reduction = checked("param k = 2; mean(k * (p - t)^2 / (abs(t) + 1) + sqrt(abs(p)))");
+    const auto gradient = differentiate(reduction, std::vector<int>{0, 1});
+    const auto map = checked("clamp(x + 3, 0, 6) / 6");
+    struct Job {
+        std::string what;
+        const ir::Program* program;
+        KernelSpec spec;
+    };
+    std::vector<Job> jobs;
+    auto rows = [](const ir::Program& program, int block, int vector, int unroll) {
+        KernelSpec spec;
+        spec.block_threads = block;
+        spec.vector_width = vector;
+        spec.unroll = unroll;
+        spec.inner_strides.assign(read_inputs(program).size(), 1);
+        return spec;
+    };
+    for (const ir::Program* program : {&reduction, &gradient, &map}) {
+        const auto accs = program->is_map() ? std::vector<Accumulator>{Accumulator::Float64}
+                                            : std::vector<Accumulator>{Accumulator::Float64, Accumulator::Float32,
+                                                                       Accumulator::CompensatedFloat32};
+        // Every accumulator with and without fast math, in both loops...
+        for (Accumulator acc : accs) {
+            for (bool fast : {false, true}) {
+                KernelSpec tiled = rows(*program, 256, 4, 2);
+                KernelSpec strided;
+                strided.loop = KernelSpec::Loop::Strided;
+                strided.rank = 3;
+                for (KernelSpec* spec : {&tiled, &strided}) {
+                    spec->accumulator = acc;
+                    spec->fast_math = fast;
+                    jobs.push_back({spec->signature(), program, *spec});
+                }
+            }
+        }
+        // ...and the extremes of threads per block, vector width and unroll.
+        for (int block : {32, 1024})
+            for (auto [vector, unroll] : {std::pair{1, 1}, std::pair{4, 16}, std::pair{1, 64}})
+                jobs.push_back({"", program, rows(*program, block, vector, unroll)});
+    }
+    for (auto& job : jobs) job.what = job.spec.signature() + (job.program->is_map() ? " (map)" : "");
+    CHECK(jobs.size() >= 40);
+    // Two threads: NVRTC is thread-safe, and this machine class has two cores.
+    std::atomic<std::size_t> next{0};
+    std::vector<std::string> failures(jobs.size());
+    auto work = [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            try {
+                const auto image = compile_cuda(emit_cuda(*jobs[i].program, jobs[i].spec), "sm_90", jobs[i].spec.fast_math);
+                if (image.data.compare(0, 4, "\x7f" "ELF") != 0) failures[i] = "not a CUBIN";
+            } catch (const std::exception& e) {
+                failures[i] = e.what();
+            }
+        }
+    };
+    std::thread other(work);
+    work();
+    other.join();
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        CAPTURE(jobs[i].what);
+        CHECK(failures[i] == "");
+    }
+}
+
+TEST_CASE("the source a Loss shows carries the knobs it was compiled with") {
+    Options options;
+    options.inputs = {"p", "t"};
+    options.block_threads = 512;
+    options.items_per_thread = 8;
+    options.accumulator = Accumulator::CompensatedFloat32;
+    options.fast_math = true;
+    const auto loss = compile("mean((p - t)^2)", options);
+    const std::vector<TensorView> views{TensorView::contiguous(nullptr, {4096, 4096}), TensorView::contiguous(nullptr, {4096, 4096})};
+    const std::string source = loss.cuda_source(views);
+    CHECK(source.find("// Kernel variant: rows, rank 1, inner strides [1 1], vector 4, unroll 2, 512 threads/block, "
+                      "compensated float32 accumulator, fast math.\n") != std::string::npos);
+    CHECK_FALSE(loss.kernel_info().has_value());  // no GPU call yet
+    // compile_kernel builds with the same NVRTC options (fast math) as a launch would.
+    const auto build = loss.compile_kernel(views, "sm_90");
+    CHECK(build.key == cache_key(source, "sm_90", true));
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,271 @@
+// tuning: the store of `lossjit tune`'s winners. Keys tell programs, shapes and GPUs apart; records
+// survive a round trip through the file; a damaged file or record is ignored with a warning, never
+// fatal; writes are atomic and concurrent writers both land; knobs a caller set beat stored ones.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "pipeline.hpp"
+#include "tuning.hpp"
+
+using namespace lossjit;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::random_device r;
+        path = fs::temp_directory_path() / ("lossjit-tuning-" + std::to_string(::getpid()) + "-" + std::to_string(r()));
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+TuningRecord record(const std::string& shapes, int block = 512) {
+    TuningRecord r;
+    r.key = {"inputs: p, t\nreduction: mean\nbody: (p - t) ^ 2\n", shapes, "float32", "NVIDIA H100 80GB HBM3 (sm_90)"};
+    r.knobs.block_threads = block;
+    r.knobs.items_per_thread = 16;
+    r.knobs.vector_width = 4;
+    r.knobs.max_blocks_per_sm = 4;
+    r.knobs.accumulator = Accumulator::CompensatedFloat32;
+    r.knobs.fast_math = false;
+    r.ms = 0.171;
+    r.default_ms = 0.175;
+    r.rel_error = 3.6e-9;
+    r.variants = 48;
+    r.lossjit = "0.1.0";
+    r.nvrtc = "13.0";
+    r.when = "2026-11-22T10:00:00Z";
+    return r;
+}
+
+void write(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::binary) << text; }
+
+std::string read(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_SUITE("tuning") {
+
+TEST_CASE("keys: the program without parameter values, the shapes with strides, the GPU") {
+    auto program = [](const std::string& text) { return tuning_program_text(check(parse(text, "expr"), {})); };
+    // Layout and parameter defaults do not matter; the program does.
+    CHECK(program("param b = 1; mean(b * (p - t)^2)") == program("param b = 7;\nmean( b*(p-t)^2 )  # comment"));
+    CHECK(program("mean((p - t)^2)") != program("sum((p - t)^2)"));
+    CHECK(program("mean((p - t)^2)").find("body: (p - t) ^ 2") != std::string::npos);
+
+    const std::vector<std::string> names{"p", "t"};
+    const std::pair<std::vector<TensorView>, const char*> shapes[] = {
+        {{TensorView::contiguous(nullptr, {8192, 8192}), TensorView::contiguous(nullptr, {8192, 8192})}, "p=8192x8192 t=8192x8192"},
+        {{TensorView::contiguous(nullptr, {32768, 32768}), TensorView::contiguous(nullptr, {32768})}, "p=32768x32768 t=32768"},
+        {{TensorView{nullptr, DType::float32, {64, 32}, {1, 64}}, TensorView::contiguous(nullptr, {64, 32})}, "p=64x32@1,64 t=64x32"},
+        {{TensorView{nullptr, DType::float32, {64, 32}, {32, 1}}, TensorView::contiguous(nullptr, {})}, "p=64x32 t=scalar"},
+    };
+    for (const auto& [views, expected] : shapes) CHECK(tuning_shape_text(names, views, nullptr) == expected);
+    const OutputView strided_out{nullptr, DType::float32, {4, 4}, {1, 4}};
+    const std::vector<TensorView> one{TensorView::contiguous(nullptr, {4, 4})};
+    CHECK(tuning_shape_text(std::vector<std::string>{"x"}, one, &strided_out) == "x=4x4 output=4x4@1,4");
+
+    const TuningKey a = record("p=8x8 t=8x8").key;
+    TuningKey b = a;
+    CHECK(a.id() == b.id());
+    CHECK(a.id().size() == 16);
+    b.device = "NVIDIA H200 (sm_90)";
+    CHECK(a.id() != b.id());
+    b = a;
+    b.shapes = "p=8x8 t=8";
+    CHECK(a.id() != b.id());
+}
+
+TEST_CASE("round trip: a record written is read back, by this store and by a new one (a new process)") {
+    TempDir dir;
+    const fs::path file = dir.path / "sub" / "tuning.json";
+    TuningStore store(file, true);
+    CHECK_FALSE(store.find(record("p=8x8 t=8x8").key));  // no file yet: nothing, and no warning
+    store.put(record("p=8x8 t=8x8"));
+    store.put(record("p=16x16 t=16x16", 128));
+    store.put(record("p=8x8 t=8x8", 1024));  // replaces the first
+    CHECK(fs::exists(file));
+    for (const auto& entry : fs::directory_iterator(file.parent_path()))  // no temporary file left behind
+        CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
+
+    TuningStore later(file, false);
+    std::string warning;
+    const auto found = later.find(record("p=8x8 t=8x8").key, &warning);
+    CHECK(warning == "");
+    REQUIRE(found);
+    const TuningRecord expected = record("p=8x8 t=8x8", 1024);
+    CHECK(found->knobs == expected.knobs);
+    CHECK(found->key == expected.key);
+    CHECK(found->ms == expected.ms);
+    CHECK(found->default_ms == expected.default_ms);
+    CHECK(found->rel_error == expected.rel_error);
+    CHECK(found->variants == 48);
+    CHECK(found->when == expected.when);
+    CHECK(later.find(record("p=16x16 t=16x16").key)->knobs.block_threads == 128);
+    CHECK(later.has_program(expected.key.program, "p=16x16 t=16x16"));
+    CHECK_FALSE(later.has_program(expected.key.program, "p=32x32 t=32x32"));
+    CHECK_FALSE(later.find(record("p=32x32 t=32x32").key));
+    // Read-only (LOSSJIT_CACHE=read): reads, never writes.
+    CHECK_THROWS_WITH_AS(later.put(record("p=1 t=1")), doctest::Contains("read-only here (LOSSJIT_CACHE=read)"), UsageError);
+    CHECK(read(file).find("\"format\": 1") != std::string::npos);
+}
+
+TEST_CASE("a damaged file is ignored with one warning, never fatal; the next tune replaces it") {
+    TempDir dir;
+    const fs::path file = dir.path / "tuning.json";
+    const std::pair<std::string, const char*> table[] = {
+        {"{ not json", "is not valid JSON"},
+        {"", "is not valid JSON"},
+        {"[1, 2, 3]", "is not a format-1 tuning file"},
+        {R"({"format": 2, "records": {}})", "is not a format-1 tuning file"},
+        {R"({"format": 1})", "is not a format-1 tuning file"},
+    };
+    for (const auto& [text, message] : table) {
+        CAPTURE(text);
+        write(file, text);
+        TuningStore store(file, true);
+        std::string warning;
+        CHECK_FALSE(store.find(record("p=8x8 t=8x8").key, &warning));
+        CHECK(warning.find(file.string()) != std::string::npos);
+        CHECK(warning.find(message) != std::string::npos);
+        std::string again;
+        CHECK_FALSE(store.find(record("p=8x8 t=8x8").key, &again));
+        CHECK(again == "");  // once per store
+        store.put(record("p=8x8 t=8x8"));
+        CHECK(TuningStore(file, false).find(record("p=8x8 t=8x8").key));
+    }
+}
+
+TEST_CASE("a bad record is ignored with a warning naming it; the others are used") {
+    TempDir dir;
+    const fs::path file = dir.path / "tuning.json";
+    TuningStore(file, true).put(record("p=8x8 t=8x8"));
+    TuningStore(file, true).put(record("p=16x16 t=16x16"));
+    const std::string good_id = record("p=8x8 t=8x8").key.id();
+    const std::string bad_id = record("p=16x16 t=16x16").key.id();
+    const std::pair<std::pair<std::string, std::string>, const char*> damage[] = {
+        {{"\"block_threads\": 512", "\"block_threads\": 100"}, "threads per block must be a multiple of 32"},
+        {{"\"accumulator\": \"compensated\"", "\"accumulator\": \"float16\""}, "the accumulator is not"},
+        {{"\"vector_width\": 4", "\"vector_width\": \"four\""}, "type must be number"},
+        {{"\"shapes\": \"p=16x16 t=16x16\"", "\"shapes\": \"p=17x17 t=17x17\""}, "its id does not match its key"},
+    };
+    const std::string original = read(file);
+    for (const auto& [edit, message] : damage) {
+        CAPTURE(message);
+        // Damage only the second record (the file lists records by id, so find it by id).
+        std::string text = original;
+        const auto at = text.find("\"" + bad_id + "\"");
+        REQUIRE(at != std::string::npos);
+        const auto field = text.find(edit.first, at);
+        REQUIRE(field != std::string::npos);
+        text.replace(field, edit.first.size(), edit.second);
+        write(file, text);
+        TuningStore store(file, true);
+        std::string warning;
+        CHECK(store.find(record("p=8x8 t=8x8").key, &warning));
+        CHECK(warning.find("ignored record " + bad_id) != std::string::npos);
+        CHECK(warning.find(message) != std::string::npos);
+        CHECK(warning.find(good_id) == std::string::npos);
+    }
+}
+
+TEST_CASE("a writer's stale temporary files are cleaned, fresh ones left to their writer") {
+    TempDir dir;
+    const fs::path file = dir.path / "tuning.json";
+    const fs::path stale = dir.path / "tuning.json.tmp.1.0badf00d", fresh = dir.path / "tuning.json.tmp.2.0badf00d";
+    write(stale, "{");
+    write(fresh, "{");
+    fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+    TuningStore(file, true).put(record("p=8x8 t=8x8"));
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(fs::exists(fresh));
+}
+
+TEST_CASE("concurrent tuners both land their records") {
+    TempDir dir;
+    const fs::path file = dir.path / "tuning.json";
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            TuningStore store(file, true);  // a store per thread: as separate processes would have
+            for (int i = 0; i < 10; ++i) store.put(record(fmt::format("p={} t={}", t, i)));
+        });
+    }
+    for (auto& t : threads) t.join();
+    TuningStore reader(file, false);
+    for (int t = 0; t < 4; ++t)
+        for (int i = 0; i < 10; ++i) CHECK(reader.find(record(fmt::format("p={} t={}", t, i)).key));
+}
+
+TEST_CASE("stored knobs fill only the knobs left automatic") {
+    const TunedKnobs stored = record("").knobs;
+    Options automatic;
+    CHECK(apply_tuned(automatic, stored));
+    CHECK(automatic.block_threads == 512);
+    CHECK(automatic.items_per_thread == 16);
+    CHECK(automatic.vector_width == 4);
+    CHECK(automatic.max_blocks_per_sm == 4);
+    CHECK(automatic.accumulator == Accumulator::CompensatedFloat32);
+    CHECK(automatic.fast_math == false);
+
+    Options mine;
+    mine.block_threads = 128;
+    mine.unroll = 2;
+    mine.accumulator = Accumulator::Float64;
+    CHECK(apply_tuned(mine, stored));  // vector width, blocks per SM and fast math were automatic
+    CHECK(mine.block_threads == 128);
+    CHECK(mine.unroll == 2);
+    CHECK(mine.items_per_thread == 0);
+    CHECK(mine.accumulator == Accumulator::Float64);
+    CHECK(mine.max_blocks_per_sm == 4);
+
+    Options odd_items;  // vector 4 cannot make up 6 items: the vector width stays automatic
+    odd_items.items_per_thread = 6;
+    apply_tuned(odd_items, stored);
+    CHECK(odd_items.vector_width == 0);
+
+    Options all;
+    all.block_threads = 256;
+    all.unroll = 8;
+    all.vector_width = 1;
+    all.max_blocks_per_sm = 2;
+    all.accumulator = Accumulator::Float32;
+    all.fast_math = true;
+    CHECK_FALSE(apply_tuned(all, stored));  // nothing automatic: not tuned
+
+    CHECK(describe(stored) == "block 512, items 16 (vector 4 x unroll 4), blocks/SM 4, compensated accumulator, fast math off");
+}
+
+TEST_CASE("the store follows the kernel cache's settings") {
+    TempDir dir;
+    CacheSettings settings;
+    settings.directory = dir.path;
+    settings.disk = CacheSettings::Mode::Off;
+    CHECK(TuningStore::for_settings(settings) == nullptr);  // LOSSJIT_CACHE=off: no store at all
+    settings.disk = CacheSettings::Mode::Read;
+    auto read_only = TuningStore::for_settings(settings);
+    REQUIRE(read_only);
+    CHECK_FALSE(read_only->writable());
+    CHECK(read_only->file() == dir.path / "tuning.json");
+    settings.disk = CacheSettings::Mode::ReadWrite;
+    CHECK(TuningStore::for_settings(settings)->writable());
+    settings.directory.clear();
+    CHECK(TuningStore::for_settings(settings) == nullptr);
+}
+
+}  // TEST_SUITE
