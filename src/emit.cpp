@@ -203,6 +203,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
             throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
         spec.loop = Loop::Strided;
         spec.inner_strides.clear();
+        spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
         if (knobs.unroll > 0 || knobs.items_per_thread > 0 || knobs.vector_width > 0)
             spec.notes.push_back("an operand is not contiguous along the last dimension: the strided loop has no "
                                  "tiles, so unroll, items per thread and vector width do not apply");
@@ -277,7 +278,15 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
                static_cast<std::int64_t>(spec.block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
     }
+    spec.one_block = !program.is_map() && spec.loop == Loop::Rows && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
+}
+
+long long KernelSpec::blocks(const KernelSpec& spec, const Layout& layout) {
+    if (spec.loop == Loop::Strided) return std::max<long long>(1, (layout.count + spec.block_threads - 1) / spec.block_threads);
+    const long long inner = layout.dims.back();
+    const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
+    return inner == 0 ? 1 : (layout.count / inner) * ((inner + tile - 1) / tile);
 }
 
 std::string KernelSpec::signature() const {
@@ -287,6 +296,7 @@ std::string KernelSpec::signature() const {
     if (accumulator == Accumulator::CompensatedFloat32) knobs += ", compensated float32 accumulator";
     if (fast_math) knobs += ", fast math";
     if (tuned) knobs += ", tuned";
+    if (one_block) knobs += ", one block";
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
     if (loop == Loop::Columns)
         return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",
@@ -422,6 +432,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"SUM_SINK", sum_sink},
         {"GRAD_SINK", grad_sink},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
+        {"ONE_BLOCK", spec.one_block ? "true" : "false"},
         {"ELEMENT", element},
         {"PARAMETERS", parameters},
         {"PARAMETER_VALUES", parameter_values},

@@ -21,7 +21,7 @@ struct ReduceOut {
     double* partials;
     unsigned int* arrivals;
     float* result;
-    double divisor;
+    double scale;  // 1 / divisor
 };
 
 struct ColumnScratch {

@@ -99,6 +99,7 @@ struct LaunchPlan {
     std::unique_ptr<abi::Inputs> inputs;
     abi::Output output{};
     abi::ReduceOut reduce{};
+    double divisor = 1;               // what a reduction's sum is divided by (reduction_divisor)
     std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale
     abi::ColumnScratch columns{};     // Columns loop only
     std::size_t column_partials = 0;  // doubles of partial sums the Columns loop needs
@@ -334,16 +335,13 @@ struct Loss::Impl {
             plan.column_partials = static_cast<std::size_t>(summed * chunks * inner);
             plan.column_strips = static_cast<std::size_t>(strips);
             blocks = chunks * strip_blocks;
-        } else if (plan.spec.loop == KernelSpec::Loop::Rows) {
-            const long long inner = dims.back();
-            const long long tile = static_cast<long long>(plan.spec.block_threads) * plan.spec.unroll * plan.spec.vector_width;
-            blocks = inner == 0 ? 1 : (plan.layout.count / inner) * ((inner + tile - 1) / tile);
         } else {
-            blocks = (plan.layout.count + plan.spec.block_threads - 1) / plan.spec.block_threads;
+            blocks = KernelSpec::blocks(plan.spec, plan.layout);
         }
         plan.grid = static_cast<unsigned>(plan.spec.loop == KernelSpec::Loop::Columns
                                               ? blocks  // exactly chunks x strip blocks: the arrivals count on it
                                               : std::clamp<long long>(blocks, 1, grid_limit));
+        if (plan.spec.one_block && plan.grid != 1) throw InternalError("a one-block kernel planned with a larger grid");
 
         plan.extents = {};
         plan.extents.count = plan.layout.count;
@@ -354,7 +352,8 @@ struct Loss::Impl {
         plan.output = {};
         std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.output.strides);
         plan.reduce = {};
-        plan.reduce.divisor = prog.is_map() ? 1.0 : reduction_divisor(prog, plan.layout);
+        plan.divisor = prog.is_map() ? 1.0 : reduction_divisor(prog, plan.layout);
+        plan.reduce.scale = 1.0 / plan.divisor;
         plan.params.assign(param_values.size(), 0.0f);
         const std::size_t g = prog.derivatives.size();
         plan.grads.assign(g + kMaxRank + 2, 0);
@@ -450,7 +449,7 @@ struct Loss::Impl {
         for (std::size_t g = 0; g < g_count; ++g) p.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
         if (g_count > 0) {
             p.grads[g_count + kMaxRank] = reinterpret_cast<std::int64_t>(upstream.device);
-            const float scale = static_cast<float>(upstream.value / p.reduce.divisor);
+            const float scale = static_cast<float>(upstream.value / p.divisor);
             std::memcpy(&p.grads.back(), &scale, sizeof scale);
         }
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid, 1, 1, static_cast<unsigned>(p.spec.block_threads), 1, 1,

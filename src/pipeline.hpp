@@ -141,6 +141,7 @@ struct KernelSpec {
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
     std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
+    bool one_block = false;          // reductions: the whole input fits one block's tile, the grid is 1
     int block_threads = 256;
     // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are
     // the same bytes as before the knob existed.
@@ -164,7 +165,9 @@ struct KernelSpec {
     static KernelSpec choose(const ir::Program& program, const Layout& layout,
                              std::span<const void* const> input_data, const void* output_data,
                              const KernelKnobs& knobs);
-    std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
+    std::string signature() const;
+    // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
+    static long long blocks(const KernelSpec& spec, const Layout& layout);  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
 };
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec);
