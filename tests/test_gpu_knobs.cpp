@@ -157,7 +157,7 @@ TEST_CASE("a sweep: every variant timed and correct, fastest first" * doctest::s
     request.program = "mean((p - t)^2)";
     request.base.inputs = {"p", "t"};
     for (std::uint64_t s = 0; s < 2; ++s)
-        request.input_sets.push_back({generate(parse_generator("1024x1024"), 10 + s), generate(parse_generator("1024x1024"), 20 + s)});
+        request.input_sets.push_back({generate(parse_generator("1024x1024:uniform"), 10 + s), generate(parse_generator("1024x1024:uniform"), 20 + s)});
     request.axes = {parse_sweep_axis("block=128,256"), parse_sweep_axis("items=4,8"), parse_sweep_axis("vector=1,4")};
     request.reps = 10;
     int progress = 0;

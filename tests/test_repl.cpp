@@ -295,8 +295,12 @@ TEST_SUITE("repl") {
         CHECK(g[6].find(" registers per thread, ") != std::string::npos);  // of sum(p * t), the last expression
         CHECK(g[6].find("% occupancy)") != std::string::npos);
         CHECK(g[6].find("kernel: rows, ") != std::string::npos);
-        for (const char* variant : {"block=128 items=4", "block=128 items=8", "block=256 items=4", "block=256 items=8"})
-            CHECK(g[7].find(variant) != std::string::npos);
+        // The sweep's table: its header, four variants and the defaults, one of them marked.
+        CHECK(g[7].find("#  block  items  vector  unroll") != std::string::npos);
+        std::size_t rows = 0;
+        for (std::size_t at = g[7].find(" float64 "); at != std::string::npos; at = g[7].find(" float64 ", at + 1)) ++rows;
+        CHECK(rows == 5);
+        CHECK(g[7].find("default") != std::string::npos);
         CHECK(c[6].find("error: :regs reads the GPU kernel") != std::string::npos);
     }
 
