@@ -414,9 +414,24 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
             break;
     }
 
-    // Accumulators other than float64 wrap the sink (templates/accumulate.cuh, appended to the prelude
-    // only for them): the float64 kernels stay byte for byte what they were.
+    // The prelude, then only the pieces of scaffolding this kernel uses: its sink, its loop and, for
+    // reductions and gradients, the finish. Less for NVRTC to read, for the cache key to hash, and
+    // for a person reading `lossjit emit` to skip.
     std::string prelude(templates::prelude_cuh);
+    if (grads > 0) {
+        if (spec.loop != KernelSpec::Loop::Columns) prelude += templates::grad_sink_cuh;
+    } else {
+        prelude += program.is_map() ? templates::store_sink_cuh : templates::sum_sink_cuh;
+    }
+    switch (spec.loop) {
+        case KernelSpec::Loop::Rows: prelude += templates::rows_cuh; break;
+        case KernelSpec::Loop::Strided: prelude += templates::strided_cuh; break;
+        case KernelSpec::Loop::Columns: prelude += templates::columns_cuh; break;
+    }
+    if (!program.is_map() || grads > 0) prelude += templates::finish_cuh;  // the gradient templates name it
+
+    // Accumulators other than float64 wrap the sink (templates/accumulate.cuh, appended to the prelude
+    // only for them).
     std::string sum_sink = "lj::SumSink", grad_sink = "lj::GradSink<Element::kGrads>";
     if (!program.is_map() && spec.accumulator != Accumulator::Float64) {
         prelude += templates::accumulate_cuh;

@@ -4,7 +4,14 @@
 #include <string_view>
 
 namespace lossjit::templates {
-extern const std::string_view prelude_cuh;
+extern const std::string_view prelude_cuh;  // every kernel; then the pieces it uses:
+extern const std::string_view sum_sink_cuh;
+extern const std::string_view grad_sink_cuh;
+extern const std::string_view store_sink_cuh;
+extern const std::string_view rows_cuh;
+extern const std::string_view strided_cuh;
+extern const std::string_view columns_cuh;
+extern const std::string_view finish_cuh;
 extern const std::string_view reduce_cu;
 extern const std::string_view map_cu;
 extern const std::string_view value_and_grad_cu;

@@ -1,0 +1,135 @@
+// ---- the columns loop (gradients summed over rows) ------------------------------------------
+namespace lj {
+
+// Value and gradients where some gradients are summed over rows (F::summed(g): the input is one row
+// broadcast over all the others, like a target vector or per-class weights). Each block takes a
+// chunk of rows and walks it down one column strip at a time, BLOCK * VW columns wide, so a thread
+// keeps its columns' sums in registers; UNROLL rows are loaded before any arithmetic. Full-shape
+// gradients are stored as they are computed. Returns the thread's share of the value.
+template <int BLOCK, int UNROLL, int VW, int R, class F>
+__device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::kInputs>& in, const F& f,
+                                              const Grads<F::kGrads>& grads, const ColumnScratch& s) {
+    constexpr int N = F::kInputs;
+    constexpr int S = N > 0 ? N : 1;
+    constexpr int G = F::kGrads;
+    constexpr long long kStrip = (long long)BLOCK * VW;
+    __shared__ bool is_last;
+    const float scale = grads.total_scale();
+    const long long inner = e.dims[R - 1];
+    const long long rows = inner > 0 ? e.count / inner : 0;
+    const long long strips = (inner + kStrip - 1) / kStrip;
+    const int chunk = blockIdx.x / s.strip_blocks;
+    const long long r0 = chunk * s.chunk_rows;
+    const long long r1 = r0 + s.chunk_rows < rows ? r0 + s.chunk_rows : rows;
+    double acc = 0.0;
+    for (long long strip = blockIdx.x % s.strip_blocks; strip < strips; strip += s.strip_blocks) {
+        const long long col = strip * kStrip + (long long)threadIdx.x * VW;
+        const bool active = col < inner;  // VW == 4 only when inner % 4 == 0
+        double sums[G][VW];
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int j = 0; j < VW; ++j) sums[g][j] = 0.0;
+        for (long long r = r0; active && r < r1; r += UNROLL) {
+            float v[UNROLL][S][VW];
+            long long grad_row[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (r + u >= r1) break;
+                long long c[kMaxRank], row = r + u;
+#pragma unroll
+                for (int d = R - 2; d > 0; --d) {
+                    c[d] = row % e.dims[d];
+                    row /= e.dims[d];
+                }
+                c[0] = row;
+                grad_row[u] = offset<R - 1>(c, grads.strides);
+#pragma unroll
+                for (int k = 0; k < N; ++k) {
+                    const float* base = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
+                    if (F::inner_stride(k) == 0) {
+                        const float x = __ldg(base);
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = x;
+                    } else if (VW == 4) {
+                        const float4 q = __ldg(reinterpret_cast<const float4*>(base + col));
+                        v[u][k][0] = q.x;
+                        v[u][k][1] = q.y;
+                        v[u][k][2] = q.z;
+                        v[u][k][3] = q.w;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base + col + j);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (r + u >= r1) break;
+                typename F::Result res[VW];
+#pragma unroll
+                for (int j = 0; j < VW; ++j) {
+                    float x[S];
+#pragma unroll
+                    for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                    res[j] = f(x);
+                }
+                if (F::kReduces) {
+                    if (VW == 4) acc += (double)((res[0].value + res[1].value) + (res[2].value + res[3].value));
+                    else acc += (double)res[0].value;
+                }
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    if (F::summed(g)) {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) sums[g][j] += (double)res[j].grad[g];
+                    } else if (VW == 4) {
+                        *reinterpret_cast<float4*>(grads.ptr[g] + grad_row[u] + col) =
+                            make_float4(scale * res[0].grad[g], scale * res[1].grad[g], scale * res[2].grad[g],
+                                        scale * res[3].grad[g]);
+                    } else {
+                        grads.ptr[g][grad_row[u] + col] = scale * res[0].grad[g];
+                    }
+                }
+            }
+        }
+        // This chunk's column sums, then the strip's last block adds all chunks in chunk order.
+        int summed = 0;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (!F::summed(g)) continue;
+            if (active) {
+#pragma unroll
+                for (int j = 0; j < VW; ++j) s.partials[((long long)summed * s.chunks + chunk) * inner + col + j] = sums[g][j];
+            }
+            ++summed;
+        }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) is_last = atomicAdd(s.arrivals + strip, 1u) == (unsigned)s.chunks - 1;
+        __syncthreads();
+        if (is_last) {
+            __threadfence();
+            summed = 0;
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                if (!F::summed(g)) continue;
+                if (active) {
+#pragma unroll
+                    for (int j = 0; j < VW; ++j) {
+                        double total = 0.0;
+                        for (int c = 0; c < s.chunks; ++c)
+                            total += __ldcg(s.partials + ((long long)summed * s.chunks + c) * inner + col + j);
+                        grads.ptr[g][col + j] = (float)(total * (double)scale);
+                    }
+                }
+                ++summed;
+            }
+            if (threadIdx.x == 0) s.arrivals[strip] = 0u;
+        }
+        __syncthreads();  // is_last is rewritten for the next strip
+    }
+    return acc;
+}
+
+}  // namespace lj

@@ -1,0 +1,79 @@
+// ---- the rows loop --------------------------------------------------------------------------
+namespace lj {
+
+// Rows: every operand walks the innermost dimension with stride 1 (or 0: one value per row), so a
+// tile of the row is read with VW-wide loads and index arithmetic happens once per tile, not per
+// element. All UNROLL loads of a tile are issued before any arithmetic, to keep several in flight.
+template <int BLOCK, int UNROLL, int VW, int R, class F, class Sink>
+__device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInputs>& in, const F& f, Sink& sink) {
+    constexpr int N = F::kInputs;
+    constexpr int S = N > 0 ? N : 1;
+    constexpr long long kTile = (long long)BLOCK * UNROLL * VW;
+    const long long inner = e.dims[R - 1];
+    if (inner == 0) return;
+    const long long tiles_per_row = (inner + kTile - 1) / kTile;
+    const long long tiles = (e.count / inner) * tiles_per_row;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+        long long row = 0, col0 = t * kTile;
+        if (R > 1) {
+            row = t / tiles_per_row;
+            col0 = (t - row * tiles_per_row) * kTile;
+        }
+        long long c[kMaxRank];
+#pragma unroll
+        for (int d = R - 2; d > 0; --d) {
+            c[d] = row % e.dims[d];
+            row /= e.dims[d];
+        }
+        c[0] = row;
+        const float* base[S];
+        float fixed[S];
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            base[k] = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
+            fixed[k] = F::inner_stride(k) == 0 ? __ldg(base[k]) : 0.0f;
+        }
+        sink.template begin_row<R>(c);
+
+        float v[UNROLL][S][VW];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
+            if (col < inner) {  // VW == 4 only when inner % 4 == 0
+#pragma unroll
+                for (int k = 0; k < N; ++k) {
+                    if (F::inner_stride(k) == 0) {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
+                    } else if (VW == 4) {
+                        const float4 q = __ldg(reinterpret_cast<const float4*>(base[k] + col));
+                        v[u][k][0] = q.x;
+                        v[u][k][1] = q.y;
+                        v[u][k][2] = q.z;
+                        v[u][k][3] = q.w;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base[k] + col + j);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
+            if (col < inner) {
+                typename F::Result r[VW];
+#pragma unroll
+                for (int j = 0; j < VW; ++j) {
+                    float x[S];
+#pragma unroll
+                    for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                    r[j] = f(x);
+                }
+                sink.template put<VW>(r, col);
+            }
+        }
+    }
+}
+
+}  // namespace lj
