@@ -12,26 +12,14 @@
 #include <unistd.h>
 
 #include "paths.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string output;  // stdout and stderr together
-};
-
-Result run(const std::string& args, const std::string& env = "") {
-    const std::string command = env + " " + cli_path() + " " + args + " 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using lossjit_test::Result;
+Result run(const std::string& args, const std::string& env = "") { return lossjit_test::run_cli(args, env); }
 
 std::string example(const char* name) { return source_dir() + "/examples/" + name; }
 

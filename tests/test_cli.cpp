@@ -13,37 +13,19 @@
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string output;  // stdout and stderr together
-};
-
-Result run(const std::string& args, const std::string& env = "") {
-    const std::string command = env + " " + cli_path() + " " + args + " 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using lossjit_test::Result;
+Result run(const std::string& args, const std::string& env = "") { return lossjit_test::run_cli(args, env); }
 
 std::string example(const char* name) { return source_dir() + "/examples/" + name; }
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device r;
-        path = fs::temp_directory_path() / ("lossjit-cli-" + std::to_string(::getpid()) + "-" + std::to_string(r()));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : lossjit_test::TempDir {
+    TempDir() : lossjit_test::TempDir("lossjit-cli") {}
 };
 
 }  // namespace

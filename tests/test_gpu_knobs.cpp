@@ -16,6 +16,7 @@
 #include "lossjit/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
+#include "support.hpp"
 #include "sweep.hpp"
 
 using namespace lossjit;
@@ -45,20 +46,8 @@ struct Inputs {
 
 double rel_error(double a, double b) { return a == b ? 0.0 : std::fabs(a - b) / std::fabs(b); }
 
-struct Result {
-    int status;
-    std::string output;
-};
-
-Result run_cli(const std::string& args, const std::string& env) {
-    FILE* pipe = ::popen((env + " " + cli_path() + " " + args + " 2>&1").c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using lossjit_test::Result;
+using lossjit_test::run_cli;
 
 }  // namespace
 

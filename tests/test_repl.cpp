@@ -17,32 +17,18 @@
 
 #include "lossjit/device.hpp"
 #include "paths.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string output;  // stdout and stderr together
-};
+using lossjit_test::Result;
+using lossjit_test::read_text;
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device r;
-        path = fs::temp_directory_path() / ("lossjit-repl-" + std::to_string(::getpid()) + "-" + std::to_string(r()));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : lossjit_test::TempDir {
+    TempDir() : lossjit_test::TempDir("lossjit-repl") {}
 };
-
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 // Runs `lossjit ARGS` in `dir` with `input` on its standard input (a file, so not a terminal).
 Result run_in(const TempDir& dir, const std::string& args, const std::string& input) {
@@ -50,14 +36,8 @@ Result run_in(const TempDir& dir, const std::string& args, const std::string& in
     std::ofstream(script, std::ios::binary) << input;
     const std::string command = "cd '" + dir.path.string() + "' && LOSSJIT_CACHE_DIR='" +
                                 (dir.path / "cache").string() + "' LOSSJIT_HISTORY=off " + cli_path() + " " + args +
-                                " < stdin.txt 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer{};
-    while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+                                " < stdin.txt";
+    return lossjit_test::run_shell(command);
 }
 
 struct Step {

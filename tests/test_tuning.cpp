@@ -15,20 +15,15 @@
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 #include "tuning.hpp"
+#include "support.hpp"
 
 using namespace lossjit;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device r;
-        path = fs::temp_directory_path() / ("lossjit-tuning-" + std::to_string(::getpid()) + "-" + std::to_string(r()));
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : lossjit_test::TempDir {
+    TempDir() : lossjit_test::TempDir("lossjit-tuning") {}
 };
 
 TuningRecord record(const std::string& shapes, int block = 512) {
