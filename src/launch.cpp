@@ -283,7 +283,9 @@ struct Loss::Impl {
         if (!ws.memory) {
             const std::size_t bytes = sizeof(double) * static_cast<std::size_t>(workspace_slots()) + 32;
             ws.memory = std::make_unique<cuda::Memory>(context, bytes);
-            LOSSJIT_CU(cuMemsetD8(ws.memory->get(), 0, bytes));  // arrivals start at 0
+            // Arrivals start at 0. On the caller's stream, so the first kernel on it is ordered after
+            // the memset even when the stream does not synchronise with the legacy default stream.
+            LOSSJIT_CU(cuMemsetD32Async(ws.memory->get(), 0, bytes / 4, static_cast<CUstream>(stream)));
         }
         return ws;
     }
@@ -446,11 +448,15 @@ struct Loss::Impl {
             Workspace& ws = workspace_for(stream);
             const std::size_t bytes = sizeof(double) * p.column_partials + sizeof(unsigned) * p.column_strips;
             if (ws.columns_bytes < bytes) {
-                ws.columns.reset();  // free before allocating the larger one
+                // Earlier kernels on this stream may still use the smaller buffer: let them finish,
+                // free it, then allocate the larger one (rare: the first call of a larger layout).
+                if (ws.columns) LOSSJIT_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+                ws.columns.reset();
                 ws.columns_bytes = 0;
                 ws.columns = std::make_unique<cuda::Memory>(context, bytes);
                 ws.columns_bytes = bytes;
-                LOSSJIT_CU(cuMemsetD8(ws.columns->get(), 0, bytes));  // arrivals start at 0
+                // Arrivals start at 0 (bytes is a multiple of 4: doubles, then unsigned counters).
+                LOSSJIT_CU(cuMemsetD32Async(ws.columns->get(), 0, bytes / 4, static_cast<CUstream>(stream)));
             }
             p.columns.partials = reinterpret_cast<double*>(ws.columns->get());
             p.columns.arrivals = reinterpret_cast<unsigned int*>(ws.columns->get() + sizeof(double) * p.column_partials);
@@ -640,6 +646,24 @@ void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string>
         throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
     std::lock_guard lock(impl_->mutex);
     impl_->run_gradients(inputs, nullptr, wrt, grads, nullptr, stream, upstream);
+}
+
+std::vector<DeviceGradient> Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                                       Stream stream, Upstream upstream) {
+    if (kind() != Kind::Reduction)
+        throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
+    const auto slots = gradient_slots(impl_->program, wrt);  // unknown names fail before any allocation
+    if (inputs.size() != impl_->program.inputs.size()) shapes_of(impl_->program.inputs, inputs);  // throws
+    std::vector<DeviceGradient> out;
+    std::vector<OutputView> views;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        const Shape& shape = inputs[static_cast<std::size_t>(slots[k])].shape;
+        const auto count = static_cast<std::size_t>(std::max<std::int64_t>(element_count(shape), 1));
+        out.push_back({wrt[k], shape, DeviceBuffer(count * sizeof(float), impl_->options.device)});
+        views.push_back(out.back().view());
+    }
+    grad(inputs, wrt, views, stream, upstream);
+    return out;
 }
 
 void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,

@@ -334,6 +334,29 @@ TEST_CASE("grad() without the value, and an upstream gradient on the device" * d
                     GradCall::DeviceUpstream);
 }
 
+TEST_CASE("grad() can allocate the gradients itself" * doctest::skip(!have_gpu())) {
+    auto loss = compile(example("hinge.loss"));
+    const DeviceTensor p = make("300x200:uniform", 11), t = make("200:sign", 12);
+    const std::vector<std::string> wrt{"t", "p"};
+    const auto grads = loss.grad(std::vector<TensorView>{p.device(), t.device()}, wrt);
+    synchronize();
+    const auto reference = loss.reference_grad(std::vector<TensorView>{p.host.view(), t.host.view()}, wrt);
+    REQUIRE(grads.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+        CAPTURE(wrt[k]);
+        CHECK(grads[k].input == wrt[k]);
+        CHECK(grads[k].shape == reference[k].shape);
+        std::vector<float> gpu(reference[k].values.size());
+        grads[k].buffer.download(gpu.data(), gpu.size() * sizeof(float));
+        double scale = 0, worst = 0;
+        for (double r : reference[k].values) scale = std::max(scale, std::fabs(r));
+        for (std::size_t i = 0; i < gpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - reference[k].values[i]));
+        CHECK(worst <= 1e-5 * scale);
+    }
+    const std::vector<std::string> unknown{"q"};
+    CHECK_THROWS_AS(loss.grad(std::vector<TensorView>{p.device(), t.device()}, unknown), UsageError);
+}
+
 TEST_CASE("the backward of a map: upstream tensor times the derivatives" * doctest::skip(!have_gpu())) {
     check_gradients(example("hardsigmoid.loss"), {{"x", "1000x1000:normal"}}, {"x"});
     check_gradients("x * sigmoid(y) + exp(-x)", {{"x", "300x257:normal"}, {"y", "300x257:normal"}}, {"y", "x"});

@@ -92,6 +92,14 @@ struct ReferenceGradient {
 
 using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
 
+// A gradient in device memory that Loss::grad allocated: float32, contiguous, the input's shape.
+struct DeviceGradient {
+    std::string input;
+    Shape shape;
+    DeviceBuffer buffer;
+    OutputView view() const { return OutputView::contiguous(buffer.data(), shape); }
+};
+
 // The gradient flowing into a reduction from what is computed after it (d final / d loss): a
 // number, times a float32 device scalar if `device` is set (read by the kernel, so it may be
 // produced by earlier work on the same stream without a host sync).
@@ -184,6 +192,10 @@ public:
     // The same kernel without keeping the value.
     void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
               Stream stream = nullptr, Upstream upstream = {});
+    // The same, into device memory this call allocates (on the loss's device): one gradient per
+    // input in `wrt`, each of that input's shape. The buffers are ready once `stream` gets there.
+    std::vector<DeviceGradient> grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                                     Stream stream = nullptr, Upstream upstream = {});
     // Map: the vector-Jacobian product with `upstream`, a float32 device tensor of the output's shape
     // (what y.backward(upstream) gives in torch), in one pass over the inputs and `upstream`.
     void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
