@@ -182,9 +182,9 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     bool any_summed = false;
     for (const auto& d : program.derivatives) {
         const OperandAccess& access = layout.inputs[static_cast<std::size_t>(d.input)];
-        bool broadcast = false;  // read through a zero stride along some dimension the output walks
-        for (std::size_t dim = 0; dim <= inner; ++dim)
-            broadcast = broadcast || (access.strides[dim] == 0 && layout.dims[dim] > 1);
+        // By the input's own shape, not its strides: a full-shape view with zero strides (torch's
+        // expand) has one gradient element per element, stored where the output walks.
+        const bool broadcast = access.elements < layout.count;
         if (broadcast) {
             bool row = access.strides[inner] == 1 && layout.count > 0;
             for (std::size_t dim = 0; dim < inner; ++dim) row = row && access.strides[dim] == 0;
@@ -244,6 +244,18 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     // Items per thread that four lanes cannot make up ask for scalar accesses.
     if (knobs.vector_width == 0 && knobs.items_per_thread % 4 != 0) vector = false;
     spec.vector_width = vector ? 4 : 1;
+    // The columns loop gives each thread vector_width columns of a strip; narrow rows would leave most
+    // of a large block idle, so the block shrinks to the columns there are (in warps, at least 64).
+    if (spec.loop == Loop::Columns) {
+        const long long lanes = (layout.dims[inner] + spec.vector_width - 1) / spec.vector_width;
+        int threads = spec.block_threads;
+        while (threads > 64 && threads / 2 >= lanes) threads /= 2;
+        if (threads != spec.block_threads) {
+            spec.notes.push_back(fmt::format("{} threads per block for {} columns of {} ({} per thread)", threads,
+                                             layout.dims[inner], spec.block_threads, spec.vector_width));
+            spec.block_threads = threads;
+        }
+    }
 
     if (knobs.unroll > 0) {
         spec.unroll = knobs.unroll;

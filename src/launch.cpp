@@ -47,8 +47,15 @@ struct Variant {
 
 struct Workspace {  // per stream: concurrent calls on different streams must not share partials
     std::unique_ptr<cuda::Memory> memory;  // partials (double), then arrivals, then result
-    std::unique_ptr<cuda::Memory> columns;  // the columns loop's partial sums, then its arrival counters
-    std::size_t columns_bytes = 0;
+    // The columns loop's arrival counters (column_strips of them, at offset 0), then its partial sums.
+    // Kernels leave every counter at 0, and the counters never move, so plans of other sizes can
+    // share the buffer; it is cleared only when it is allocated.
+    std::unique_ptr<cuda::Memory> columns;
+    std::size_t column_strips = 0, column_partials = 0;  // capacities
+    unsigned int* column_arrivals() const { return reinterpret_cast<unsigned int*>(columns->get()); }
+    double* column_sums() const {
+        return reinterpret_cast<double*>(columns->get() + sizeof(double) * ((column_strips + 1) / 2));
+    }
     double* partials() const { return reinterpret_cast<double*>(memory->get()); }
     unsigned int* arrivals(int slots) const { return reinterpret_cast<unsigned int*>(memory->get() + sizeof(double) * static_cast<std::size_t>(slots)); }
     float* result(int slots) const { return reinterpret_cast<float*>(memory->get() + sizeof(double) * static_cast<std::size_t>(slots) + 16); }
@@ -108,6 +115,17 @@ struct LaunchPlan {
     std::vector<void*> args;
     std::vector<const void*> checked;  // pointers already found to be memory of this device
 };
+
+// Row-major contiguous: no strides given, or the row-major ones (extent-1 dimensions may have any
+// stride, as torch gives them).
+bool is_dense(const Shape& shape, const std::vector<std::int64_t>& strides) {
+    if (strides.empty()) return true;
+    if (strides.size() != shape.size()) return false;
+    const auto dense = contiguous_strides(shape);
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && strides[d] != dense[d]) return false;
+    return true;
+}
 
 unsigned alignment_of(std::span<const TensorView> inputs, const OutputView* output) {
     unsigned bits = 0;
@@ -411,6 +429,14 @@ struct Loss::Impl {
         cuda::ScopedContext scope(*context);
         if (!plan_matches(p, inputs, output)) make_plan(prog, variant, p, inputs, output);
         last_plan = &p;
+        // Nothing to differentiate: every gradient is 0, also those of broadcast inputs, which have
+        // elements of their own ([C] against [0, C]).
+        if (p.layout.count == 0) {
+            for (const auto& g : grads)
+                if (g.numel() > 0)
+                    LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(g.data), 0,
+                                                static_cast<std::size_t>(g.numel()), static_cast<CUstream>(stream)));
+        }
         if (prog.is_map() && p.layout.count == 0) return;  // an empty map has nothing to write
 
         // A host pointer or another device's memory would fault inside the kernel and poison the
@@ -446,20 +472,22 @@ struct Loss::Impl {
         }
         if (p.spec.loop == KernelSpec::Loop::Columns) {
             Workspace& ws = workspace_for(stream);
-            const std::size_t bytes = sizeof(double) * p.column_partials + sizeof(unsigned) * p.column_strips;
-            if (ws.columns_bytes < bytes) {
+            if (ws.column_strips < p.column_strips || ws.column_partials < p.column_partials) {
                 // Earlier kernels on this stream may still use the smaller buffer: let them finish,
                 // free it, then allocate the larger one (rare: the first call of a larger layout).
                 if (ws.columns) LOSSJIT_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
                 ws.columns.reset();
-                ws.columns_bytes = 0;
+                const std::size_t strips = std::max(ws.column_strips, p.column_strips);
+                const std::size_t partials = std::max(ws.column_partials, p.column_partials);
+                const std::size_t bytes = sizeof(double) * ((strips + 1) / 2 + partials);
+                ws.column_strips = ws.column_partials = 0;
                 ws.columns = std::make_unique<cuda::Memory>(context, bytes);
-                ws.columns_bytes = bytes;
-                // Arrivals start at 0 (bytes is a multiple of 4: doubles, then unsigned counters).
+                ws.column_strips = strips;
+                ws.column_partials = partials;
                 LOSSJIT_CU(cuMemsetD32Async(ws.columns->get(), 0, bytes / 4, static_cast<CUstream>(stream)));
             }
-            p.columns.partials = reinterpret_cast<double*>(ws.columns->get());
-            p.columns.arrivals = reinterpret_cast<unsigned int*>(ws.columns->get() + sizeof(double) * p.column_partials);
+            p.columns.partials = ws.column_sums();
+            p.columns.arrivals = ws.column_arrivals();
         }
         const std::size_t g_count = grads.size();
         for (std::size_t g = 0; g < g_count; ++g) p.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
@@ -498,13 +526,14 @@ struct Loss::Impl {
             const auto& input = inputs[static_cast<std::size_t>(variant.program.derivatives[k].input)];
             const auto& g = grads[k];
             check_data(fmt::format("the gradient of '{}'", wrt[k]), g.dtype, g.data, g.numel());
-            const bool contiguous = g.strides.empty() || g.strides == contiguous_strides(g.shape);
-            if (g.shape != input.shape || !contiguous)
+            if (g.shape != input.shape || !is_dense(g.shape, g.strides))
                 throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of its shape [{}]",
                                              wrt[k], fmt::join(input.shape, ", ")));
-            if (input.shape == shape) {
+            // One gradient element per element (the input's own shape may still differ, e.g. [1, C]
+            // against [C]): stored where the output walks, with 16-byte stores if all are aligned.
+            if (element_count(input.shape) == element_count(shape)) {
                 if (!least_aligned || reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) least_aligned = &g;
-            } else if (!input.strides.empty() && input.strides != contiguous_strides(input.shape)) {
+            } else if (!is_dense(input.shape, input.strides)) {
                 throw UsageError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
                                              "needs a contiguous tensor", wrt[k], fmt::join(shape, ", ")));
             }

@@ -132,7 +132,10 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
         a.contiguous = layout.count <= 1 || s == dense;
         return a;
     };
-    for (std::size_t k = 0; k < inputs.size(); ++k) layout.inputs.push_back(access(strides[k]));
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        layout.inputs.push_back(access(strides[k]));
+        layout.inputs.back().elements = element_count(inputs[k].shape);
+    }
     if (output) layout.output = access(strides.back());
     layout.dims = std::move(dims);
     return layout;

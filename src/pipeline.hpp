@@ -76,6 +76,7 @@ struct OperandShape {
 
 struct OperandAccess {
     bool contiguous = true;  // element i lives at offset i: no index arithmetic at all
+    std::int64_t elements = 0;  // of the operand's own shape (less than Layout::count: broadcast)
     std::array<std::int64_t, kMaxRank> strides{};  // per collapsed dim; 0 where broadcast
 };
 

@@ -334,6 +334,47 @@ TEST_CASE("grad() without the value, and an upstream gradient on the device" * d
                     GradCall::DeviceUpstream);
 }
 
+TEST_CASE("gradients: one Loss across layouts, expanded views, empty batches, narrow rows" * doctest::skip(!have_gpu())) {
+    auto loss = compile(example("hinge.loss"));
+    const std::vector<std::string> wrt{"p", "t"};
+    auto check = [&](const std::vector<TensorView>& device, const std::vector<TensorView>& host) {
+        const auto grads = loss.grad(device, wrt);
+        synchronize();
+        const auto reference = loss.reference_grad(host, wrt);
+        for (std::size_t k = 0; k < wrt.size(); ++k) {
+            CAPTURE(wrt[k]);
+            std::vector<float> gpu(reference[k].values.size());
+            if (!gpu.empty()) grads[k].buffer.download(gpu.data(), gpu.size() * sizeof(float));
+            double scale = 0;
+            for (double r : reference[k].values) scale = std::max(scale, std::fabs(r));
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < gpu.size(); ++i)
+                if (!(std::fabs(gpu[i] - reference[k].values[i]) <= 1e-5 * scale)) ++bad;
+            CHECK(bad == 0);
+        }
+    };
+    // Larger, smaller, larger again: the per-column counters must not meet the earlier sums.
+    for (const char* rows : {"1000", "100", "3000", "7"}) {
+        CAPTURE(rows);
+        const DeviceTensor p = make(std::string(rows) + "x512:uniform", 21), t = make("512:sign", 22);
+        check({p.device(), t.device()}, {p.host.view(), t.host.view()});
+    }
+    // Narrow rows: the block shrinks to the columns there are.
+    const DeviceTensor p10 = make("3001x10:uniform", 23), t10 = make("10:sign", 24);
+    check({p10.device(), t10.device()}, {p10.host.view(), t10.host.view()});
+    // An expanded view (torch's t.expand(N, C): shape [N, C], strides [0, 1]) is a full-shape input.
+    const DeviceTensor p2 = make("64x32:uniform", 25), t2 = make("32:sign", 26);
+    const TensorView expanded_device{t2.device().data, DType::float32, {64, 32}, {0, 1}};
+    const TensorView expanded_host{t2.host.values.data(), DType::float32, {64, 32}, {0, 1}};
+    check({p2.device(), expanded_device}, {p2.host.view(), expanded_host});
+    // An empty batch: the broadcast input still has elements, and its gradient is zeros.
+    DeviceBuffer none(16);
+    const DeviceTensor t3 = make("32:sign", 27);
+    std::vector<float> empty;
+    check({TensorView::contiguous(none.data(), {0, 32}), t3.device()},
+          {TensorView::contiguous(empty.data(), {0, 32}), t3.host.view()});
+}
+
 TEST_CASE("grad() can allocate the gradients itself" * doctest::skip(!have_gpu())) {
     auto loss = compile(example("hinge.loss"));
     const DeviceTensor p = make("300x200:uniform", 11), t = make("200:sign", 12);

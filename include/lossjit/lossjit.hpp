@@ -47,7 +47,8 @@ struct Options {
     // Kernel variant knobs (docs/tuning.md). Checked by compile() (UsageError). A knob left at 0 /
     // Auto / unset takes the value `lossjit tune` stored for this program, input shapes and GPU, if
     // any (see use_tuning), else the built-in default; a knob that is set always wins.
-    int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256
+    int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256 (small fused gradient
+                                // programs: 1024; the columns loop narrows it to the columns there are)
     int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
     int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
     int vector_width = 0;       // 1, or 4 (16-byte loads and stores) where layout and alignment allow; default 4 there
@@ -193,7 +194,9 @@ public:
     void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
               Stream stream = nullptr, Upstream upstream = {});
     // The same, into device memory this call allocates (on the loss's device): one gradient per
-    // input in `wrt`, each of that input's shape. The buffers are ready once `stream` gets there.
+    // input in `wrt`, each of that input's shape. The kernel runs on `stream`: synchronise it before
+    // reading the buffers (DeviceBuffer::download copies on the legacy stream). It allocates on every
+    // call; a training loop should pass its own views to the overload above.
     std::vector<DeviceGradient> grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                      Stream stream = nullptr, Upstream upstream = {});
     // Map: the vector-Jacobian product with `upstream`, a float32 device tensor of the output's shape

@@ -196,6 +196,7 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
     const HostTensor ones{shape, std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f)};
     auto reference = [&] { return map ? loss.reference_grad(host_views, grads, ones.view()) : loss.reference_grad(host_views, grads); };
 
+    (void)loss.derivatives(grads);  // an unknown or repeated name: the library's message, before any work
     std::vector<lossjit::ReferenceGradient> result;
     std::string where = "CPU reference, float64";
     if (gpu) {

@@ -1011,6 +1011,10 @@ void Repl::cmd_sweep(const std::string& arg) {
     SweepRequest request;
     request.program = c.entry->text;
     request.base = c.entry->options;
+    for (auto& p : request.base.params) {  // the values now, not those of the first compile
+        const auto it = std::find_if(params_.begin(), params_.end(), [&](const Param& q) { return q.name == p.name; });
+        if (it != params_.end()) p.value = it->value;
+    }
     request.axes = std::move(axes);
     request.reps = 10;
     std::vector<HostTensor> inputs;
