@@ -93,105 +93,71 @@ struct Roofline {
         module = std::make_unique<cuda::Module>(cuda::Context::for_device(0), image.data);
     }
 
+    // Times `name` (arguments `args`) for each launch shape and keeps the fastest in `best`, as GB/s
+    // of `bytes` moved per launch. A one-shot kernel (one tile of 2 x block float4s per block, no
+    // loop) gets the grid that covers `n4` float4s; a looping one sms x blocks_per_sm blocks.
+    void fastest(json& best, const char* name, void** args, long long n4, double bytes, bool oneshot,
+                 std::initializer_list<int> blocks, std::initializer_list<int> per_sms, int reps) {
+        const CUfunction f = module->function(name);
+        const std::vector<int> shapes = oneshot ? std::vector<int>{0} : std::vector<int>(per_sms);
+        for (int block : blocks) {
+            for (int per_sm : shapes) {
+                if (block * per_sm > 2048) continue;  // more threads than an SM holds
+                const auto grid = static_cast<unsigned>(oneshot ? (n4 + 2 * block - 1) / (2 * block) : sms * per_sm);
+                const double ms = time_ms([&] {
+                    LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
+                }, reps);
+                const double gbps = bytes / (ms * 1e6);
+                if (gbps <= best["gbps"].get<double>()) continue;
+                best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}};
+                if (!oneshot) best["blocks_per_sm"] = per_sm;
+            }
+        }
+    }
+
     // Best read rate (GB/s) over variants of unroll, block size and blocks per SM.
     json read(const DeviceBuffer& buffer, int reps) {
         json best = {{"gbps", 0.0}};
-        const long long n4 = static_cast<long long>(buffer.size() / 16);
         DeviceBuffer sink(64);
-        for (const char* name : {"read_u1", "read_u2", "read_u4", "read_u8", "read_cs_u4", "read_cs_u8"}) {
-            const CUfunction f = module->function(name);
-            for (int block : {256, 512, 1024}) {
-                for (int per_sm : {2, 4, 8}) {
-                    if (block * per_sm > 2048) continue;
-                    unsigned grid = static_cast<unsigned>(sms * per_sm);
-                    void* p = buffer.data();
-                    void* s = sink.data();
-                    long long n = n4;
-                    void* args[] = {&p, &n, &s};
-                    const double ms = time_ms([&] {
-                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
-                    }, reps);
-                    const double gbps = static_cast<double>(buffer.size()) / (ms * 1e6);
-                    if (gbps > best["gbps"].get<double>())
-                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}, {"blocks_per_sm", per_sm}};
-                }
-            }
-        }
+        void* p = buffer.data();
+        void* s = sink.data();
+        long long n = static_cast<long long>(buffer.size() / 16);
+        void* args[] = {&p, &n, &s};
+        for (const char* name : {"read_u1", "read_u2", "read_u4", "read_u8", "read_cs_u4", "read_cs_u8"})
+            fastest(best, name, args, n, static_cast<double>(buffer.size()), false, {256, 512, 1024}, {2, 4, 8}, reps);
         return best;
     }
 
+    // Best copy rate (GB/s, read + write): cuMemcpyDtoD and copy kernels.
     json copy(const DeviceBuffer& in, const DeviceBuffer& out, int reps) {
-        json best = {{"gbps", 0.0}};
-        const long long n4 = static_cast<long long>(in.size() / 16);
-        {
-            const double ms = time_ms([&] {
-                LOSSJIT_CU(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out.data()),
-                                             reinterpret_cast<CUdeviceptr>(in.data()), in.size(), nullptr));
-            }, reps);
-            best = {{"gbps", 2.0 * static_cast<double>(in.size()) / (ms * 1e6)}, {"ms", ms}, {"kernel", "cuMemcpyDtoDAsync"}};
-        }
-        for (int block : {256, 512, 1024}) {
-            const CUfunction f = module->function("copy_oneshot_u2");
-            const unsigned grid = static_cast<unsigned>((n4 + 2 * block - 1) / (2 * block));
-            void* i = in.data();
-            void* o = out.data();
-            long long n = n4;
-            void* args[] = {&i, &o, &n};
-            const double ms = time_ms([&] {
-                LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
-            }, reps);
-            const double gbps = 2.0 * static_cast<double>(in.size()) / (ms * 1e6);
-            if (gbps > best["gbps"].get<double>())
-                best = {{"gbps", gbps}, {"ms", ms}, {"kernel", "copy_oneshot_u2"}, {"block", block}};
-        }
-        for (const char* name : {"copy_u1", "copy_u2", "copy_u4"}) {
-            const CUfunction f = module->function(name);
-            for (int block : {256, 512}) {
-                for (int per_sm : {2, 4, 8}) {
-                    unsigned grid = static_cast<unsigned>(sms * per_sm);
-                    void* i = in.data();
-                    void* o = out.data();
-                    long long n = n4;
-                    void* args[] = {&i, &o, &n};
-                    const double ms = time_ms([&] {
-                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
-                    }, reps);
-                    const double gbps = 2.0 * static_cast<double>(in.size()) / (ms * 1e6);  // read + write
-                    if (gbps > best["gbps"].get<double>())
-                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}, {"blocks_per_sm", per_sm}};
-                }
-            }
-        }
+        const double bytes = 2.0 * static_cast<double>(in.size());
+        const double ms = time_ms([&] {
+            LOSSJIT_CU(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(out.data()),
+                                         reinterpret_cast<CUdeviceptr>(in.data()), in.size(), nullptr));
+        }, reps);
+        json best = {{"gbps", bytes / (ms * 1e6)}, {"ms", ms}, {"kernel", "cuMemcpyDtoDAsync"}};
+        void* i = in.data();
+        void* o = out.data();
+        long long n = static_cast<long long>(in.size() / 16);
+        void* args[] = {&i, &o, &n};
+        fastest(best, "copy_oneshot_u2", args, n, bytes, true, {256, 512, 1024}, {}, reps);
+        for (const char* name : {"copy_u1", "copy_u2", "copy_u4"})
+            fastest(best, name, args, n, bytes, false, {256, 512}, {2, 4, 8}, reps);
         return best;
     }
+
     // Best rate (GB/s, reads + writes) of c = a + b, each of `bytes`: the traffic of a fused loss and gradient.
     json add(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c, std::size_t bytes, int reps) {
         json best = {{"gbps", 0.0}};
-        const long long n4 = static_cast<long long>(bytes / 16);
-        for (const char* name : {"add_oneshot_u2", "add_u1", "add_u2", "add_u4"}) {
-            const CUfunction f = module->function(name);
-            const bool oneshot = std::string_view(name) == "add_oneshot_u2";
-            for (int block : {256, 512}) {
-                for (int per_sm : {2, 4, 8}) {
-                    if (oneshot && per_sm != 2) continue;
-                    const unsigned grid = oneshot ? static_cast<unsigned>((n4 + 2 * block - 1) / (2 * block))
-                                                  : static_cast<unsigned>(sms * per_sm);
-                    void* pa = a.data();
-                    void* pb = b.data();
-                    void* pc = c.data();
-                    long long n = n4;
-                    void* args[] = {&pa, &pb, &pc, &n};
-                    const double ms = time_ms([&] {
-                        LOSSJIT_CU(cuLaunchKernel(f, grid, 1, 1, static_cast<unsigned>(block), 1, 1, 0, nullptr, args, nullptr));
-                    }, reps);
-                    const double gbps = 3.0 * static_cast<double>(bytes) / (ms * 1e6);
-                    if (gbps > best["gbps"].get<double>()) {
-                        best = {{"gbps", gbps}, {"ms", ms}, {"kernel", name}, {"block", block}};
-                        if (!oneshot) best["blocks_per_sm"] = per_sm;
-                    }
-                }
-            }
-        }
+        void* pa = a.data();
+        void* pb = b.data();
+        void* pc = c.data();
+        long long n = static_cast<long long>(bytes / 16);
+        void* args[] = {&pa, &pb, &pc, &n};
+        const double moved = 3.0 * static_cast<double>(bytes);
+        fastest(best, "add_oneshot_u2", args, n, moved, true, {256, 512}, {}, reps);
+        for (const char* name : {"add_u1", "add_u2", "add_u4"})
+            fastest(best, name, args, n, moved, false, {256, 512}, {2, 4, 8}, reps);
         return best;
     }
 };

@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -72,15 +73,22 @@ std::vector<OperandShape> shapes_of(const std::vector<std::string>& names, std::
     return shapes;
 }
 
-void check_data(std::string_view name, DType dtype, const void* data, std::int64_t numel) {
+// `name`: a string, or a callable making one; called only for an error message, so a per-call check
+// formats nothing.
+template <class Name>
+void check_data(const Name& name, DType dtype, const void* data, std::int64_t numel) {
+    auto text = [&]() -> std::string {
+        if constexpr (std::is_invocable_v<const Name&>) return name();
+        else return std::string(name);
+    };
     // A DType outside the enum (a cast, a stale ABI) is the caller's mistake, not an internal one.
     if (dtype != DType::float32 && dtype != DType::float64)
-        throw UsageError(fmt::format("'{}' has an unknown dtype ({})", name, static_cast<int>(dtype)));
+        throw UsageError(fmt::format("'{}' has an unknown dtype ({})", text(), static_cast<int>(dtype)));
     if (dtype != DType::float32)
-        throw UsageError(fmt::format("'{}' is {}; lossjit computes in float32 and needs float32 tensors", name, to_string(dtype)));
-    if (numel > 0 && data == nullptr) throw UsageError(fmt::format("'{}' has no data (a null pointer)", name));
+        throw UsageError(fmt::format("'{}' is {}; lossjit computes in float32 and needs float32 tensors", text(), to_string(dtype)));
+    if (numel > 0 && data == nullptr) throw UsageError(fmt::format("'{}' has no data (a null pointer)", text()));
     if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0)
-        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes (address {}): float32 data must be", name, data));
+        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes (address {}): float32 data must be", text(), data));
 }
 
 
@@ -171,10 +179,10 @@ struct Loss::Impl {
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
     // The names of what a kernel of `prog` reads: the program's inputs, and a map's upstream gradient.
-    std::vector<std::string> operand_names(const ir::Program& prog) const {
-        auto names = prog.inputs;
-        if (prog.is_map() && !prog.derivatives.empty()) names.push_back("upstream");
-        return names;
+    // Made once at compile(): every call validates its operands by these names.
+    std::vector<std::string> inputs_and_upstream;
+    const std::vector<std::string>& operand_names(const ir::Program& prog) const {
+        return prog.is_map() && !prog.derivatives.empty() ? inputs_and_upstream : prog.inputs;
     }
 
     Layout layout_for(std::span<const TensorView> inputs, const OutputView* output) const {
@@ -442,25 +450,27 @@ struct Loss::Impl {
         // A host pointer or another device's memory would fault inside the kernel and poison the
         // context; ask the driver once per new pointer (a training loop reuses its buffers).
         std::size_t check_slot = 0;
-        auto check_pointer = [&](const std::string& name, const void* data, bool empty) {
+        // `name` makes the error message's name, only for a pointer not seen before.
+        auto check_pointer = [&](auto&& name, const void* data, bool empty) {
             const void*& seen = p.checked[check_slot++];
             if (empty || data == seen) return;
-            check_device_pointer(name, data);
+            check_device_pointer(name(), data);
             seen = data;
         };
-        const auto names = operand_names(prog);
+        const auto& names = operand_names(prog);
         p.checked.resize(p.slots.size() + grads.size() + 3, nullptr);
         for (std::size_t k = 0; k < p.slots.size(); ++k) {
             const auto& view = inputs[static_cast<std::size_t>(p.slots[k])];
-            check_pointer(fmt::format("'{}'", names[static_cast<std::size_t>(p.slots[k])]), view.data,
-                          p.layout.count == 0);
+            check_pointer([&] { return fmt::format("'{}'", names[static_cast<std::size_t>(p.slots[k])]); },
+                          view.data, p.layout.count == 0);
             p.inputs->set_pointer(k, view.data);
         }
         for (std::size_t g = 0; g < grads.size(); ++g)
-            check_pointer(fmt::format("the gradient {}", g), grads[g].data, p.layout.count == 0);
-        if (map_forward) check_pointer("the output", output->data, p.layout.count == 0);
-        if (result) check_pointer("the result pointer", result, false);
-        if (upstream.device) check_pointer("the upstream gradient", upstream.device, false);
+            check_pointer([&] { return fmt::format("the gradient {}", g); }, grads[g].data, p.layout.count == 0);
+        auto named = [](const char* text) { return [text] { return std::string(text); }; };
+        if (map_forward) check_pointer(named("the output"), output->data, p.layout.count == 0);
+        if (result) check_pointer(named("the result pointer"), result, false);
+        if (upstream.device) check_pointer(named("the upstream gradient"), upstream.device, false);
         for (std::size_t i = 0; i < param_values.size(); ++i) p.params[i] = static_cast<float>(param_values[i]);
         if (map_forward) {
             p.output.ptr = output->data;
@@ -525,7 +535,7 @@ struct Loss::Impl {
         for (std::size_t k = 0; k < wrt.size(); ++k) {
             const auto& input = inputs[static_cast<std::size_t>(variant.program.derivatives[k].input)];
             const auto& g = grads[k];
-            check_data(fmt::format("the gradient of '{}'", wrt[k]), g.dtype, g.data, g.numel());
+            check_data([&] { return fmt::format("the gradient of '{}'", wrt[k]); }, g.dtype, g.data, g.numel());
             if (g.shape != input.shape || !is_dense(g.shape, g.strides))
                 throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of its shape [{}]",
                                              wrt[k], fmt::join(input.shape, ", ")));
@@ -562,7 +572,7 @@ struct Loss::Impl {
     void check_inputs(std::span<const TensorView> inputs) const { check_operands(program, inputs); }
 
     void check_operands(const ir::Program& prog, std::span<const TensorView> inputs) const {
-        const auto names = operand_names(prog);
+        const auto& names = operand_names(prog);
         if (inputs.size() != names.size()) shapes_of(names, inputs);  // throws the message
         for (std::size_t k = 0; k < inputs.size(); ++k)
             check_data(names[k], inputs[k].dtype, inputs[k].data, inputs[k].numel());
@@ -587,6 +597,8 @@ Loss compile(std::string_view source, Options options) {
     impl.timings.check_ms = ms_since(start);
 
     for (const auto& p : impl.program.params) impl.param_values.push_back(p.default_value);
+    impl.inputs_and_upstream = impl.program.inputs;
+    impl.inputs_and_upstream.push_back("upstream");
     impl.options = std::move(options);
     return loss;
 }
