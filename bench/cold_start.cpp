@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
             loss.evaluate(views, r);
             row["wall_ms"] = ms_since(start);
             const auto& tm = loss.timings();
-            row["cache"] = tm.cache;
+            row["cache"] = tm.cache ? std::string(lossjit::to_string(*tm.cache)) : std::string();
             row["cache_ms"] = tm.cache_ms;  // the lookup (and NVRTC, when it compiles)
             row["device_ms"] = tm.device_ms;
             row["nvrtc_ms"] = tm.nvrtc_ms;

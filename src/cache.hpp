@@ -14,11 +14,9 @@
 #include <vector>
 
 #include "compile.hpp"
+#include "lossjit/cache_outcome.hpp"
 
 namespace lossjit {
-
-enum class CacheOutcome { Memory, Disk, Compiled };
-std::string_view to_string(CacheOutcome outcome);
 
 struct CacheLookup {
     std::shared_ptr<const KernelImage> image;

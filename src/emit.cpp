@@ -189,7 +189,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
             bool row = access.strides[inner] == 1 && layout.count > 0;
             for (std::size_t dim = 0; dim < inner; ++dim) row = row && access.strides[dim] == 0;
             if (!row)
-                throw UsageError(fmt::format(
+                throw UnsupportedError(fmt::format(
                     "the gradient of '{}' sums over a broadcast that is not one row repeated over all others; on "
                     "the GPU only that pattern (e.g. a vector [C] against [N, C]) is supported so far "
                     "(reference_grad computes any)", program.inputs[static_cast<std::size_t>(d.input)]));

@@ -276,7 +276,7 @@ struct Loss::Impl {
         const CacheLookup lookup = KernelCache::process().get(source, target, spec.fast_math);
         timings.cache_ms = ms_since(start);
         timings.nvrtc_ms = lookup.compile_ms;
-        timings.cache = std::string(to_string(lookup.outcome));
+        timings.cache = lookup.outcome;
         timings.cache_warning = lookup.warning;
         timings.target = target;
 
@@ -832,7 +832,7 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::
     build.target = normalize_target(target);
     const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
     build.key = lookup.key;
-    build.cache = std::string(to_string(lookup.outcome));
+    build.cache = lookup.outcome;
     build.image_bytes = lookup.image->data.size();
     build.nvrtc_ms = lookup.compile_ms;
     build.warning = lookup.warning;

@@ -333,7 +333,7 @@ TEST_CASE("timings add up") {
     const auto& t = loss.timings();
     CHECK(t.parse_ms > 0);
     CHECK(t.total_ms() == doctest::Approx(t.parse_ms + t.check_ms));
-    CHECK(t.cache.empty());  // no kernel prepared yet
+    CHECK(!t.cache);  // no kernel prepared yet
 }
 
 }  // TEST_SUITE

@@ -42,6 +42,14 @@ public:
     using Error::Error;
 };
 
+// A valid request that lossjit cannot carry out yet where it was asked (e.g. a gradient over a
+// broadcast pattern the GPU kernels do not sum; the CPU reference computes it). Callers that can
+// fall back catch this type; they never need to read the message.
+class UnsupportedError : public UsageError {
+public:
+    using UsageError::UsageError;
+};
+
 // NVRTC rejected the generated source. That is a lossjit bug (the checker should have caught the
 // problem), so the log, the options and the source travel with the exception for the report.
 class CompileError : public Error {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lossjit/cache_outcome.hpp"
 #include "lossjit/device.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/tensor.hpp"
@@ -123,7 +124,7 @@ struct Timings {
     double device_ms = 0;                   // at the first call: CUDA context and device queries
     double emit_ms = 0, cache_ms = 0;       // at the first call for a layout; cache_ms includes NVRTC
     double nvrtc_ms = 0, load_ms = 0;       // NVRTC alone (0 on a cache hit); cuModuleLoadData
-    std::string cache;                      // "compiled", "disk hit", "memory hit" or "" (not yet)
+    std::optional<CacheOutcome> cache;      // where the kernel came from; empty before the first call
     std::string target;                     // e.g. "sm_90"
     // Non-empty if the disk cache could not be written; set for the first such call in the process.
     std::string cache_warning;
@@ -139,7 +140,7 @@ struct KernelBuild {
     std::string source;     // the CUDA C++ that was compiled
     std::string target;     // "sm_90" (CUBIN) or "compute_90" (PTX)
     std::string key;        // cache key
-    std::string cache;      // "compiled", "disk hit" or "memory hit"
+    CacheOutcome cache = CacheOutcome::Compiled;
     std::size_t image_bytes = 0;
     double nvrtc_ms = 0;
     std::string warning;

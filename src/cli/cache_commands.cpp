@@ -194,9 +194,9 @@ int warm_command(const std::string& file, std::vector<std::string> archs) {
             for (const auto& arch : archs) {
                 // No inputs: the kernel for inputs that all share one contiguous shape (see --help).
                 const KernelBuild build = loss.compile_kernel({}, arch);
-                (build.cache == "compiled" ? compiled : hits)++;
-                std::cout << fmt::format("{}:{}: {} {}{}\n", file, line_number, build.target, build.cache,
-                                         build.cache == "compiled" ? fmt::format(" (NVRTC {:.1f} ms)", build.nvrtc_ms) : "");
+                (build.cache == lossjit::CacheOutcome::Compiled ? compiled : hits)++;
+                std::cout << fmt::format("{}:{}: {} {}{}\n", file, line_number, build.target, lossjit::to_string(build.cache),
+                                         build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(" (NVRTC {:.1f} ms)", build.nvrtc_ms) : "");
                 if (!build.warning.empty()) {
                     std::cout << std::flush;
                     std::cerr << "lossjit: warning: " << build.warning << "\n";

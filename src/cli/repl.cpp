@@ -1063,7 +1063,7 @@ void Repl::cmd_time(const std::string& arg) {
     c.entry->launched = true;
     if (first) {
         const Timings& t = loss.timings();
-        std::cout << fmt::format("first call {:.1f} ms (kernel: {}{})\n", first_ms, t.cache.empty() ? "-" : t.cache,
+        std::cout << fmt::format("first call {:.1f} ms (kernel: {}{})\n", first_ms, t.cache ? lossjit::to_string(*t.cache) : std::string_view("-"),
                                  t.nvrtc_ms > 0 ? fmt::format(", NVRTC {:.1f} ms", t.nvrtc_ms) : "");
     }
     start = Clock::now();
