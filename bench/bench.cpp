@@ -17,11 +17,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compile.hpp"
-#include "driver.hpp"
-#include "lossjit/host.hpp"
+#include "jit/compile.hpp"
+#include "cuda/driver.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
-#include "templates.hpp"
+#include "codegen/templates.hpp"
 
 namespace lossjit::templates {
 extern const std::string_view roofline_cu;

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <nvrtc.h>
 
-#include "cache.hpp"
+#include "jit/cache.hpp"
 #include "lossjit/lossjit.hpp"
 
 namespace {

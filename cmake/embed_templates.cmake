@@ -1,7 +1,7 @@
 # Writes a C++ file holding each template's text, so the binary needs no files at run time.
 # Invoked at build time: cmake -DOUTPUT=... -DTEMPLATES=a,b -P embed_templates.cmake
 string(REPLACE "," ";" TEMPLATES "${TEMPLATES}")
-set(body "// Generated from templates/ by cmake/embed_templates.cmake. Do not edit.\n#include \"templates.hpp\"\n\nnamespace lossjit::templates {\n")
+set(body "// Generated from templates/ by cmake/embed_templates.cmake. Do not edit.\n#include \"codegen/templates.hpp\"\n\nnamespace lossjit::templates {\n")
 foreach(path IN LISTS TEMPLATES)
   get_filename_component(name "${path}" NAME)
   string(MAKE_C_IDENTIFIER "${name}" id)

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "builtins.hpp"
-#include "compile.hpp"
+#include "lang/builtins.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 

@@ -21,10 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "ast.hpp"
+#include "lang/ast.hpp"
 #include "lossjit/lossjit.hpp"
 #include "lossjit/tensor.hpp"
-#include "program.hpp"
+#include "ir/program.hpp"
 
 namespace lossjit {
 

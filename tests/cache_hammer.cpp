@@ -15,7 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "cache.hpp"
+#include "jit/cache.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;

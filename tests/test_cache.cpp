@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.hpp"
+#include "jit/cache.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 

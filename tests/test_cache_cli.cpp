@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "cache.hpp"
+#include "jit/cache.hpp"
 #include "paths.hpp"
 #include "pipeline.hpp"
 

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
 #include "support.hpp"

@@ -9,12 +9,12 @@
 #include <limits>
 #include <random>
 
-#include "compile.hpp"
-#include "lossjit/host.hpp"
+#include "jit/compile.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
 #include "pipeline.hpp"
-#include "simplify.hpp"
+#include "ir/simplify.hpp"
 
 #include <fstream>
 #include <sstream>

@@ -1,7 +1,7 @@
 // driver: without a GPU the library starts, says why there is no device, and fails clearly.
 #include <doctest/doctest.h>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 
 using namespace lossjit;

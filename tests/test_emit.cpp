@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "compile.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
 

@@ -13,11 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
 #include "support.hpp"
-#include "sweep.hpp"
+#include "tools/sweep.hpp"
 
 using namespace lossjit;
 namespace fs = std::filesystem;

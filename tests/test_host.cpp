@@ -13,7 +13,7 @@
 
 #include "doctest/doctest.h"
 #include "lossjit/errors.hpp"
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/tensor.hpp"
 
 using lossjit::Shape;

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "compile.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 

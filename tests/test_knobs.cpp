@@ -9,9 +9,9 @@
 #include <set>
 #include <thread>
 
-#include "cache.hpp"
-#include "compile.hpp"
-#include "knobs.hpp"
+#include "jit/cache.hpp"
+#include "jit/compile.hpp"
+#include "tuning/knobs.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"

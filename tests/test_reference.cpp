@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 
 using namespace lossjit;

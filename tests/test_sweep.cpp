@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lossjit/errors.hpp"
-#include "lossjit/host.hpp"
-#include "sweep.hpp"
+#include "tools/host.hpp"
+#include "tools/sweep.hpp"
 
 using namespace lossjit;
 

@@ -14,7 +14,7 @@
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
-#include "tuning.hpp"
+#include "tuning/store.hpp"
 #include "support.hpp"
 
 using namespace lossjit;

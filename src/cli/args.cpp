@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 
 namespace lossjit::cli {
 

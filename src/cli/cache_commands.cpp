@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cache.hpp"
-#include "compile.hpp"
+#include "jit/cache.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
 
 namespace lossjit::cli {

@@ -19,10 +19,10 @@
 #include "cli/args.hpp"
 #include "cli/cache_commands.hpp"
 #include "cli/repl.hpp"
-#include "knobs.hpp"
-#include "lossjit/host.hpp"
+#include "tuning/knobs.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
-#include "sweep.hpp"
+#include "tools/sweep.hpp"
 
 namespace {
 

@@ -27,12 +27,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "builtins.hpp"
+#include "lang/builtins.hpp"
 #include "cli/args.hpp"
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
-#include "sweep.hpp"
+#include "tools/sweep.hpp"
 
 namespace lossjit::cli {
 

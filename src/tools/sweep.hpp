@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "lossjit/lossjit.hpp"
-#include "tuning.hpp"
+#include "tuning/store.hpp"
 
 namespace lossjit {
 

@@ -12,7 +12,7 @@
 #include "lossjit/errors.hpp"
 #include "lossjit/version.hpp"
 #include "pipeline.hpp"
-#include "templates.hpp"
+#include "codegen/templates.hpp"
 
 namespace lossjit {
 namespace {

@@ -11,9 +11,9 @@
 #include <span>
 #include <string>
 
-#include "cache.hpp"
+#include "jit/cache.hpp"
 #include "lossjit/lossjit.hpp"
-#include "program.hpp"
+#include "ir/program.hpp"
 
 namespace lossjit {
 

@@ -1,4 +1,4 @@
-#include "cache.hpp"
+#include "jit/cache.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "compile.hpp"
+#include "jit/compile.hpp"
 
 #include <cstdlib>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "builtins.hpp"
+#include "lang/builtins.hpp"
 
 #include <array>
 #include <cmath>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ast.hpp"
-#include "builtins.hpp"
+#include "lang/ast.hpp"
+#include "lang/builtins.hpp"
 
 namespace lossjit::ir {
 

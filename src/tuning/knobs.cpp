@@ -1,4 +1,4 @@
-#include "knobs.hpp"
+#include "tuning/knobs.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compile.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/cache_outcome.hpp"
 
 namespace lossjit {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "lossjit/errors.hpp"
-#include "lossjit/host.hpp"
+#include "tools/host.hpp"
 
 namespace lossjit {
 

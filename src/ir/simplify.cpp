@@ -6,7 +6,7 @@
 //   c1 * (c2 * x)   folding c1 * c2 rounds differently from two multiplications
 // a + b and a * b are commutative in IEEE arithmetic, so their operands are put in one order
 // (constants first, then by node id) and a * b and b * a become one node.
-#include "simplify.hpp"
+#include "ir/simplify.hpp"
 
 #include <bit>
 #include <cmath>

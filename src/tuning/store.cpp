@@ -1,4 +1,4 @@
-#include "tuning.hpp"
+#include "tuning/store.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cache.hpp"
-#include "driver.hpp"
-#include "knobs.hpp"
+#include "jit/cache.hpp"
+#include "cuda/driver.hpp"
+#include "tuning/knobs.hpp"
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <tuple>
 
-#include "program.hpp"
+#include "ir/program.hpp"
 
 namespace lossjit {
 

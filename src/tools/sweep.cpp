@@ -1,4 +1,4 @@
-#include "sweep.hpp"
+#include "tools/sweep.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compile.hpp"
-#include "driver.hpp"
-#include "knobs.hpp"
+#include "jit/compile.hpp"
+#include "cuda/driver.hpp"
+#include "tuning/knobs.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/version.hpp"
 #include "pipeline.hpp"

@@ -12,13 +12,13 @@
 
 #include <fmt/format.h>
 
-#include "cache.hpp"
-#include "driver.hpp"
-#include "kernel_abi.hpp"
-#include "knobs.hpp"
+#include "jit/cache.hpp"
+#include "cuda/driver.hpp"
+#include "codegen/kernel_abi.hpp"
+#include "tuning/knobs.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
-#include "tuning.hpp"
+#include "tuning/store.hpp"
 
 namespace lossjit {
 namespace {

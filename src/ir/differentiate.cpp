@@ -17,7 +17,7 @@
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
-#include "simplify.hpp"
+#include "ir/simplify.hpp"
 
 namespace lossjit {
 namespace {
