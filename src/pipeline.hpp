@@ -65,6 +65,16 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt);
 // in node order: what a printer or emitter names once (a local) and reuses instead of repeating.
 std::vector<int> shared_nodes(const ir::Program& program, std::span<const int> roots);
 
+// ---- semantics (ir/semantics.cpp): what a program means beyond its nodes; the kernels and the
+// CPU reference both ask here, so they cannot disagree ----------------------------------------
+// What a reduction's total is divided by, for inputs of this broadcast shape: the element count
+// (mean; 0 for an empty shape, so the mean is nan as in torch), the size of dimension 0 (batchmean)
+// or 1 (sum). UsageError for batchmean over scalars; InternalError for a map.
+double reduction_divisor(const ir::Program& program, const Shape& shape);
+
+// What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
+double gradient_scale(const ir::Program& program, const Shape& shape);
+
 // ---- layout ------------------------------------------------------------------------------------
 constexpr int kMaxRank = 8;  // dimensions left after collapsing; the kernel ABI holds this many
 
@@ -193,13 +203,6 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
                         std::span<const double> params);
 void reference_map(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
                    std::span<const double> params, float* output);
-
-// What a reduction's total is divided by: the element count (mean), the size of dimension 0
-// (batchmean) or 1 (sum). Shared by the kernel launch and the reference.
-double reduction_divisor(const ir::Program& program, const Layout& layout);
-
-// What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
-double gradient_scale(const ir::Program& program, const Layout& layout);
 
 // The gradients of a differentiated program (differentiate()), one buffer per entry of
 // program.derivatives, in its input's own shape, row-major, float64. Reductions: each element's

@@ -8,6 +8,9 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "lossjit/lossjit.hpp"
 
@@ -231,6 +234,52 @@ TEST_CASE("empty tensors and more than 2^31 elements are handled, not refused") 
     CHECK(source.find("for (long long t = blockIdx.x; t < tiles; t += gridDim.x)") != std::string::npos);
     CHECK(source.find("const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;") != std::string::npos);
     CHECK(good_call(loss, data) == doctest::Approx(hinge_value()));
+}
+
+// What the type system rules out: there is no empty Loss, a stream is typed, timings are a snapshot.
+static_assert(!std::is_default_constructible_v<Loss>);
+static_assert(std::is_same_v<Stream, CUstream_st*>);
+static_assert(!std::is_reference_v<decltype(std::declval<const Loss&>().timings())>);
+static_assert(!std::is_convertible_v<int*, Stream>);
+
+TEST_CASE("copies share the program, not the parameters") {
+    Data d;
+    const TensorView p = TensorView::contiguous(d.p, {6});
+    Loss original = compile("param beta = 1; sum(p * beta)");
+    Loss copy = original;
+    copy.set_param("beta", 2.0);
+    CHECK(original.params()[0].value == 1.0);
+    CHECK(copy.params()[0].value == 2.0);
+    CHECK(copy.reference(std::span(&p, 1)) == doctest::Approx(2 * original.reference(std::span(&p, 1))));
+    Loss assigned = compile("sum(p)");
+    assigned = copy;  // takes copy's program and current parameters
+    CHECK(assigned.params()[0].value == 2.0);
+    CHECK(assigned.inputs() == std::vector<std::string>{"p"});
+    // Copies live in containers and are used from several threads, each with its own state.
+    std::vector<Loss> losses(4, original);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < losses.size(); ++i)
+        threads.emplace_back([&, i] { losses[i].set_param("beta", static_cast<double>(i)); });
+    for (auto& t : threads) t.join();
+    for (std::size_t i = 0; i < losses.size(); ++i) CHECK(losses[i].params()[0].value == static_cast<double>(i));
+}
+
+TEST_CASE("Options::expect catches a map-vs-reduction mistake at compile(), at the program's body") {
+    Options want_reduction;
+    want_reduction.expect = Kind::Reduction;
+    CHECK_NOTHROW(compile("mean(p)", want_reduction));
+    try {
+        compile("y = p * 2;\nabs(y)", want_reduction);
+        FAIL("expected a SourceError");
+    } catch (const SourceError& e) {
+        CHECK(e.where().line == 2);
+        CHECK(e.where().column == 1);
+        CHECK(std::string(e.what()).find("expected a reduction") != std::string::npos);
+    }
+    Options want_map;
+    want_map.expect = Kind::Map;
+    CHECK_NOTHROW(compile("relu(p)", want_map));
+    CHECK_THROWS_WITH_AS(compile("sum(p)", want_map), doctest::Contains("this program is a sum reduction"), SourceError);
 }
 
 }  // TEST_SUITE

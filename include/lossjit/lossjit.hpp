@@ -22,7 +22,16 @@
 #include "lossjit/tensor.hpp"
 #include "lossjit/version.hpp"
 
+struct CUstream_st;  // the CUDA driver's stream type; no CUDA header is needed to name it
+
 namespace lossjit {
+
+// A CUstream, which is also a cudaStream_t (pass torch's current_stream().cuda_stream cast to it);
+// nullptr is the legacy default stream.
+using Stream = CUstream_st*;
+
+// A reduction (sum, mean, batchmean: one value) or an elementwise map (one value per element).
+enum class Kind { Reduction, Map };
 
 struct Param {
     std::string name;
@@ -57,6 +66,9 @@ struct Options {
     Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
     std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
     bool use_tuning = true;     // false: ignore the tuning store (sweeps do, to time exactly what they ask)
+    // What the caller expects the program to be: compile() throws SourceError at the program's body
+    // if it is the other kind, instead of the first call failing at run time. Empty: either.
+    std::optional<Kind> expect;
 };
 
 // The kernel behind the most recent GPU call, and how the GPU runs it (Loss::kernel_info()).
@@ -92,7 +104,6 @@ struct ReferenceGradient {
     std::vector<double> values;
 };
 
-using Stream = void*;  // a CUstream (or cudaStream_t); nullptr is the legacy default stream
 
 // A gradient in device memory that Loss::grad allocated: float32, contiguous, the input's shape.
 struct DeviceGradient {
@@ -115,8 +126,6 @@ struct Upstream {
         return u;
     }
 };
-
-enum class Kind { Reduction, Map };
 
 // Where the time of the most recent kernel preparation went, in milliseconds.
 struct Timings {
@@ -146,8 +155,23 @@ struct KernelBuild {
     std::string warning;
 };
 
+// A compiled program and the GPU state that runs it.
+//
+// Copies share the immutable checked program but nothing else: each copy has its own parameter
+// values, kernels, plans and workspaces, so set_param on a copy never changes the original. There
+// is no empty Loss: compile() makes one (hold a std::optional<Loss> to create it later).
+//
+// Thread safety: a Loss may be called from several threads at once. The host part of a launch
+// (checking the views, finding the plan, cuLaunchKernel: microseconds) takes a lock; the kernels
+// themselves run concurrently on their streams, and no lock is held while a call waits for the GPU
+// (operator() waits for its value after releasing it). Calls on one stream run in call order.
+// set_param takes effect for calls that start after it returns.
 class Loss {
 public:
+    Loss(const Loss& other);
+    Loss& operator=(const Loss& other);
+    ~Loss();
+
     Kind kind() const;
     std::string_view reduction() const;        // "sum", "mean", "batchmean"; "" for a map
     const std::vector<std::string>& inputs() const;
@@ -217,16 +241,17 @@ public:
     KernelBuild compile_kernel(std::span<const TensorView> inputs, const std::string& target) const;
     std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;
 
-    const Timings& timings() const;
+    Timings timings() const;  // a snapshot: later calls do not change it
     // The kernel of the most recent GPU call (any of operator(), evaluate, map, value_and_grad):
     // knobs as resolved, registers, spills and occupancy. Empty before the first GPU call.
     std::optional<KernelInfo> kernel_info() const;
 
-    struct Impl;
-
 private:
+    struct Compiled;  // the immutable part copies share
+    struct State;     // the rest: parameters, kernels, plans, workspaces
+    explicit Loss(std::shared_ptr<const Compiled> compiled);
     friend Loss compile(std::string_view program, Options options);
-    std::shared_ptr<Impl> impl_;
+    std::unique_ptr<State> state_;
 };
 
 // Parses and checks `program`; throws SourceError (user mistakes, with line, column and caret) or

@@ -178,19 +178,6 @@ void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
 
 }  // namespace
 
-double reduction_divisor(const ir::Program& program, const Layout& layout) {
-    switch (program.reduction) {
-        case ir::Reduction::Sum: return 1.0;
-        case ir::Reduction::Mean: return static_cast<double>(layout.count);  // 0 for empty: the mean is nan
-        case ir::Reduction::BatchMean:
-            if (layout.shape.empty())
-                throw UsageError("batchmean divides by the size of dimension 0, but the inputs are scalars");
-            return static_cast<double>(layout.shape[0]);
-        case ir::Reduction::None: break;
-    }
-    throw InternalError("reduction_divisor called for a map");
-}
-
 double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
                         std::span<const double> params) {
     std::vector<CompensatedSum> partial(std::max(1u, std::thread::hardware_concurrency()));
@@ -213,7 +200,7 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
         total.add(partial[t].sum);
         total.add(partial[t].compensation);
     }
-    return total.value() / reduction_divisor(program, layout);
+    return total.value() / reduction_divisor(program, layout.shape);
 }
 
 void reference_map(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
@@ -233,10 +220,6 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
         &threads);
 }
 
-double gradient_scale(const ir::Program& program, const Layout& layout) {
-    return 1.0 / reduction_divisor(program, layout);
-}
-
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const float* const> inputs,
                                                      std::span<const double> params, double upstream,
@@ -245,7 +228,7 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
     const Layout& write = layout.write;
     if (program.is_map() && (!upstream_map || read.inputs.size() != program.inputs.size() + 1))
         throw InternalError("reference_gradients: a map needs its upstream gradient as the last operand");
-    const double scale = program.is_map() ? 1.0 : upstream * gradient_scale(program, read);
+    const double scale = program.is_map() ? 1.0 : upstream * gradient_scale(program, read.shape);
 
     const std::size_t count = program.derivatives.size();
     std::vector<std::vector<double>> grads(count);

@@ -145,14 +145,48 @@ unsigned alignment_of(std::span<const TensorView> inputs, const OutputView* outp
 
 }  // namespace
 
-struct Loss::Impl {
+// What compile() produced; never changes afterwards, so copies of a Loss share it.
+struct Loss::Compiled {
     Options options;
     ast::Program syntax;
     ir::Program program;
+    double parse_ms = 0, check_ms = 0;
+    // The names of what a kernel reads: the program's inputs, then a map's upstream gradient.
+    std::vector<std::string> inputs_and_upstream;
+};
+
+struct Loss::State {
+    explicit State(std::shared_ptr<const Compiled> shared)
+        : compiled(std::move(shared)), options(compiled->options), program(compiled->program),
+          inputs_and_upstream(compiled->inputs_and_upstream) {
+        for (const auto& p : program.params) param_values.push_back(p.default_value);
+        timings.parse_ms = compiled->parse_ms;
+        timings.check_ms = compiled->check_ms;
+    }
+
+    const std::shared_ptr<const Compiled> compiled;
+    const Options& options;
+    const ir::Program& program;
+    const std::vector<std::string>& inputs_and_upstream;
+
+    mutable std::mutex mutex;  // guards everything below; never held while waiting for the GPU
     std::vector<double> param_values;
     Timings timings;
 
-    std::mutex mutex;  // guards everything below
+    struct Emitted {
+        std::string source;
+        bool fast_math = false;
+    };
+    // The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
+    Emitted emit_for(std::span<const TensorView> inputs) const;
+    std::vector<ReferenceGradient> gradients_on_cpu(std::span<const TensorView> host_inputs,
+                                                    std::span<const std::string> wrt, double upstream,
+                                                    const TensorView* host_upstream) const;
+
+    std::vector<double> params_now() const {
+        std::lock_guard lock(mutex);
+        return param_values;
+    }
     std::shared_ptr<cuda::Context> context;
     int multiprocessors = 0;
     int max_threads_per_sm = 0;
@@ -179,8 +213,6 @@ struct Loss::Impl {
     int workspace_slots() const { return multiprocessors * kMaxBlocksPerSm; }
 
     // The names of what a kernel of `prog` reads: the program's inputs, and a map's upstream gradient.
-    // Made once at compile(): every call validates its operands by these names.
-    std::vector<std::string> inputs_and_upstream;
     const std::vector<std::string>& operand_names(const ir::Program& prog) const {
         return prog.is_map() && !prog.derivatives.empty() ? inputs_and_upstream : prog.inputs;
     }
@@ -311,7 +343,7 @@ struct Loss::Impl {
             ws.memory = std::make_unique<cuda::Memory>(context, bytes);
             // Arrivals start at 0. On the caller's stream, so the first kernel on it is ordered after
             // the memset even when the stream does not synchronise with the legacy default stream.
-            LOSSJIT_CU(cuMemsetD32Async(ws.memory->get(), 0, bytes / 4, static_cast<CUstream>(stream)));
+            LOSSJIT_CU(cuMemsetD32Async(ws.memory->get(), 0, bytes / 4, stream));
         }
         return ws;
     }
@@ -390,7 +422,7 @@ struct Loss::Impl {
         plan.output = {};
         std::copy(plan.layout.output.strides.begin(), plan.layout.output.strides.end(), plan.output.strides);
         plan.reduce = {};
-        plan.divisor = prog.is_map() ? 1.0 : reduction_divisor(prog, plan.layout);
+        plan.divisor = prog.is_map() ? 1.0 : reduction_divisor(prog, plan.layout.shape);
         plan.reduce.scale = 1.0 / plan.divisor;
         plan.params.assign(param_values.size(), 0.0f);
         const std::size_t g = prog.derivatives.size();
@@ -443,7 +475,7 @@ struct Loss::Impl {
             for (const auto& g : grads)
                 if (g.numel() > 0)
                     LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(g.data), 0,
-                                                static_cast<std::size_t>(g.numel()), static_cast<CUstream>(stream)));
+                                                static_cast<std::size_t>(g.numel()), stream));
         }
         if (prog.is_map() && p.layout.count == 0) return;  // an empty map has nothing to write
 
@@ -485,7 +517,7 @@ struct Loss::Impl {
             if (ws.column_strips < p.column_strips || ws.column_partials < p.column_partials) {
                 // Earlier kernels on this stream may still use the smaller buffer: let them finish,
                 // free it, then allocate the larger one (rare: the first call of a larger layout).
-                if (ws.columns) LOSSJIT_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+                if (ws.columns) LOSSJIT_CU(cuStreamSynchronize(stream));
                 ws.columns.reset();
                 const std::size_t strips = std::max(ws.column_strips, p.column_strips);
                 const std::size_t partials = std::max(ws.column_partials, p.column_partials);
@@ -494,7 +526,7 @@ struct Loss::Impl {
                 ws.columns = std::make_unique<cuda::Memory>(context, bytes);
                 ws.column_strips = strips;
                 ws.column_partials = partials;
-                LOSSJIT_CU(cuMemsetD32Async(ws.columns->get(), 0, bytes / 4, static_cast<CUstream>(stream)));
+                LOSSJIT_CU(cuMemsetD32Async(ws.columns->get(), 0, bytes / 4, stream));
             }
             p.columns.partials = ws.column_sums();
             p.columns.arrivals = ws.column_arrivals();
@@ -507,7 +539,7 @@ struct Loss::Impl {
             std::memcpy(&p.grads.back(), &scale, sizeof scale);
         }
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid, 1, 1, static_cast<unsigned>(p.spec.block_threads), 1, 1,
-                                  0, static_cast<CUstream>(stream), p.args.data(), nullptr));
+                                  0, stream, p.args.data(), nullptr));
     }
 
     // value_and_grad() and grad(): validates the gradients' views, differentiates once per list of
@@ -579,61 +611,86 @@ struct Loss::Impl {
     }
 };
 
+Loss::Loss(std::shared_ptr<const Compiled> compiled) : state_(std::make_unique<State>(std::move(compiled))) {}
+
+Loss::Loss(const Loss& other) : Loss(other.state_->compiled) {
+    std::lock_guard lock(other.state_->mutex);
+    state_->param_values = other.state_->param_values;
+}
+
+Loss& Loss::operator=(const Loss& other) {
+    if (this != &other) {
+        Loss copy(other);
+        std::swap(state_, copy.state_);
+    }
+    return *this;
+}
+
+Loss::~Loss() = default;
+
 Loss compile(std::string_view source, Options options) {
     validate_knobs(options);
-    Loss loss;
-    loss.impl_ = std::make_shared<Loss::Impl>();
-    auto& impl = *loss.impl_;
+    auto compiled = std::make_shared<Loss::Compiled>();
 
     auto start = Clock::now();
-    impl.syntax = parse(source, options.source_name);
-    impl.timings.parse_ms = ms_since(start);
+    compiled->syntax = parse(source, options.source_name);
+    compiled->parse_ms = ms_since(start);
 
     start = Clock::now();
     CheckOptions check_options;
     check_options.inputs = options.inputs;
     for (const auto& p : options.params) check_options.params.push_back({p.name, p.value});
-    impl.program = check(impl.syntax, check_options);
-    impl.timings.check_ms = ms_since(start);
+    compiled->program = check(compiled->syntax, check_options);
+    compiled->check_ms = ms_since(start);
 
-    for (const auto& p : impl.program.params) impl.param_values.push_back(p.default_value);
-    impl.inputs_and_upstream = impl.program.inputs;
-    impl.inputs_and_upstream.push_back("upstream");
-    impl.options = std::move(options);
-    return loss;
+    const ir::Program& program = compiled->program;
+    if (options.expect && *options.expect != (program.is_map() ? Kind::Map : Kind::Reduction)) {
+        const ast::Pos at = program.node(program.body).pos;
+        throw SourceError({options.source_name, at.line, at.column},
+                          program.is_map() ? "expected a reduction (sum, mean or batchmean of an expression), but "
+                                             "this program is an elementwise map"
+                                           : fmt::format("expected an elementwise map, but this program is a {} "
+                                                         "reduction", ir::to_string(program.reduction)),
+                          program.source);
+    }
+    compiled->inputs_and_upstream = program.inputs;
+    compiled->inputs_and_upstream.push_back("upstream");
+    compiled->options = std::move(options);
+    return Loss(std::move(compiled));
 }
 
-Kind Loss::kind() const { return impl_->program.is_map() ? Kind::Map : Kind::Reduction; }
+Kind Loss::kind() const { return state_->program.is_map() ? Kind::Map : Kind::Reduction; }
 
 std::string_view Loss::reduction() const {
-    return impl_->program.is_map() ? std::string_view() : ir::to_string(impl_->program.reduction);
+    return state_->program.is_map() ? std::string_view() : ir::to_string(state_->program.reduction);
 }
 
-const std::vector<std::string>& Loss::inputs() const { return impl_->program.inputs; }
+const std::vector<std::string>& Loss::inputs() const { return state_->program.inputs; }
 
 std::vector<Param> Loss::params() const {
     std::vector<Param> out;
-    for (std::size_t i = 0; i < impl_->program.params.size(); ++i)
-        out.push_back({impl_->program.params[i].name, impl_->param_values[i]});
+    const std::vector<double> values = state_->params_now();
+    for (std::size_t i = 0; i < state_->program.params.size(); ++i)
+        out.push_back({state_->program.params[i].name, values[i]});
     return out;
 }
 
 void Loss::set_param(std::string_view name, double value) {
-    std::lock_guard lock(impl_->mutex);
-    for (std::size_t i = 0; i < impl_->program.params.size(); ++i) {
-        if (impl_->program.params[i].name == name) {
-            impl_->param_values[i] = value;
+    std::lock_guard lock(state_->mutex);
+    for (std::size_t i = 0; i < state_->program.params.size(); ++i) {
+        if (state_->program.params[i].name == name) {
+            state_->param_values[i] = value;
             return;
         }
     }
     std::vector<std::string> names;
-    for (const auto& p : impl_->program.params) names.push_back(p.name);
+    for (const auto& p : state_->program.params) names.push_back(p.name);
     throw UsageError(fmt::format("the program has no parameter '{}' (its parameters: {})", printable(name),
                                  names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 bool Loss::uses(std::string_view name) const {
-    const auto& program = impl_->program;
+    const auto& program = state_->program;
     for (const auto& n : program.nodes) {
         if (n.kind == ir::NodeKind::Input && program.inputs[static_cast<std::size_t>(n.slot)] == name) return true;
         if (n.kind == ir::NodeKind::Param && program.params[static_cast<std::size_t>(n.slot)].name == name) return true;
@@ -642,65 +699,72 @@ bool Loss::uses(std::string_view name) const {
 }
 
 Shape Loss::output_shape(std::span<const TensorView> inputs) const {
-    return broadcast_shapes(shapes_of(impl_->program.inputs, inputs));
+    return broadcast_shapes(shapes_of(state_->program.inputs, inputs));
 }
 
 float Loss::operator()(std::span<const TensorView> inputs, Stream stream) {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
     // The lock also covers the copy: another call on this stream must not overwrite the result first.
-    std::lock_guard lock(impl_->mutex);
-    impl_->run(inputs, nullptr, nullptr, stream);
-    cuda::ScopedContext scope(*impl_->context);
-    const Workspace& ws = impl_->workspaces.at(stream);
     float value = 0.0f;
-    LOSSJIT_CU(cuMemcpyDtoHAsync(&value, reinterpret_cast<CUdeviceptr>(ws.result(impl_->workspace_slots())),
-                                 sizeof value, static_cast<CUstream>(stream)));
-    LOSSJIT_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+    std::shared_ptr<cuda::Context> context;
+    {
+        // The copy is queued under the lock: a later call on this stream is queued after it, so it
+        // cannot overwrite the result first. The wait is not.
+        std::lock_guard lock(state_->mutex);
+        state_->run(inputs, nullptr, nullptr, stream);
+        context = state_->context;
+        cuda::ScopedContext scope(*context);
+        const Workspace& ws = state_->workspaces.at(stream);
+        LOSSJIT_CU(cuMemcpyDtoHAsync(&value, reinterpret_cast<CUdeviceptr>(ws.result(state_->workspace_slots())),
+                                     sizeof value, stream));
+    }
+    cuda::ScopedContext scope(*context);
+    LOSSJIT_CU(cuStreamSynchronize(stream));
     return value;
 }
 
 void Loss::evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream) {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
     if (!device_result) throw UsageError("evaluate() needs a device pointer for the result");
-    std::lock_guard lock(impl_->mutex);
-    impl_->run(inputs, nullptr, device_result, stream);
+    std::lock_guard lock(state_->mutex);
+    state_->run(inputs, nullptr, device_result, stream);
 }
 
 void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Stream stream) {
     if (kind() != Kind::Map)
         throw UsageError(fmt::format("this program is a {} reduction: call it for a value, not map()", reduction()));
-    std::lock_guard lock(impl_->mutex);
-    impl_->run(inputs, &output, nullptr, stream);
+    std::lock_guard lock(state_->mutex);
+    state_->run(inputs, &output, nullptr, stream);
 }
 
 void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                           std::span<const OutputView> grads, float* device_value, Stream stream, Upstream upstream) {
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: call grad() with an upstream gradient tensor");
-    std::lock_guard lock(impl_->mutex);
-    impl_->run_gradients(inputs, nullptr, wrt, grads, device_value, stream, upstream);
+    std::lock_guard lock(state_->mutex);
+    state_->run_gradients(inputs, nullptr, wrt, grads, device_value, stream, upstream);
 }
 
 void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                 std::span<const OutputView> grads, Stream stream, Upstream upstream) {
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
-    std::lock_guard lock(impl_->mutex);
-    impl_->run_gradients(inputs, nullptr, wrt, grads, nullptr, stream, upstream);
+    std::lock_guard lock(state_->mutex);
+    state_->run_gradients(inputs, nullptr, wrt, grads, nullptr, stream, upstream);
 }
 
 std::vector<DeviceGradient> Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                        Stream stream, Upstream upstream) {
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
-    const auto slots = gradient_slots(impl_->program, wrt);  // unknown names fail before any allocation
-    if (inputs.size() != impl_->program.inputs.size()) shapes_of(impl_->program.inputs, inputs);  // throws
+    const auto slots = gradient_slots(state_->program, wrt);  // unknown names fail before any allocation
+    if (inputs.size() != state_->program.inputs.size()) shapes_of(state_->program.inputs, inputs);  // throws
     std::vector<DeviceGradient> out;
     std::vector<OutputView> views;
     for (std::size_t k = 0; k < slots.size(); ++k) {
         const Shape& shape = inputs[static_cast<std::size_t>(slots[k])].shape;
         const auto count = static_cast<std::size_t>(std::max<std::int64_t>(element_count(shape), 1));
-        out.push_back({wrt[k], shape, DeviceBuffer(count * sizeof(float), impl_->options.device)});
+        out.push_back({wrt[k], shape, DeviceBuffer(count * sizeof(float), state_->options.device)});
         views.push_back(out.back().view());
     }
     grad(inputs, wrt, views, stream, upstream);
@@ -711,34 +775,33 @@ void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string>
                 std::span<const OutputView> grads, const TensorView& upstream, Stream stream) {
     if (kind() != Kind::Map)
         throw UsageError("this program is a reduction: its upstream gradient is a number, not a tensor");
-    std::lock_guard lock(impl_->mutex);
-    impl_->run_gradients(inputs, &upstream, wrt, grads, nullptr, stream, {});
+    std::lock_guard lock(state_->mutex);
+    state_->run_gradients(inputs, &upstream, wrt, grads, nullptr, stream, {});
 }
 
 double Loss::reference(std::span<const TensorView> host_inputs) const {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: use reference_map()");
-    impl_->check_inputs(host_inputs);
-    const Layout layout = impl_->layout_for(host_inputs, nullptr);
+    state_->check_inputs(host_inputs);
+    const Layout layout = state_->layout_for(host_inputs, nullptr);
     std::vector<const float*> data;
     for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    return reference_reduce(impl_->program, layout, data, impl_->param_values);
+    return reference_reduce(state_->program, layout, data, state_->params_now());
 }
 
 void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const {
     if (kind() != Kind::Map) throw UsageError("this program is a reduction: use reference()");
-    impl_->check_inputs(host_inputs);
+    state_->check_inputs(host_inputs);
     check_data("output", host_output.dtype, host_output.data, host_output.numel());
-    const Layout layout = impl_->layout_for(host_inputs, &host_output);
+    const Layout layout = state_->layout_for(host_inputs, &host_output);
     std::vector<const float*> data;
     for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    lossjit::reference_map(impl_->program, layout, data, impl_->param_values, static_cast<float*>(host_output.data));
+    lossjit::reference_map(state_->program, layout, data, state_->params_now(), static_cast<float*>(host_output.data));
 }
 
-namespace {
-
-std::vector<ReferenceGradient> gradients_on_cpu(const Loss::Impl& impl, std::span<const TensorView> host_inputs,
-                                                std::span<const std::string> wrt, double upstream,
-                                                const TensorView* host_upstream) {
+std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const TensorView> host_inputs,
+                                                             std::span<const std::string> wrt, double upstream,
+                                                             const TensorView* host_upstream) const {
+    const State& impl = *this;
     const ir::Program program = differentiate(impl.program, gradient_slots(impl.program, wrt));
     std::optional<OperandShape> up;
     if (host_upstream) {
@@ -748,7 +811,7 @@ std::vector<ReferenceGradient> gradients_on_cpu(const Loss::Impl& impl, std::spa
     const GradientLayout layout = plan_gradient_layout(shapes_of(program.inputs, host_inputs), up ? &*up : nullptr);
     std::vector<const float*> data;
     for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    auto values = reference_gradients(program, layout, data, impl.param_values, upstream,
+    auto values = reference_gradients(program, layout, data, impl.params_now(), upstream,
                                       host_upstream ? static_cast<const float*>(host_upstream->data) : nullptr);
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {
@@ -758,14 +821,12 @@ std::vector<ReferenceGradient> gradients_on_cpu(const Loss::Impl& impl, std::spa
     return out;
 }
 
-}  // namespace
-
 std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> host_inputs,
                                                     std::span<const std::string> wrt, double upstream) const {
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
-    impl_->check_inputs(host_inputs);
-    return gradients_on_cpu(*impl_, host_inputs, wrt, upstream, nullptr);
+    state_->check_inputs(host_inputs);
+    return state_->gradients_on_cpu(host_inputs, wrt, upstream, nullptr);
 }
 
 std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> host_inputs,
@@ -773,26 +834,19 @@ std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> 
                                                     const TensorView& host_upstream) const {
     if (kind() != Kind::Map)
         throw UsageError("this program is a reduction: its upstream gradient is a number, not a tensor");
-    impl_->check_inputs(host_inputs);
-    return gradients_on_cpu(*impl_, host_inputs, wrt, 0.0, &host_upstream);
+    state_->check_inputs(host_inputs);
+    return state_->gradients_on_cpu(host_inputs, wrt, 0.0, &host_upstream);
 }
 
 std::string Loss::derivatives(std::span<const std::string> wrt) const {
-    return dump_gradients(differentiate(impl_->program, gradient_slots(impl_->program, wrt)));
+    return dump_gradients(differentiate(state_->program, gradient_slots(state_->program, wrt)));
 }
 
-std::string Loss::ast() const { return dump_ast(impl_->syntax); }
-std::string Loss::checked() const { return dump_checked(impl_->program); }
+std::string Loss::ast() const { return dump_ast(state_->compiled->syntax); }
+std::string Loss::checked() const { return dump_checked(state_->program); }
 
-namespace {
-
-struct Emitted {
-    std::string source;
-    bool fast_math = false;
-};
-
-// The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
-Emitted emit_for(const Loss::Impl& impl, std::span<const TensorView> inputs) {
+Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) const {
+    const State& impl = *this;
     // A map's output is taken to be contiguous, as the CLI allocates it.
     std::optional<OutputView> output;
     if (impl.program.is_map())
@@ -803,31 +857,29 @@ Emitted emit_for(const Loss::Impl& impl, std::span<const TensorView> inputs) {
     return {emit_cuda(impl.program, spec), spec.fast_math};
 }
 
-}  // namespace
-
-std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return emit_for(*impl_, inputs).source; }
+std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return state_->emit_for(inputs).source; }
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     if (wrt.empty()) return cuda_source(inputs);
-    const auto program = differentiate(impl_->program, gradient_slots(impl_->program, wrt));
+    const auto program = differentiate(state_->program, gradient_slots(state_->program, wrt));
     const Shape shape = output_shape(inputs);
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
     if (program.is_map()) operands.push_back(TensorView::contiguous(nullptr, shape));  // the upstream gradient
-    const Layout layout = impl_->layout_for(program, operands, &gradients);
-    return emit_cuda(program, impl_->spec_for(program, layout, operands, &gradients, "grad"));
+    const Layout layout = state_->layout_for(program, operands, &gradients);
+    return emit_cuda(program, state_->spec_for(program, layout, operands, &gradients, "grad"));
 }
 
 std::string Loss::cuda_source() const {
     // The variant for large, aligned, contiguous inputs that all have one shape.
-    const std::vector<TensorView> inputs(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const std::vector<TensorView> inputs(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
     return cuda_source(inputs);
 }
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::string& target) const {
     KernelBuild build;
-    const std::vector<TensorView> defaults(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const Emitted emitted = emit_for(*impl_, inputs.empty() && !impl_->program.inputs.empty() ? defaults : inputs);
+    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const State::Emitted emitted = state_->emit_for(inputs.empty() && !state_->program.inputs.empty() ? defaults : inputs);
     build.source = emitted.source;
     build.target = normalize_target(target);
     const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
@@ -842,27 +894,30 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::
 std::string Loss::ptx(std::span<const TensorView> inputs, const std::string& arch) const {
     std::string target = normalize_target(arch);
     if (target.rfind("sm_", 0) == 0) target = "compute_" + target.substr(3);
-    const std::vector<TensorView> defaults(impl_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const Emitted emitted = emit_for(*impl_, inputs.empty() && !impl_->program.inputs.empty() ? defaults : inputs);
+    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const State::Emitted emitted = state_->emit_for(inputs.empty() && !state_->program.inputs.empty() ? defaults : inputs);
     return KernelCache::process().get(emitted.source, target, emitted.fast_math).image->data;
 }
 
-const Timings& Loss::timings() const { return impl_->timings; }
+Timings Loss::timings() const {
+    std::lock_guard lock(state_->mutex);
+    return state_->timings;
+}
 
 std::optional<KernelInfo> Loss::kernel_info() const {
-    std::lock_guard lock(impl_->mutex);
-    const LaunchPlan* plan = impl_->last_plan;
+    std::lock_guard lock(state_->mutex);
+    const LaunchPlan* plan = state_->last_plan;
     if (!plan || !plan->valid || !plan->kernel) return std::nullopt;
     KernelInfo info = plan->kernel->info;
     info.max_blocks_per_sm = plan->max_blocks_per_sm;
     info.grid = plan->grid;
-    const int sms = std::max(1, impl_->multiprocessors);
+    const int sms = std::max(1, state_->multiprocessors);
     int per_sm = info.resident_blocks_per_sm;
     if (plan->max_blocks_per_sm > 0) per_sm = std::min(per_sm, plan->max_blocks_per_sm);
     // The launch puts at most this many blocks on one SM at once (fewer when the grid is small).
     info.blocks_per_sm = std::min<long long>(per_sm, (static_cast<long long>(plan->grid) + sms - 1) / sms);
-    if (impl_->max_threads_per_sm > 0)
-        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.block_threads / impl_->max_threads_per_sm;
+    if (state_->max_threads_per_sm > 0)
+        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.block_threads / state_->max_threads_per_sm;
     info.tuned = plan->tuned;
     info.notes = plan->spec.notes;
     return info;

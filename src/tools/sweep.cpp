@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -131,18 +132,18 @@ public:
         base_.use_tuning = false;
         probe_ = compile(request.program, base_);  // SourceError, UsageError for the program or the knobs
         for (const auto& set : request.input_sets) {
-            if (set.size() != probe_.inputs().size())
-                throw UsageError(fmt::format("the program takes {} inputs ({}), but a set has {}", probe_.inputs().size(),
-                                             fmt::join(probe_.inputs(), ", "), set.size()));
+            if (set.size() != probe_->inputs().size())
+                throw UsageError(fmt::format("the program takes {} inputs ({}), but a set has {}", probe_->inputs().size(),
+                                             fmt::join(probe_->inputs(), ", "), set.size()));
             for (std::size_t k = 0; k < set.size(); ++k)
                 if (set[k].shape != request.input_sets[0][k].shape)
-                    throw UsageError(fmt::format("'{}' has shape {} in one input set and {} in another", probe_.inputs()[k],
+                    throw UsageError(fmt::format("'{}' has shape {} in one input set and {} in another", probe_->inputs()[k],
                                                  format_shape(set[k].shape), format_shape(request.input_sets[0][k].shape)));
         }
         std::vector<TensorView> host;
         for (const auto& t : request.input_sets[0]) host.push_back(t.view());
-        output_shape_ = probe_.output_shape(host);  // UsageError when the shapes do not broadcast
-        is_map_ = probe_.kind() == Kind::Map;
+        output_shape_ = probe_->output_shape(host);  // UsageError when the shapes do not broadcast
+        is_map_ = probe_->kind() == Kind::Map;
 
         if (request.include_default) {
             SweepVariant v{base_, has_knobs(base_) ? "base: " + describe_knobs(base_) : "default", ""};
@@ -156,12 +157,12 @@ public:
             throw UsageError(fmt::format("{} variants: a sweep runs at most {}", variants_.size(), kMaxVariants));
 
         result.program_name = request.base.source_name;
-        result.kind = is_map_ ? "map" : std::string(probe_.reduction());
-        result.shapes = tuning_shape_text(probe_.inputs(), host, nullptr);
+        result.kind = is_map_ ? "map" : std::string(probe_->reduction());
+        result.shapes = tuning_shape_text(probe_->inputs(), host, nullptr);
         result.input_sets = static_cast<int>(request.input_sets.size());
         result.reps = request.reps;
         for (std::size_t k = 0; k < host.size(); ++k)
-            if (probe_.uses(probe_.inputs()[k])) result.bytes_per_call += static_cast<double>(host[k].numel()) * sizeof(float);
+            if (probe_->uses(probe_->inputs()[k])) result.bytes_per_call += static_cast<double>(host[k].numel()) * sizeof(float);
         if (is_map_) result.bytes_per_call += static_cast<double>(element_count(output_shape_)) * sizeof(float);
     }
 
@@ -196,9 +197,9 @@ public:
             Set& set = sets_[static_cast<std::size_t>(s)];
             if (is_map_) {
                 set.map_reference.resize(static_cast<std::size_t>(element_count(output_shape_)));
-                probe_.reference_map(set.host, OutputView::contiguous(set.map_reference.data(), output_shape_));
+                probe_->reference_map(set.host, OutputView::contiguous(set.map_reference.data(), output_shape_));
             } else {
-                set.reference = probe_.reference(set.host);
+                set.reference = probe_->reference(set.host);
                 result.references.push_back(set.reference);
             }
         }
@@ -212,7 +213,7 @@ public:
     void run() {
         const std::size_t n = variants_.size();
         std::vector<std::string> failures(n);
-        std::vector<Loss> losses(n);
+        std::vector<std::optional<Loss>> losses(n);
         for (std::size_t i = 0; i < n; ++i) {
             failures[i] = variants_[i].error;
             if (!failures[i].empty()) continue;
@@ -235,12 +236,12 @@ public:
             if (row.failure.empty()) {
                 report(SweepProgress::Stage::Time, static_cast<int>(i), static_cast<int>(n), row.knobs);
                 try {
-                    time_variant(losses[i], row, timer);
+                    time_variant(*losses[i], row, timer);
                 } catch (const Error& e) {
                     row.failure = e.what();
                 }
             }
-            losses[i] = Loss();  // unloads its kernel
+            losses[i].reset();  // unloads its kernel
             rows.push_back(std::move(row));
         }
         // Variants that resolve to the default's kernel and launch are the default too.
@@ -336,7 +337,7 @@ private:
 
     // NVRTC on every core: each variant's kernel lands in the process's kernel cache, so that its
     // first call only loads it.
-    void compile_all(std::vector<Loss>& losses, std::vector<std::string>& failures) {
+    void compile_all(std::vector<std::optional<Loss>>& losses, std::vector<std::string>& failures) {
         const std::size_t n = losses.size();
         std::atomic<std::size_t> next{0};
         std::mutex mutex;
@@ -350,7 +351,7 @@ private:
                     std::string failure;
                     if (failures[i].empty()) {
                         try {
-                            losses[i].compile_kernel(sets_[i % sets_.size()].device, result.target);
+                            losses[i]->compile_kernel(sets_[i % sets_.size()].device, result.target);
                         } catch (const std::exception& e) {
                             failure = e.what();
                         }
@@ -431,7 +432,7 @@ private:
 
     const SweepRequest& request_;
     Options base_;
-    Loss probe_;
+    std::optional<Loss> probe_;
     Shape output_shape_;
     bool is_map_ = false;
     std::vector<SweepVariant> variants_;
