@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -21,46 +22,52 @@
 #include "cuda/driver.hpp"
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
-#include "codegen/templates.hpp"
-
-namespace lossjit::templates {
-extern const std::string_view roofline_cu;
-}
+#include "cuda/timer.hpp"
+#include "tools/roofline.hpp"
 
 using namespace lossjit;
 using json = nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_example(const std::string& name) {
-    std::ifstream in(std::string(LOSSJIT_SOURCE_DIR) + "/examples/" + name);
+// Where the example programs are: --examples DIR, else examples/ two levels above this binary
+// (build/bench/lossjit_bench -> examples/, which also holds for a build folder copied beside a
+// checkout), else the source tree this binary was built from.
+fs::path find_examples(const std::string& given) {
+    if (!given.empty()) return given;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const fs::path beside = self.parent_path().parent_path().parent_path() / "examples";
+        if (fs::is_directory(beside, ec)) return beside;
+    }
+    return fs::path(LOSSJIT_SOURCE_DIR) / "examples";
+}
+
+fs::path g_examples;
+std::map<std::string, std::string> g_programs;  // read once, before any GPU work
+
+// The text of examples/NAME; UsageError naming the path when it cannot be read (an empty program
+// would otherwise fail later with a confusing parse error).
+const std::string& read_example(const std::string& name) {
+    if (const auto it = g_programs.find(name); it != g_programs.end()) return it->second;
+    const fs::path path = g_examples / name;
+    std::ifstream in(path, std::ios::binary);
     std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    if (in) s << in.rdbuf();
+    if (!in || s.str().empty())
+        throw UsageError(fmt::format("cannot read the example program {} (give the examples folder with --examples DIR)",
+                                     path.string()));
+    return g_programs.emplace(name, s.str()).first->second;
 }
 
 // Median of `reps` event-timed runs of `launch` (after `warmup` untimed ones), in milliseconds.
 // `per_event` launches share one event pair when a single launch is too short to time alone.
 double time_ms(const std::function<void()>& launch, int reps, int warmup = 3, int per_event = 1) {
-    const auto& cu = cuda::api();
-    CUevent start, stop;
-    LOSSJIT_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
-    LOSSJIT_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    cuda::EventTimer timer(cuda::Context::for_device(0));
     for (int i = 0; i < warmup; ++i) launch();
-    std::vector<double> times;
-    for (int r = 0; r < reps; ++r) {
-        LOSSJIT_CU(cuEventRecord(start, nullptr));
-        for (int i = 0; i < per_event; ++i) launch();
-        LOSSJIT_CU(cuEventRecord(stop, nullptr));
-        LOSSJIT_CU(cuEventSynchronize(stop));
-        float ms = 0;
-        LOSSJIT_CU(cuEventElapsedTime(&ms, start, stop));
-        times.push_back(static_cast<double>(ms) / per_event);
-    }
-    cu.cuEventDestroy(start);
-    cu.cuEventDestroy(stop);
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    return timer.median_ms(launch, reps, per_event);
 }
 
 struct Device {
@@ -89,8 +96,7 @@ struct Roofline {
     Roofline() {
         const auto info = device_info(0);
         sms = info.multiprocessors;
-        const auto image = compile_cuda(std::string(templates::roofline_cu), target_for(info.major, info.minor));
-        module = std::make_unique<cuda::Module>(cuda::Context::for_device(0), image.data);
+        module = load_roofline(cuda::Context::for_device(0), target_for(info.major, info.minor));
     }
 
     // Times `name` (arguments `args`) for each launch shape and keeps the fastest in `best`, as GB/s
@@ -327,13 +333,29 @@ int main(int argc, char** argv) try {
     int reps = 20;
     bool explore = false, sweep = true, accuracy = true;
     std::vector<std::string> only;
+    std::string examples;
     app.add_option("--json", json_path, "write the results here");
+    app.add_option("--examples", examples, "the folder of example programs (default: examples/ beside the build folder)");
     app.add_option("--reps", reps, "timed runs per measurement (median reported)")->capture_default_str();
     app.add_option("--only", only, "problems to run (default: all five)");
     app.add_flag("--explore", explore, "also time unroll / blocks-per-SM variants of each problem");
     app.add_flag("!--no-sweep", sweep, "skip the 2^10..2^30 size sweep");
     app.add_flag("!--no-accuracy", accuracy, "skip the CPU reference and determinism checks");
     CLI11_PARSE(app, argc, argv);
+
+    // Every program this run needs, read before asking for the GPU: a missing file is named, not
+    // discovered as an empty program halfway through.
+    g_examples = find_examples(examples);
+    const auto wanted = [&](const std::string& name) {
+        return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+    };
+    for (const auto& problem : kProblems)
+        if (wanted(problem.name)) read_example(problem.file);
+    if (wanted("value_and_grad")) {
+        read_example(kProblems[0].file);
+        read_example(kProblems[3].file);
+    }
+    read_example("mse.loss");  // the small-call and size-sweep measurements
 
     std::string why;
     if (!cuda_available(&why)) {
@@ -364,7 +386,7 @@ int main(int argc, char** argv) try {
 
     json problems = json::array();
     for (const auto& problem : kProblems) {
-        if (!only.empty() && std::find(only.begin(), only.end(), problem.name) == only.end()) continue;
+        if (!wanted(problem.name)) continue;
         const Device d = upload(problem.inputs, 2026);
         json row = bench_problem(problem, d, reps, Options{}, accuracy);
         if (explore) {
@@ -385,7 +407,7 @@ int main(int argc, char** argv) try {
         problems.push_back(row);
     }
     out["problems"] = problems;
-    if (only.empty() || std::find(only.begin(), only.end(), "value_and_grad") != only.end()) {
+    if (wanted("value_and_grad")) {
         out["value_and_grad"] = bench_value_and_grad(kProblems[3], {"p"}, reps, explore, accuracy);
         std::fprintf(stderr, "smooth_l1 value_and_grad %8.3f ms %7.0f GB/s\n", out["value_and_grad"]["ms"].get<double>(),
                      out["value_and_grad"]["gbps"].get<double>());

@@ -6,6 +6,6 @@ out=${1:?usage: bench/run.sh OUTDIR}
 shift
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/build/bench/lossjit_bench" --json "$out/lossjit.json" "$@"
+"$here/build/bench/lossjit_bench" --examples "$here/examples" --json "$out/lossjit.json" "$@"
 python3 "$here/bench/torch_bench.py" --json "$out/torch.json"
 python3 "$here/bench/report.py" "$out/lossjit.json" "$out/torch.json" --out-json "$out/bench.json" --plot "$out/sweep.png" | tee "$out/table.md"

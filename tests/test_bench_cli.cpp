@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -99,5 +100,33 @@ TEST_CASE("--knob reaches the kernel; bad knobs are usage errors; run --cpu igno
     CHECK(off.output.substr(off.output.find("key ")) != on.output.substr(on.output.find("key ")));
     fs::remove_all(dir);
 }
+
+#ifdef LOSSJIT_BENCH
+TEST_CASE("lossjit_bench names a missing example program and exits non-zero, before asking for a GPU") {
+    const std::string bench = env_or("LOSSJIT_BENCH", LOSSJIT_BENCH);
+    if (!fs::exists(bench)) {
+        MESSAGE("skipped: no lossjit_bench at " << bench);
+        return;
+    }
+    lossjit_test::TempDir empty("lossjit-bench-examples");
+    const auto missing = lossjit_test::run_shell(kNoDriver + " " + bench + " --examples " + empty.path.string() + " --only mse");
+    CHECK(missing.status == 1);
+    CHECK(missing.output.find("lossjit_bench: cannot read the example program " + (empty.path / "mse.loss").string()) !=
+          std::string::npos);
+    CHECK(missing.output.find("expected an expression") == std::string::npos);
+    CHECK(missing.output.find("needs a GPU") == std::string::npos);
+
+    // An empty file is no program either.
+    std::ofstream(empty.path / "mse.loss").flush();
+    const auto blank = lossjit_test::run_shell(kNoDriver + " " + bench + " --examples " + empty.path.string() + " --only mse");
+    CHECK(blank.status == 1);
+    CHECK(blank.output.find("cannot read the example program " + (empty.path / "mse.loss").string()) != std::string::npos);
+
+    // With the examples found (beside the build folder, or the source tree), the next stop is the GPU.
+    const auto found = lossjit_test::run_shell(kNoDriver + " " + bench + " --only mse");
+    CHECK(found.status == 2);
+    CHECK(found.output.find("lossjit_bench needs a GPU") != std::string::npos);
+}
+#endif
 
 }  // TEST_SUITE

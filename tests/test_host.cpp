@@ -15,6 +15,9 @@
 #include "lossjit/errors.hpp"
 #include "tools/host.hpp"
 #include "lossjit/tensor.hpp"
+#include "util/atomic_file.hpp"
+#include "util/numeric.hpp"
+#include "util/units.hpp"
 
 using lossjit::Shape;
 using lossjit::UsageError;
@@ -534,6 +537,55 @@ TEST_CASE("npy reader errors") {
     const std::string missing = dir.file("does-not-exist.npy");
     CHECK(contains(usage_error_of([&] { lossjit::load_npy(missing); }), missing));
     CHECK(contains(usage_error_of([&] { lossjit::load_npy(dir.path().string()); }), "directory"));
+}
+
+TEST_CASE("relative_error: the one definition every check uses, NaN and infinities decided") {
+    const double inf = INFINITY, nan = NAN;
+    const struct {
+        double value, reference, expected;
+    } table[] = {
+        {1.0, 1.0, 0.0},        {1.5, 1.0, 0.5},          {-1.0, 1.0, 2.0},  {0.0, 0.0, 0.0},
+        {1e-31, 0.0, 1e-1},     {nan, nan, 0.0},          {inf, inf, 0.0},   {-inf, -inf, 0.0},
+        {nan, 1.0, inf},        {1.0, nan, inf},          {inf, 1.0, inf},   {1.0, inf, inf},
+        {inf, -inf, inf},       {nan, inf, inf},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.value);
+        CAPTURE(row.reference);
+        const double error = lossjit::util::relative_error(row.value, row.reference);
+        if (std::isinf(row.expected)) CHECK(error == row.expected);
+        else CHECK(error == doctest::Approx(row.expected));
+    }
+}
+
+TEST_CASE("human_bytes: binary units, as docs/cache.md spells them") {
+    const std::pair<double, const char*> table[] = {
+        {0, "0 B"},           {1023, "1023 B"},           {1024, "1.0 KiB"},           {16 * 1024 + 512, "16.5 KiB"},
+        {256.0 * (1 << 20), "256.0 MiB"}, {4.0 * (1ull << 30), "4.0 GiB"}, {1.5 * (1ull << 40), "1.5 TiB"},
+        {2048.0 * (1ull << 40), "2048.0 TiB"},
+    };
+    for (const auto& [bytes, text] : table) CHECK(lossjit::util::human_bytes(bytes) == text);
+}
+
+TEST_CASE("write_file_atomically: replaces the file whole, leaves no temporary file, names the path on failure") {
+    TempDir dir;
+    const std::filesystem::path file = dir.file("state.txt");
+    lossjit::util::write_file_atomically(file, {"one ", "two"});
+    CHECK(read_file(file.string()) == "one two");
+    lossjit::util::write_file_atomically(file, {"three"});
+    CHECK(read_file(file.string()) == "three");
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) CHECK(!contains(entry.path().filename().string(), ".tmp"));
+
+    // The temporary name the cache's and the tuning store's cleaners recognise.
+    const std::string temp = lossjit::util::temp_path_for(file).filename().string();
+    CHECK(temp.rfind("state.txt.tmp.", 0) == 0);
+
+    const std::string missing = dir.file("no/such/dir/x.txt");
+    const auto outcome = lossjit::util::try_write_file_atomically(missing, {"x"});
+    CHECK(outcome.failed == lossjit::util::WriteStep::Create);
+    const std::string message = usage_error_of([&] { lossjit::util::write_file_atomically(missing, {"x"}); });
+    CHECK(contains(message, missing));
+    CHECK(contains(message, "cannot create a temporary file beside it"));
 }
 
 }  // TEST_SUITE

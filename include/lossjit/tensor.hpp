@@ -1,7 +1,7 @@
 // Tensor descriptions shared by the library, the CLI and the tests.
 //
-// A TensorView describes memory the caller owns (host or device); HostTensor owns host memory and
-// is what the CLI's generators and .npy reader produce.
+// A TensorView describes memory the caller owns (host or device); an OutputView is where a map
+// writes. (Host tensors that own their memory are tooling: src/tools/host.hpp.)
 #pragma once
 
 #include <cstdint>
@@ -55,15 +55,6 @@ struct OutputView {
         return OutputView{data, dtype, std::move(shape), {}};
     }
     std::int64_t numel() const { return element_count(shape); }
-};
-
-// Host-resident float32 tensor, row-major contiguous.
-struct HostTensor {
-    Shape shape;
-    std::vector<float> values;
-
-    std::int64_t numel() const { return element_count(shape); }
-    TensorView view() const { return TensorView::contiguous(values.data(), shape); }
 };
 
 }  // namespace lossjit

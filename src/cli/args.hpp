@@ -8,6 +8,7 @@
 
 #include "lossjit/lossjit.hpp"
 #include "lossjit/tensor.hpp"
+#include "tools/host.hpp"
 
 namespace lossjit::cli {
 

@@ -1,4 +1,5 @@
 #include "cli/cache_commands.hpp"
+#include "util/units.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -31,17 +32,7 @@ struct CacheCommands {
 
 namespace {
 
-std::string human_bytes(std::uint64_t bytes) {
-    if (bytes < 1024) return fmt::format("{} B", bytes);
-    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes) / 1024;
-    int unit = 0;
-    while (value >= 1024 && unit < 3) {
-        value /= 1024;
-        ++unit;
-    }
-    return fmt::format("{:.1f} {}", value, units[unit]);
-}
+using util::human_bytes;  // uint64_t sizes convert exactly below 2^53 bytes
 
 double age_seconds(std::filesystem::file_time_type modified) {
     const auto age = std::filesystem::file_time_type::clock::now() - modified;

@@ -23,6 +23,7 @@
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "tools/sweep.hpp"
+#include "util/numeric.hpp"
 
 namespace {
 
@@ -35,6 +36,7 @@ using lossjit::cli::load_input;
 using lossjit::cli::parse_input_arg;
 using lossjit::cli::parse_param_arg;
 using lossjit::cli::trim_nul;
+using lossjit::util::relative_error;
 
 struct CommonArgs {
     std::string program;
@@ -118,12 +120,6 @@ std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
         }
     }
     return views;
-}
-
-double relative_error(double value, double reference) {
-    if (std::isnan(value) && std::isnan(reference)) return 0.0;
-    if (value == reference) return 0.0;
-    return std::fabs(value - reference) / std::max(std::fabs(reference), 1e-30);
 }
 
 // first_call_ms < 0: there was no GPU call.
@@ -367,8 +363,7 @@ int run_command(const RunArgs& args) {
             loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
             double worst = 0;
             for (std::size_t i = 0; i < reference.size(); ++i) {
-                const double e = relative_error(out.values[i], reference[i]);
-                worst = std::max(worst, std::isnan(e) ? INFINITY : e);
+                worst = std::max(worst, relative_error(out.values[i], reference[i]));
             }
             report["max_rel_error"] = worst;
             if (!(worst <= args.tolerance)) status = 1;

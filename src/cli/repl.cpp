@@ -33,6 +33,7 @@
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 #include "tools/sweep.hpp"
+#include "util/units.hpp"
 
 namespace lossjit::cli {
 
@@ -103,13 +104,6 @@ const ast::Expr* find_name(const ast::Expr& e, std::string_view name) {
 std::string generator_text(const GeneratorSpec& g) {
     if (g.args.empty()) return g.kind;
     return fmt::format("{}[{}]", g.kind, fmt::join(g.args, ","));
-}
-
-std::string human_bytes(double bytes) {
-    if (bytes >= 1e9) return fmt::format("{:.3g} GB", bytes / 1e9);
-    if (bytes >= 1e6) return fmt::format("{:.3g} MB", bytes / 1e6);
-    if (bytes >= 1e3) return fmt::format("{:.3g} kB", bytes / 1e3);
-    return fmt::format("{} B", bytes);
 }
 
 // ---- readline ----------------------------------------------------------------------------------
@@ -1084,7 +1078,7 @@ void Repl::cmd_time(const std::string& arg) {
     const double median = per_call[kBatches / 2];
     std::cout << fmt::format(
         "{:.4g} ms per call (median of {} batches of {} launches; fastest {:.4g} ms): {} at {:.0f} GB/s\n", median,
-        kBatches, per_batch, per_call.front(), human_bytes(bytes), bytes / (median * 1e-3) / 1e9);
+        kBatches, per_batch, per_call.front(), util::human_bytes(bytes), bytes / (median * 1e-3) / 1e9);
 }
 
 void Repl::cmd_device(const std::string& arg) {

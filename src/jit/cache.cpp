@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <random>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 
 #include "lossjit/errors.hpp"
 #include "lossjit/version.hpp"
+#include "util/atomic_file.hpp"
 
 namespace lossjit {
 namespace {
@@ -70,19 +70,6 @@ bool read_all(int fd, char* data, std::size_t size) {
         const ssize_t n = ::read(fd, data, size);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return false;
-        data += n;
-        size -= static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
-bool write_all(int fd, const char* data, std::size_t size) {
-    while (size > 0) {
-        const ssize_t n = ::write(fd, data, size);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
         data += n;
         size -= static_cast<std::size_t>(n);
     }
@@ -157,11 +144,6 @@ void parse_entry_name(CacheEntryInfo& info) {
 
 bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string temp_name_suffix() {
-    thread_local std::mt19937 random{std::random_device{}()};
-    return fmt::format("{}.{:08x}", ::getpid(), random());
 }
 
 }  // namespace
@@ -280,28 +262,26 @@ void KernelCache::write_entry(const std::filesystem::path& path, const std::stri
     std::filesystem::create_directories(settings_.directory, ec);
     const EntryHeader header = make_header(key, image);
 
-    // Write a private temporary file, flush it to disk, then rename: readers see either no entry or
-    // a complete one, and concurrent writers of one key each rename a complete file.
-    const auto temp = path.string() + ".tmp." + temp_name_suffix();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    // The shared atomic write (a private temporary file, fsync, rename, fsync the directory): readers
+    // see either no entry or a complete one, and concurrent writers of one key each rename a complete
+    // file. Its temporary names ("<entry>.tmp.<pid>.<random>") carry kTempMarker, which the pruning
+    // below relies on. Failures are this cache's to judge, so it takes the outcome, not an exception.
+    const std::string_view header_bytes(reinterpret_cast<const char*>(&header), sizeof header);
+    const util::WriteOutcome written = util::try_write_file_atomically(path, {header_bytes, image.data});
+    if (written.failed == util::WriteStep::Create) {
         // The directory itself refuses: every later write would too, so stop trying.
         ++write_failures_;
         memory_only_ = true;
         warn_once(fmt::format("kernel cache directory {} is not writable ({}); kernels are cached in memory only",
-                              settings_.directory.string(), std::strerror(errno)),
+                              settings_.directory.string(), std::strerror(written.error)),
                   warning);
         return;
     }
-    const bool ok = write_all(fd, reinterpret_cast<const char*>(&header), sizeof header) &&
-                    write_all(fd, image.data.data(), image.data.size()) && ::fsync(fd) == 0;
-    const bool closed = ::close(fd) == 0;
-    if (!ok || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
+    if (!written.ok()) {
         // Perhaps only this entry (a full disk): keep trying later ones, but say so only once.
         ++write_failures_;
-        warn_once(fmt::format("could not write kernel cache entry {} ({})", path.string(), std::strerror(errno)),
+        warn_once(fmt::format("could not write kernel cache entry {} ({})", path.string(), std::strerror(written.error)),
                   warning);
-        ::unlink(temp.c_str());
         return;
     }
     // Even without a bound this pass clears temporary files left by writers that died. It lists the
@@ -461,7 +441,7 @@ std::string probe_cache_directory(const std::filesystem::path& directory) {
     if (ec) return ec.message();
     // The same test a write makes: can a temporary file be created here? Its name marks it as a
     // temporary file, so a probe that dies before unlinking it is cleaned up like any other.
-    const auto probe = directory / fmt::format("probe{}{}", kTempMarker, temp_name_suffix());
+    const auto probe = util::temp_path_for(directory / "probe.ljk");  // "probe.ljk.tmp.<pid>.<random>"
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return std::strerror(errno);
     ::close(fd);

@@ -13,6 +13,16 @@
 
 namespace lossjit {
 
+// Host-resident float32 tensor, row-major contiguous: what the generators and the .npy reader
+// produce. Tooling, not part of the library's API (include/lossjit/ takes and returns views).
+struct HostTensor {
+    Shape shape;
+    std::vector<float> values;
+
+    std::int64_t numel() const { return element_count(shape); }
+    TensorView view() const { return TensorView::contiguous(values.data(), shape); }
+};
+
 // Reads a NumPy .npy file (format 1.0, 2.0 or 3.0) holding a little-endian float32 ('<f4'),
 // C-ordered array; rank 0 is allowed. Anything else is refused with a message naming the file and
 // the problem, because silently converting would hide a precision or layout mistake. Bytes after

@@ -11,7 +11,6 @@
 #include <limits>
 #include <memory>
 #include <new>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -19,6 +18,7 @@
 
 #include "lossjit/errors.hpp"
 #include "tools/host.hpp"
+#include "util/atomic_file.hpp"
 
 namespace lossjit {
 
@@ -384,40 +384,9 @@ void save_npy(const std::string& path, const HostTensor& t) {
     }
     bytes += dict;
 
-    const std::filesystem::path target(path);
-    const std::filesystem::path dir = target.parent_path();
-    // Same directory as the target so the final rename stays within one filesystem and is atomic.
-    std::random_device entropy;
-    std::filesystem::path temp;
-    File file;
-    for (int attempt = 0; attempt < 100 && !file; ++attempt) {
-        char suffix[32];
-        std::snprintf(suffix, sizeof suffix, ".tmp.%08x%08x", entropy(), entropy());
-        temp = dir / (target.filename().string() + suffix);
-        file.reset(std::fopen(temp.c_str(), "wbx"));  // "x": never clobber someone else's file
-        if (!file && errno != EEXIST) {
-            fail(path, "cannot create temporary file " + temp.string() + ": " + errno_text(errno));
-        }
-    }
-    if (!file) fail(path, "cannot create a temporary file next to it");
-
-    auto abandon = [&](const std::string& problem) {
-        file.reset();
-        std::error_code ignored;
-        std::filesystem::remove(temp, ignored);
-        fail(path, problem);
-    };
-    const std::size_t data_size = t.values.size() * sizeof(float);
-    if (std::fwrite(bytes.data(), 1, bytes.size(), file.get()) != bytes.size() ||
-        (data_size > 0 &&
-         std::fwrite(t.values.data(), 1, data_size, file.get()) != data_size)) {
-        abandon("write error: " + errno_text(errno));
-    }
-    // fclose flushes the buffer, so its failure (a full disk, say) is a failed write too.
-    if (std::fclose(file.release()) != 0) abandon("write error: " + errno_text(errno));
-    std::error_code ec;
-    std::filesystem::rename(temp, target, ec);
-    if (ec) abandon("cannot rename " + temp.string() + " into place: " + ec.message());
+    // Readers never see a half-written file.
+    const std::string_view data(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+    util::write_file_atomically(path, {bytes, data});
 }
 
 }  // namespace lossjit

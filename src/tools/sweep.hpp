@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lossjit/lossjit.hpp"
+#include "tools/host.hpp"
 #include "tuning/store.hpp"
 
 namespace lossjit {
@@ -28,6 +29,7 @@ struct SweepVariant {
     Options options;    // the base options with this point's knobs set, use_tuning off
     std::string knobs;  // "block=256 items=16"
     std::string error;  // the knobs contradict each other (e.g. vector=4 items=2): not run
+    bool baseline = false;  // the base options alone, timed as the defaults ("default" or "base: KNOBS")
 };
 // The cartesian product, the first axis slowest. UsageError when two axes set one knob.
 std::vector<SweepVariant> expand_sweep(const Options& base, std::span<const SweepAxis> axes);
@@ -59,7 +61,8 @@ struct SweepRequest {
 
 struct SweepRow {
     std::string knobs;       // as asked ("block=256 items=16"), or "default"
-    bool is_default = false; // the defaults, or a variant that resolves to the very same kernel and launch
+    bool baseline = false;   // this row timed the defaults (SweepRequest::include_default)
+    bool is_default = false; // the baseline, or a variant that resolves to the very same kernel and launch
     KernelInfo kernel;       // as resolved and loaded: knobs, registers, spills, occupancy, notes
     double ms = 0;           // median time per call
     double gbps = 0;         // SweepResult::bytes_per_call / ms
@@ -87,6 +90,9 @@ struct SweepResult {
     std::vector<SweepRow> rows;      // fastest first; failures last
     double seconds = 0;              // wall time of the whole sweep
 };
+
+// The row that timed the defaults, or nullptr (none asked for, or a hand-made result without one).
+const SweepRow* baseline_row(const SweepResult& result);
 
 // Throws UsageError (bad axes, inputs), SourceError (the program), or CudaError "no CUDA device: ..."
 // where there is no GPU, before any timing. A variant that fails is a row with `failure`, not an exception.

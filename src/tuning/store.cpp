@@ -24,6 +24,7 @@
 #include "tuning/knobs.hpp"
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
+#include "util/atomic_file.hpp"
 
 namespace lossjit {
 namespace {
@@ -283,30 +284,9 @@ void TuningStore::put(const TuningRecord& record) {
     for (const auto& [id, r] : records) doc["records"][id] = to_json(r);
     const std::string out = doc.dump(2) + "\n";
 
-    thread_local std::mt19937 random{std::random_device{}()};
-    const std::string temp = fmt::format("{}.tmp.{}.{:08x}", file_.string(), ::getpid(), random());
-    Fd file{::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
-    if (file.fd < 0) throw fail("cannot create a temporary file beside it");
-    const char* data = out.data();
-    std::size_t left = out.size();
-    bool ok = true;
-    while (ok && left > 0) {
-        const ssize_t n = ::write(file.fd, data, left);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) {
-            data += n;
-            left -= static_cast<std::size_t>(n);
-        }
-    }
-    ok = ok && ::fsync(file.fd) == 0;
-    const bool closed = ::close(file.fd) == 0;
-    file.fd = -1;
-    if (!ok || !closed || std::rename(temp.c_str(), file_.c_str()) != 0) {
-        const Error error = fail("writing failed");
-        ::unlink(temp.c_str());
-        throw error;
-    }
+    const util::WriteOutcome written = util::try_write_file_atomically(file_, {out});
+    if (!written.ok())
+        throw Error(fmt::format("could not write the tuning store {}: {}", file_.string(), util::describe(written)));
     records_ = std::move(records);
     loaded_ = true;
     // Temporary files of writers that died mid-write (the kernel cache's rule: over an hour old).

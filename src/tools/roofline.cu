@@ -1,6 +1,7 @@
-// Plain streaming kernels that set the roofline the benchmark compares lossjit against: the best
-// read rate and copy rate this GPU reaches with simple, well-formed code. Compiled with NVRTC by
-// bench/bench.cpp; one extern "C" entry per variant.
+// Plain streaming kernels that set the roofline lossjit is compared against: the best read rate and
+// copy rate this GPU reaches with simple, well-formed code. Embedded into lossjit_tools and compiled
+// with NVRTC by load_roofline() (tools/roofline.hpp) for the sweep (read_u4) and bench/bench.cpp
+// (every variant); one extern "C" entry per variant.
 template <int U, bool STREAMING>
 __device__ __forceinline__ void read_impl(const float4* __restrict__ p, long long n, float* sink) {
     float acc = 0.0f;

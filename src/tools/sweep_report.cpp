@@ -1,0 +1,189 @@
+// The sweep's table and JSON, and tune's summary: for people and machines.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "pipeline.hpp"
+#include "tools/sweep.hpp"
+#include "tuning/knobs.hpp"
+#include "util/units.hpp"
+
+namespace lossjit {
+namespace {
+
+using json = nlohmann::json;
+
+std::string occupancy_text(const KernelInfo& k) {
+    return fmt::format("{:.0f}% ({}/SM)", 100.0 * k.occupancy, k.blocks_per_sm);
+}
+
+}  // namespace
+
+const SweepRow* baseline_row(const SweepResult& result) {
+    for (const auto& row : result.rows)
+        if (row.baseline) return &row;
+    return nullptr;
+}
+
+std::string format_sweep_table(const SweepResult& r) {
+    std::string out;
+    int timed = 0;
+    for (const auto& row : r.rows) timed += row.failure.empty() ? 1 : 0;
+    out += fmt::format("{} ({}) on {}: inputs {}, {} per call\n", r.program_name, r.kind, r.device, r.shapes,
+                       util::human_bytes(r.bytes_per_call));
+    out += fmt::format("{} variant{} timed{}; each the median of {} intervals of back-to-back launches, on {} input set{} "
+                       "in turn; {:.1f} s in all\n",
+                       timed, timed == 1 ? "" : "s",
+                       timed == static_cast<int>(r.rows.size()) ? "" : fmt::format(" of {}", r.rows.size()), r.reps,
+                       r.input_sets, r.input_sets == 1 ? "" : "s", r.seconds);
+    out += fmt::format("roofline {:.0f} GB/s ({})\n\n", r.roofline_gbps, r.roofline_method);
+
+    const std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "ms",
+                                          "GB/s", "% roof", "regs", "spill B", "occupancy", "rel. error", ""};
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::string> notes, failures;
+    int rank = 0;
+    for (const auto& row : r.rows) {
+        if (!row.failure.empty()) {
+            failures.push_back(fmt::format("  {}: {}", row.knobs, row.failure));
+            continue;
+        }
+        ++rank;
+        const auto& k = row.kernel;
+        std::string mark = row.is_default ? "default" : "";
+        if (!row.baseline && row.is_default) mark = "= default";
+        cells.push_back({std::to_string(rank), std::to_string(k.block_threads),
+                         k.strided ? "-" : std::to_string(k.items_per_thread),
+                         k.strided ? "-" : std::to_string(k.vector_width), k.strided ? "-" : std::to_string(k.unroll),
+                         k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
+                         std::string(to_string(k.accumulator)), k.fast_math ? "on" : "off", fmt::format("{:.4f}", row.ms),
+                         fmt::format("{:.0f}", row.gbps), fmt::format("{:.1f}%", 100.0 * row.roofline),
+                         std::to_string(k.registers), std::to_string(k.local_bytes), occupancy_text(k),
+                         fmt::format("{:.2e}", row.error), mark});
+        for (const auto& note : k.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.knobs, note));
+    }
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        width[c] = header[c].size();
+        for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+    }
+    auto print_line = [&](const std::vector<std::string>& line) {
+        std::string text;
+        for (std::size_t c = 0; c < line.size(); ++c) {
+            // Numbers right-aligned, words and the last column left.
+            const bool left = c == 6 || c == 7 || c + 1 == line.size();
+            text += left ? fmt::format("{:<{}}", line[c], width[c]) : fmt::format("{:>{}}", line[c], width[c]);
+            if (c + 1 < line.size()) text += "  ";
+        }
+        while (!text.empty() && text.back() == ' ') text.pop_back();
+        out += text + "\n";
+    };
+    print_line(header);
+    for (const auto& line : cells) print_line(line);
+    if (!notes.empty()) out += "notes:\n" + fmt::format("{}\n", fmt::join(notes, "\n"));
+    if (!failures.empty()) out += "not timed:\n" + fmt::format("{}\n", fmt::join(failures, "\n"));
+    return out;
+}
+
+std::string format_tune_summary(const TuneResult& t) {
+    std::string out;
+    int timed = 0, within = 0;
+    for (const auto& row : t.sweep.rows) {
+        if (!row.failure.empty()) continue;
+        ++timed;
+        if (row.error <= t.bound) ++within;
+    }
+    const SweepRow* defaults = baseline_row(t.sweep);
+    out += fmt::format("tune: {} of {} timed variants within the accuracy bound {:.3g} (relative error against the "
+                       "float64 reference; the bound is max(tolerance, the defaults' own error))\n",
+                       within, timed, t.bound);
+    if (t.winner >= 0) {
+        const SweepRow& win = t.sweep.rows[static_cast<std::size_t>(t.winner)];
+        out += fmt::format("winner: #{} ({}) {:.4f} ms, {:.0f} GB/s", t.winner + 1, win.knobs, win.ms, win.gbps);
+        if (defaults) out += fmt::format("; the defaults {:.4f} ms ({:.3f}x)", defaults->ms, defaults->ms / win.ms);
+        out += "\n";
+        if (t.record) out += fmt::format("  knobs: {}\n", describe(t.record->knobs));
+    }
+    if (!t.stored_in.empty()) {
+        out += fmt::format("stored in {} for {} float32 on {}\n", t.stored_in, t.sweep.shapes, t.sweep.device);
+    } else {
+        out += fmt::format("not stored: {}\n", t.not_stored);
+    }
+    if (t.check) {
+        out += fmt::format("check: a new compile with automatic knobs runs \"{}\"{}, rel. error {:.2e}\n",
+                           t.check->signature, t.check->tuned.empty() ? " (NOT from the tuning store)" : "",
+                           t.check_error);
+    }
+    return out;
+}
+
+std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
+    json rows = json::array();
+    int rank = 0;
+    for (const auto& row : r.rows) {
+        const auto& k = row.kernel;
+        json j{{"knobs", row.knobs}, {"input_set", row.input_set}};
+        if (!row.failure.empty()) {
+            j["failure"] = row.failure;
+            rows.push_back(j);
+            continue;
+        }
+        j["rank"] = ++rank;
+        j["default"] = row.is_default;
+        j["signature"] = k.signature;
+        j["block_threads"] = k.block_threads;
+        j["strided"] = k.strided;
+        j["items_per_thread"] = k.items_per_thread;
+        j["vector_width"] = k.vector_width;
+        j["unroll"] = k.unroll;
+        j["max_blocks_per_sm"] = k.max_blocks_per_sm;
+        j["accumulator"] = std::string(to_string(k.accumulator));
+        j["fast_math"] = k.fast_math;
+        j["ms"] = row.ms;
+        j["gbps"] = row.gbps;
+        j["roofline_fraction"] = row.roofline;
+        j["registers"] = k.registers;
+        j["local_bytes"] = k.local_bytes;
+        j["shared_bytes"] = k.shared_bytes;
+        j["resident_blocks_per_sm"] = k.resident_blocks_per_sm;
+        j["blocks_per_sm"] = k.blocks_per_sm;
+        j["occupancy"] = k.occupancy;
+        j["grid"] = k.grid;
+        j["rel_error"] = row.error;
+        j["launches_per_interval"] = row.launches_per_interval;
+        j["notes"] = k.notes;
+        rows.push_back(j);
+    }
+    json out{{"program", r.program_name},
+             {"kind", r.kind},
+             {"device", r.device},
+             {"target", r.target},
+             {"shapes", r.shapes},
+             {"bytes_per_call", r.bytes_per_call},
+             {"roofline", {{"gbps", r.roofline_gbps}, {"method", r.roofline_method}}},
+             {"reps", r.reps},
+             {"input_sets", r.input_sets},
+             {"references", r.references},
+             {"seconds", r.seconds},
+             {"rows", rows}};
+    if (tuned) {
+        json t{{"bound", tuned->bound}, {"winner_rank", tuned->winner >= 0 ? json(tuned->winner + 1) : json(nullptr)}};
+        if (tuned->record) {
+            const auto& k = tuned->record->knobs;
+            t["knobs"] = {{"block_threads", k.block_threads}, {"items_per_thread", k.items_per_thread},
+                          {"vector_width", k.vector_width},   {"max_blocks_per_sm", k.max_blocks_per_sm},
+                          {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math}};
+            t["key"] = tuned->record->key.id();
+        }
+        t["stored_in"] = tuned->stored_in.empty() ? json(nullptr) : json(tuned->stored_in);
+        if (!tuned->not_stored.empty()) t["not_stored"] = tuned->not_stored;
+        if (tuned->check)
+            t["check"] = {{"signature", tuned->check->signature}, {"tuned", tuned->check->tuned},
+                          {"rel_error", tuned->check_error}};
+        out["tune"] = t;
+    }
+    return out.dump(2);
+}
+
+}  // namespace lossjit

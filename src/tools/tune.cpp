@@ -1,0 +1,91 @@
+// tune: the fastest accurate variant of a sweep, stored for later compiles.
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "jit/compile.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/version.hpp"
+#include "tools/sweep.hpp"
+#include "tools/sweep_run.hpp"
+
+namespace lossjit {
+namespace {
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char text[32] = {};
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+}  // namespace
+
+TuneResult tune(SweepRequest request, const TuneOptions& options) {
+    if (request.axes.empty()) request.axes = default_tune_axes();
+    request.include_default = true;
+    if (!(options.tolerance >= 0)) throw UsageError("the tolerance must be a non-negative number");
+    SweepRunner runner(request);
+    TuneResult r;
+    r.sweep = runner.run();
+
+    const SweepRow* defaults = baseline_row(r.sweep);
+    int timed = 0;
+    for (const auto& row : r.sweep.rows)
+        if (row.failure.empty()) ++timed;
+    // Tuning may not make results worse than the project's bound, or than the defaults already are
+    // (a map's elementwise error, or a hard reduction): whichever is larger.
+    const double default_error = defaults && defaults->failure.empty() && std::isfinite(defaults->error) ? defaults->error : 0.0;
+    r.bound = std::max(options.tolerance, default_error);
+    for (std::size_t i = 0; i < r.sweep.rows.size(); ++i) {
+        const auto& row = r.sweep.rows[i];
+        if (row.failure.empty() && row.error <= r.bound) {
+            r.winner = static_cast<int>(i);
+            break;
+        }
+    }
+    if (r.winner < 0) {
+        r.not_stored = fmt::format("no variant was within the accuracy bound ({:.3g}) of {} timed", r.bound, timed);
+        return r;
+    }
+    const SweepRow& win = r.sweep.rows[static_cast<std::size_t>(r.winner)];
+    TuningRecord record;
+    record.key = runner.key();
+    record.knobs.block_threads = win.kernel.block_threads;
+    record.knobs.items_per_thread = win.kernel.strided ? 0 : win.kernel.items_per_thread;
+    record.knobs.vector_width = win.kernel.strided ? 0 : win.kernel.vector_width;
+    record.knobs.max_blocks_per_sm = win.kernel.max_blocks_per_sm;
+    record.knobs.accumulator = win.kernel.accumulator;
+    record.knobs.fast_math = win.kernel.fast_math;
+    record.ms = win.ms;
+    record.default_ms = defaults && defaults->failure.empty() ? defaults->ms : 0.0;
+    record.rel_error = win.error;
+    record.variants = timed;
+    record.lossjit = kVersion;
+    record.nvrtc = nvrtc_version();
+    record.when = utc_now();
+    r.record = record;
+
+    TuningStore* store = TuningStore::process();
+    if (!options.store) {
+        r.not_stored = "not asked to (--dry-run)";
+    } else if (!store) {
+        r.not_stored = "the kernel cache is off (LOSSJIT_CACHE=off, or no cache directory), and the tuning store with it";
+    } else if (!store->writable()) {
+        r.not_stored = fmt::format("the tuning store {} is read-only here (LOSSJIT_CACHE=read)", store->file().string());
+    } else {
+        store->put(record);
+        r.stored_in = store->file().string();
+        // What a later compile with automatic knobs does now; this also puts its kernel in the disk
+        // cache, so the next process starts with a disk hit.
+        Options fresh = request.base;
+        fresh.use_tuning = true;
+        r.check = runner.check(fresh, r.check_error);
+    }
+    return r;
+}
+
+}  // namespace lossjit
