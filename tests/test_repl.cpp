@@ -137,6 +137,8 @@ TEST_SUITE("repl") {
             {"a = b;",
              caret("a = b;", 5, "'b' is defined after 'a': a definition uses only earlier ones (:defs lists them)")},
             {"mean(b * p)", "3\n"},
+            // A name the line itself binds only later: no line numbers of the program built behind the scenes.
+            {"x = y + p; y = 2; mean(x)", caret("x = y + p; y = 2; mean(x)", 5, "'y' is used before its definition")},
             {":defs", "d = (p - t)^2;\na = 1;\nb = a * 2;\n"},
             {":unset a", "error: 'a' is used by the definition of 'b'\n"},
             {":unset b a", ""},

@@ -34,6 +34,9 @@
 #include "pipeline.hpp"
 #include "tools/sweep.hpp"
 #include "util/units.hpp"
+#include "util/atomic_file.hpp"
+#include "cuda/driver.hpp"
+#include "cuda/timer.hpp"
 
 namespace lossjit::cli {
 
@@ -99,6 +102,25 @@ const ast::Expr* find_name(const ast::Expr& e, std::string_view name) {
     for (const auto& a : e.args)
         if (const auto* found = find_name(*a, name)) return found;
     return nullptr;
+}
+
+const ast::Expr* name_at(const ast::Expr& e, int column) {
+    if (e.kind == ast::ExprKind::Name && e.pos.column == column) return &e;
+    for (const auto& a : e.args)
+        if (const auto* found = name_at(*a, column)) return found;
+    return nullptr;
+}
+
+// The name at `column` of a one-line program when a later statement of that line binds it.
+std::optional<std::string> bound_later(const ast::Program& line, int column) {
+    for (std::size_t k = 0; k < line.statements.size(); ++k) {
+        const auto* value = line.statements[k].value.get();
+        const ast::Expr* name = value ? name_at(*value, column) : nullptr;
+        if (!name) continue;
+        for (std::size_t later = k + 1; later < line.statements.size(); ++later)
+            if (line.statements[later].name == name->text) return name->text;
+    }
+    return std::nullopt;
 }
 
 std::string generator_text(const GeneratorSpec& g) {
@@ -298,7 +320,8 @@ private:
 
     // ---- errors ----
     [[noreturn]] void fail_at(const std::string& shown, int column, const std::string& message) const;
-    [[noreturn]] void rethrow_in(const SourceError& e, const std::vector<std::string>& shown) const;
+    [[noreturn]] void rethrow_in(const SourceError& e, const std::vector<std::string>& shown,
+                                 const ast::Program* line = nullptr) const;
     void report(const std::exception& e, bool source_error) const;
 
     std::vector<Input> inputs_;
@@ -365,18 +388,18 @@ void Repl::fail_at(const std::string& shown, int column, const std::string& mess
     throw SourceError(SourceLocation{source_name_, source_line_, column}, message, source);
 }
 
-// The checker saw the needed definitions, one per line, then the line; `shown` holds them so.
-void Repl::rethrow_in(const SourceError& e, const std::vector<std::string>& shown) const {
-    const int line = e.where().line;
-    if (line < 1 || static_cast<std::size_t>(line) > shown.size()) throw e;
-    // Line numbers inside the message count the lines of that program, which the user never saw.
-    std::string message = e.message();
-    if (const auto at = message.find(" on line "); at != std::string::npos) {
-        auto end = at + 9;
-        while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
-        message.erase(at, end - at);
+// The checker saw the needed definitions, one per line, then the line; `shown` holds them so. Its
+// location names a line of that program; the user sees the one line it came from.
+void Repl::rethrow_in(const SourceError& e, const std::vector<std::string>& shown, const ast::Program* line) const {
+    const int at = e.where().line;
+    if (at < 1 || static_cast<std::size_t>(at) > shown.size()) throw e;
+    // Within the typed line a name bound by a later statement of it: the checker's message would
+    // count the lines of the combined program, which the user never saw, so say it without them.
+    if (line && static_cast<std::size_t>(at) == shown.size()) {
+        if (const auto name = bound_later(*line, e.where().column))
+            fail_at(shown.back(), e.where().column, fmt::format("'{}' is used before its definition", *name));
     }
-    fail_at(shown[static_cast<std::size_t>(line - 1)], e.where().column, message);
+    fail_at(shown[static_cast<std::size_t>(at - 1)], e.where().column, e.message());
 }
 
 void Repl::report(const std::exception& e, bool source_error) const {
@@ -674,7 +697,7 @@ Compiled Repl::compile_line(const std::string& line) {
             if (losses_.size() >= 64) losses_.clear();
             found = losses_.emplace(key, CachedLoss{compile(text, options), false, text, options}).first;
         } catch (const SourceError& e) {
-            rethrow_in(e, shown);
+            rethrow_in(e, shown, &parsed);
         }
     }
     Compiled c;
@@ -1050,7 +1073,7 @@ void Repl::cmd_time(const std::string& arg) {
         return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
     };
     const bool first = !c.entry->launched;
-    auto start = Clock::now();
+    const auto start = Clock::now();  // the host's clock: the first call may compile the kernel
     launch();
     synchronize(device_);
     const double first_ms = elapsed_ms(start);
@@ -1060,20 +1083,13 @@ void Repl::cmd_time(const std::string& arg) {
         std::cout << fmt::format("first call {:.1f} ms (kernel: {}{})\n", first_ms, t.cache ? lossjit::to_string(*t.cache) : std::string_view("-"),
                                  t.nvrtc_ms > 0 ? fmt::format(", NVRTC {:.1f} ms", t.nvrtc_ms) : "");
     }
-    start = Clock::now();
-    launch();
-    synchronize(device_);
-    const double one_ms = elapsed_ms(start);
+    cuda::EventTimer timer(cuda::Context::for_device(device_));
+    const double one_ms = timer.interval_ms(launch);
     // Batches of back-to-back launches of about 20 ms each; the median batch, per launch.
     const int per_batch = std::clamp(static_cast<int>(20.0 / std::max(one_ms, 1e-3)), 1, 1000);
     constexpr int kBatches = 7;
     std::vector<double> per_call;
-    for (int b = 0; b < kBatches; ++b) {
-        start = Clock::now();
-        for (int i = 0; i < per_batch; ++i) launch();
-        synchronize(device_);
-        per_call.push_back(elapsed_ms(start) / per_batch);
-    }
+    for (int b = 0; b < kBatches; ++b) per_call.push_back(timer.interval_ms(launch, per_batch));
     std::sort(per_call.begin(), per_call.end());
     const double median = per_call[kBatches / 2];
     std::cout << fmt::format(
@@ -1123,21 +1139,9 @@ void Repl::cmd_save(const std::string& arg) {
         text << e << "\n";
         ++saved;
     }
-    const std::string tmp = arg + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text.str();
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw UsageError(fmt::format(":save: cannot write '{}'", arg));
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, arg, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
+    try {
+        util::write_file_atomically(arg, {text.str()});
+    } catch (const Error&) {
         throw UsageError(fmt::format(":save: cannot write '{}'", arg));
     }
     auto count = [](std::size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
