@@ -18,7 +18,7 @@
 
 #include "cli/args.hpp"
 #include "cli/cache_commands.hpp"
-#include "cli/repl.hpp"
+#include "cli/repl/repl.hpp"
 #include "tuning/knobs.hpp"
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
