@@ -270,122 +270,134 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
     return status;
 }
 
-int run_command(const RunArgs& args) {
-    Prepared prepared = prepare(args.common);
-    lossjit::Loss& loss = prepared.loss;
-    std::string why_not;
-    const bool gpu = !args.cpu && lossjit::cuda_available(&why_not);
-    std::string arch = args.arch;
-    if (gpu) arch = lossjit::device_info(args.common.device).arch();
+// What `run` computes on and with: the inputs on the host (and on the GPU when there is one), the
+// gradients asked for (--output-grad NAME=FILE implies --grad NAME).
+struct RunInputs {
+    bool gpu = false;
+    std::string why_no_gpu;
+    std::string arch;
     std::vector<HostTensor> host;
-    for (const auto& i : prepared.inputs) host.push_back(load_input(i, args.common.seed));
     std::vector<TensorView> host_views;
-    for (const auto& h : host) host_views.push_back(h.view());
-    // --output-grad NAME=FILE implies --grad NAME.
-    std::vector<std::string> grads = args.grads;
-    std::vector<std::pair<std::string, std::string>> grad_files;
+    std::vector<lossjit::DeviceBuffer> buffers;
+    std::vector<TensorView> device_views;
+    std::vector<std::string> grads;
+    std::vector<std::pair<std::string, std::string>> grad_files;  // NAME, FILE.npy
+};
+
+RunInputs run_inputs(const RunArgs& args, const Prepared& prepared) {
+    RunInputs in;
+    in.gpu = !args.cpu && lossjit::cuda_available(&in.why_no_gpu);
+    in.arch = in.gpu ? lossjit::device_info(args.common.device).arch() : args.arch;
+    for (const auto& i : prepared.inputs) in.host.push_back(load_input(i, args.common.seed));
+    for (const auto& h : in.host) in.host_views.push_back(h.view());
+    in.grads = args.grads;
     for (const auto& text : args.output_grads) {
         const auto eq = text.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
             throw UsageError(fmt::format("--output-grad '{}': expected NAME=FILE.npy", text));
-        grad_files.emplace_back(text.substr(0, eq), text.substr(eq + 1));
-        if (std::find(grads.begin(), grads.end(), grad_files.back().first) == grads.end())
-            grads.push_back(grad_files.back().first);
+        in.grad_files.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+        if (std::find(in.grads.begin(), in.grads.end(), in.grad_files.back().first) == in.grads.end())
+            in.grads.push_back(in.grad_files.back().first);
     }
-    dump_stages(loss, args.dumps, host_views, arch, grads);
+    return in;
+}
 
-    nlohmann::json report;
-    report["program"] = args.common.program;
-    report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());
-    if (!gpu) {
-        if (!args.cpu) std::cerr << "lossjit: " << why_not << "; evaluating on the CPU reference (float64)\n";
-        report["device"] = "cpu-reference";
+void upload_inputs(RunInputs& in, int device, nlohmann::json& report) {
+    const auto info = lossjit::device_info(device);
+    report["device"] = fmt::format("{} ({})", info.name, info.arch());
+    for (const auto& h : in.host) {
+        in.buffers.emplace_back(h.values.size() * sizeof(float), device);
+        in.buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
+        in.device_views.push_back(TensorView::contiguous(in.buffers.back().data(), h.shape));
     }
+}
 
-    std::optional<lossjit::DeviceBuffer> output_buffer;
-    std::vector<lossjit::DeviceBuffer> buffers;
-    std::vector<TensorView> device_views;
-    if (gpu) {
-        const auto info = lossjit::device_info(args.common.device);
-        report["device"] = fmt::format("{} ({})", info.name, info.arch());
-        for (const auto& h : host) {
-            buffers.emplace_back(h.values.size() * sizeof(float), args.common.device);
-            buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
-            device_views.push_back(TensorView::contiguous(buffers.back().data(), h.shape));
-        }
-    }
-
+// A reduction's value on the GPU or the reference; with --check on the GPU, compared with the reference.
+int run_reduction(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohmann::json& report) {
+    const bool gpu = in.gpu;
+    const auto& host_views = in.host_views;
+    const auto& device_views = in.device_views;
     int status = 0;
-    if (loss.kind() == lossjit::Kind::Reduction) {
-        double value = 0;
-        if (gpu) {
-            const auto start = Clock::now();
-            value = loss(device_views);
-            report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-            const auto again = Clock::now();
-            loss(device_views);
-            report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
-        } else {
-            value = loss.reference(host_views);
-        }
-        report["value"] = value;
-        if (gpu && args.check) {
-            const double reference = loss.reference(host_views);
-            const double error = relative_error(value, reference);
-            report["reference"] = reference;
-            report["rel_error"] = error;
-            if (!(error <= args.tolerance)) status = 1;
-        }
-        if (!args.json) {
-            std::cout << fmt::format("{:.9g}\n", value);
-            if (report.contains("reference")) {
-                std::cerr << fmt::format("check: GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n", value,
-                                         report["reference"].get<double>(), report["rel_error"].get<double>(),
-                                         status == 0 ? "ok" : "FAILED");
-            }
-        }
+    double value = 0;
+    if (gpu) {
+        const auto start = Clock::now();
+        value = loss(device_views);
+        report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        const auto again = Clock::now();
+        loss(device_views);
+        report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
     } else {
-        const lossjit::Shape shape = loss.output_shape(host_views);
-        HostTensor out{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)))};
-        if (gpu) {
-            output_buffer.emplace(out.values.size() * sizeof(float), args.common.device);
-            output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
-            const auto start = Clock::now();
-            loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape));
-            lossjit::synchronize(args.common.device);
-            report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-            output_buffer->download(out.values.data(), out.values.size() * sizeof(float));
-        } else {
-            loss.reference_map(host_views, lossjit::OutputView::contiguous(out.values.data(), shape));
-        }
-        if (gpu && args.check) {
-            std::vector<float> reference(out.values.size());
-            loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
-            double worst = 0;
-            for (std::size_t i = 0; i < reference.size(); ++i) {
-                worst = std::max(worst, relative_error(out.values[i], reference[i]));
-            }
-            report["max_rel_error"] = worst;
-            if (!(worst <= args.tolerance)) status = 1;
-            if (!args.json)
-                std::cerr << fmt::format("check: max elementwise relative error vs the CPU reference {:.3g} ({})\n", worst,
-                                         status == 0 ? "ok" : "FAILED");
-        }
-        report["shape"] = shape;
-        if (!args.output.empty()) {
-            lossjit::save_npy(args.output, out);
-            report["output"] = args.output;
-        }
-        if (!args.json) {
-            std::cout << fmt::format("map of shape {}{}", lossjit::format_shape(shape),
-                                     args.output.empty() ? "" : ", written to " + args.output);
-            const std::size_t shown = std::min<std::size_t>(out.values.size(), 6);
-            std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                                     out.values.size() > shown ? ", ..." : "");
+        value = loss.reference(host_views);
+    }
+    report["value"] = value;
+    if (gpu && args.check) {
+        const double reference = loss.reference(host_views);
+        const double error = relative_error(value, reference);
+        report["reference"] = reference;
+        report["rel_error"] = error;
+        if (!(error <= args.tolerance)) status = 1;
+    }
+    if (!args.json) {
+        std::cout << fmt::format("{:.9g}\n", value);
+        if (report.contains("reference")) {
+            std::cerr << fmt::format("check: GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n", value,
+                                     report["reference"].get<double>(), report["rel_error"].get<double>(),
+                                     status == 0 ? "ok" : "FAILED");
         }
     }
-    if (!grads.empty()) status = std::max(status, run_gradients(loss, args, gpu, host, host_views, device_views, grads,
-                                                               grad_files, report));
+    return status;
+}
+
+// A map's values on the GPU or the reference, optionally written to --output; --check as above.
+int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohmann::json& report) {
+    const bool gpu = in.gpu;
+    const auto& host_views = in.host_views;
+    const auto& device_views = in.device_views;
+    int status = 0;
+    std::optional<lossjit::DeviceBuffer> output_buffer;
+    const lossjit::Shape shape = loss.output_shape(host_views);
+    HostTensor out{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)))};
+    if (gpu) {
+        output_buffer.emplace(out.values.size() * sizeof(float), args.common.device);
+        output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
+        const auto start = Clock::now();
+        loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape));
+        lossjit::synchronize(args.common.device);
+        report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        output_buffer->download(out.values.data(), out.values.size() * sizeof(float));
+    } else {
+        loss.reference_map(host_views, lossjit::OutputView::contiguous(out.values.data(), shape));
+    }
+    if (gpu && args.check) {
+        std::vector<float> reference(out.values.size());
+        loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
+        double worst = 0;
+        for (std::size_t i = 0; i < reference.size(); ++i) {
+            worst = std::max(worst, relative_error(out.values[i], reference[i]));
+        }
+        report["max_rel_error"] = worst;
+        if (!(worst <= args.tolerance)) status = 1;
+        if (!args.json)
+            std::cerr << fmt::format("check: max elementwise relative error vs the CPU reference {:.3g} ({})\n", worst,
+                                     status == 0 ? "ok" : "FAILED");
+    }
+    report["shape"] = shape;
+    if (!args.output.empty()) {
+        lossjit::save_npy(args.output, out);
+        report["output"] = args.output;
+    }
+    if (!args.json) {
+        std::cout << fmt::format("map of shape {}{}", lossjit::format_shape(shape),
+                                 args.output.empty() ? "" : ", written to " + args.output);
+        const std::size_t shown = std::min<std::size_t>(out.values.size(), 6);
+        std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                 out.values.size() > shown ? ", ..." : "");
+    }
+    return status;
+}
+
+// The timings and kernel in the report; the JSON, warnings and --timings output.
+void finish_report(const lossjit::Loss& loss, const RunArgs& args, nlohmann::json& report) {
     report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
                          {"device_ms", loss.timings().device_ms}, {"emit_ms", loss.timings().emit_ms},
                          {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
@@ -405,6 +417,27 @@ int run_command(const RunArgs& args) {
         print_timings(loss.timings(), report.value("first_call_ms", -1.0));
         print_kernel_info(loss);
     }
+}
+
+int run_command(const RunArgs& args) {
+    Prepared prepared = prepare(args.common);
+    lossjit::Loss& loss = prepared.loss;
+    RunInputs in = run_inputs(args, prepared);
+    dump_stages(loss, args.dumps, in.host_views, in.arch, in.grads);
+    nlohmann::json report;
+    report["program"] = args.common.program;
+    report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());
+    if (in.gpu) {
+        upload_inputs(in, args.common.device, report);
+    } else {
+        if (!args.cpu) std::cerr << "lossjit: " << in.why_no_gpu << "; evaluating on the CPU reference (float64)\n";
+        report["device"] = "cpu-reference";
+    }
+    int status = loss.kind() == lossjit::Kind::Reduction ? run_reduction(loss, args, in, report) : run_map(loss, args, in, report);
+    if (!in.grads.empty())
+        status = std::max(status, run_gradients(loss, args, in.gpu, in.host, in.host_views, in.device_views, in.grads,
+                                                in.grad_files, report));
+    finish_report(loss, args, report);
     return status;
 }
 

@@ -408,16 +408,7 @@ void Repl::load_program(const std::string& path) {
     std::string joined;
     std::istringstream lines(text);
     for (std::string l; std::getline(lines, l);) joined += strip_comment(l) + "\n";
-    std::vector<std::string> pieces;
-    std::size_t start = 0;
-    while (start <= joined.size()) {
-        const auto end = joined.find(';', start);
-        const std::string piece =
-            collapse_whitespace(joined.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (!piece.empty()) pieces.push_back(piece);
-        if (end == std::string::npos) break;
-        start = end + 1;
-    }
+    const std::vector<std::string> pieces = split_statements(joined, collapse_whitespace);
     if (pieces.size() != parsed.statements.size() + 1)
         throw InternalError("repl: the statements of a .loss file did not split at ';'");
     std::string definitions;

@@ -36,6 +36,19 @@ std::vector<std::string> split_words(std::string_view s) {
 
 std::string strip_comment(std::string_view line) { return std::string(line.substr(0, line.find('#'))); }
 
+std::vector<std::string> split_statements(std::string_view text, std::string (*tidy)(std::string_view)) {
+    std::vector<std::string> pieces;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const auto end = text.find(';', start);
+        std::string piece = tidy(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        if (!piece.empty()) pieces.push_back(std::move(piece));
+        if (end == std::string_view::npos) break;
+        start = end + 1;
+    }
+    return pieces;
+}
+
 std::string collapse_whitespace(std::string_view s) {
     std::string out;
     bool space = false;
@@ -212,19 +225,7 @@ void Repl::execute(const std::string& raw) {
 // ---- definitions -------------------------------------------------------------------------------
 
 void Repl::define(const std::string& line, const ast::Program& parsed) {
-    std::vector<std::string> pieces;
-    {
-        std::string text = strip_comment(line);
-        std::size_t start = 0;
-        while (start <= text.size()) {
-            const auto end = text.find(';', start);
-            const std::string piece =
-                trim(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-            if (!piece.empty()) pieces.push_back(piece);
-            if (end == std::string::npos) break;
-            start = end + 1;
-        }
-    }
+    const std::vector<std::string> pieces = split_statements(strip_comment(line), trim);
     if (pieces.size() != parsed.statements.size())
         throw InternalError("repl: the statements of a definitions line did not split at ';'");
 

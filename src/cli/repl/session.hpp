@@ -37,7 +37,9 @@ namespace repl {
 std::string trim(std::string_view s);
 std::vector<std::string> split_words(std::string_view s);
 std::string strip_comment(std::string_view line);  // the language has no strings: '#' starts a comment
-std::string collapse_whitespace(std::string_view s);
+std::string collapse_whitespace(std::string_view s);  // runs of whitespace, newlines too, become one space
+// The non-empty pieces between ';', each passed through `tidy` (trim, collapse_whitespace).
+std::vector<std::string> split_statements(std::string_view text, std::string (*tidy)(std::string_view));
 
 
 struct Input {
