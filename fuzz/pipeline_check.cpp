@@ -74,6 +74,16 @@ std::size_t count_word(const std::string& text, std::string_view word) {
 // The same program shape with nothing of the user's in it: the same reduction, as many inputs
 // (named c0, c1, ...), no parameters or bindings, body 0. Emitted with the same KernelSpec, every
 // line it shares with the real kernel is template text; the rest is what the program contributed.
+std::vector<Builtin> applied_builtins(const ir::Program& program) {
+    std::vector<bool> applied(static_cast<std::size_t>(Builtin::Count_), false);
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::Apply) applied[static_cast<std::size_t>(n.fn)] = true;
+    std::vector<Builtin> out;
+    for (std::size_t b = 0; b < applied.size(); ++b)
+        if (applied[b]) out.push_back(static_cast<Builtin>(b));
+    return out;
+}
+
 ir::Program canonical_twin(const ir::Program& program) {
     ir::Program twin;
     twin.source_name = "canonical";
@@ -97,6 +107,16 @@ ir::Program canonical_twin(const ir::Program& program) {
         add.args = {twin.body, static_cast<int>(twin.nodes.size()) - 1, -1};
         twin.nodes.push_back(add);
         twin.body = static_cast<int>(twin.nodes.size()) - 1;
+    }
+    // The CUDA helpers of the builtins the program applies are lossjit's text too (the builtins
+    // table): the twin applies the same builtins, in nodes its body does not reach.
+    for (Builtin fn : applied_builtins(program)) {
+        ir::Node unused;
+        unused.kind = ir::NodeKind::Apply;
+        unused.fn = fn;
+        unused.arity = builtin_info(fn).arity;
+        unused.args = {0, 0, 0};
+        twin.nodes.push_back(unused);
     }
     return twin;
 }
@@ -222,8 +242,8 @@ std::vector<std::size_t> risky_counts(const std::string& text) {
 
 const TemplateFacts& template_facts(const ir::Program& program, const KernelSpec& spec) {
     static std::unordered_map<std::string, TemplateFacts> cache;
-    const std::string key =
-        fmt::format("{}|{}|{}", static_cast<int>(program.reduction), program.inputs.size(), spec.signature());
+    std::string key = fmt::format("{}|{}|{}|", static_cast<int>(program.reduction), program.inputs.size(), spec.signature());
+    for (Builtin fn : applied_builtins(program)) key += fmt::format("{},", static_cast<int>(fn));
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
     const std::string twin = emit_cuda(canonical_twin(program), spec);

@@ -3,7 +3,7 @@
 # /usr/local/cuda). Does nothing when they are all present, so it is cheap to run before every build.
 set -euo pipefail
 
-packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev libreadline-dev)
+packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev libreadline-dev libboost-math-dev)
 # Where clang 14 is installed, scripts/test.sh also runs a short fuzz test; it needs clang's runtime
 # (libFuzzer and the sanitizers), which Debian ships apart from the compiler.
 if dpkg-query -W -f='${Status}' clang-14 2>/dev/null | grep -q "install ok installed"; then

@@ -64,25 +64,4 @@ __device__ __forceinline__ long long offset(const long long (&c)[kMaxRank], cons
 
 }  // namespace lj
 
-// Functions whose CUDA counterpart differs from PyTorch's definition.
-// As torch.maximum / torch.minimum: a nan argument wins (fmaxf alone would drop it); otherwise
-// fmaxf / fminf, which order -0 below +0 (max(-0, 0) is +0 in either order, min gives -0).
-__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
-__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }
-__device__ __forceinline__ float lj_clamp(float x, float lo, float hi) { return lj_min(lj_max(x, lo), hi); }
-__device__ __forceinline__ float lj_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
-__device__ __forceinline__ float lj_sign(float x) { return (float)((0.0f < x) - (x < 0.0f)); }
-__device__ __forceinline__ float lj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ float lj_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
-__device__ __forceinline__ float lj_xlogy(float x, float y) {
-    if (y != y) return y;
-    return x == 0.0f ? 0.0f : x * logf(y);
-}
-__device__ __forceinline__ float lj_mod(float a, float b) {  // Python / torch.remainder semantics
-    float r = fmodf(a, b);
-    if (r != 0.0f && ((b < 0.0f) != (r < 0.0f))) r += b;
-    return r;
-}
-__device__ __forceinline__ float lj_square(float x) { return x * x; }
-__device__ __forceinline__ float lj_cube(float x) { return x * x * x; }
 // ---- end of prelude -----------------------------------------------------------------------------

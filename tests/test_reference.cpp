@@ -3,6 +3,10 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
+#include <set>
+
+#include "lang/builtins.hpp"
 
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
@@ -153,4 +157,53 @@ TEST_CASE("min, max and clamp order -0 below +0, as torch does on CUDA (found by
     CHECK(std::signbit(min[1]));        // torch.minimum(-0, 0) = -0
     CHECK(std::signbit(map("clamp(a, a, b)", {x, y})[0]));  // torch.clamp(0, min=0, max=-0) = -0
 }
+
+TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    constexpr double pi = std::numbers::pi;
+    struct Value {
+        Builtin fn;
+        std::array<double, 3> args;
+        double expected;
+    };
+    // At least one value per row of the builtins table (checked below): a new row adds its own.
+    const Value values[] = {
+        {Builtin::Neg, {2}, -2}, {Builtin::Not, {0}, 1}, {Builtin::Not, {nan}, 0}, {Builtin::Add, {1, 2}, 3},
+        {Builtin::Sub, {1, 2}, -1}, {Builtin::Mul, {2, 3}, 6}, {Builtin::Div, {1, 0}, inf}, {Builtin::Mod, {-3, 2}, 1},
+        {Builtin::Mod, {3, -2}, -1}, {Builtin::Pow, {2, 0.5}, std::numbers::sqrt2}, {Builtin::Lt, {1, 2}, 1},
+        {Builtin::Le, {2, 2}, 1}, {Builtin::Gt, {1, 2}, 0}, {Builtin::Ge, {1, 2}, 0}, {Builtin::Eq, {nan, nan}, 0},
+        {Builtin::Ne, {nan, nan}, 1}, {Builtin::And, {1, nan}, 1}, {Builtin::Or, {0, 0}, 0},
+        {Builtin::Select, {0, 1, 2}, 2}, {Builtin::Abs, {-2}, 2}, {Builtin::Sign, {nan}, 0}, {Builtin::Sign, {-3}, -1},
+        {Builtin::Sqrt, {4}, 2}, {Builtin::Rsqrt, {4}, 0.5}, {Builtin::Exp, {1}, std::numbers::e},
+        {Builtin::Exp2, {3}, 8}, {Builtin::Expm1, {0}, 0}, {Builtin::Log, {0}, -inf}, {Builtin::Log2, {8}, 3},
+        {Builtin::Log10, {1000}, 3}, {Builtin::Log1p, {-1}, -inf}, {Builtin::Sin, {pi / 2}, 1}, {Builtin::Cos, {0}, 1},
+        {Builtin::Tan, {pi / 4}, 1}, {Builtin::Tanh, {0}, 0}, {Builtin::Sigmoid, {0}, 0.5},
+        {Builtin::Softplus, {30}, 30}, {Builtin::Softplus, {0}, std::numbers::ln2}, {Builtin::Relu, {-1}, 0},
+        {Builtin::Relu, {nan}, nan}, {Builtin::Erf, {0}, 0}, {Builtin::Erfc, {0}, 1}, {Builtin::Floor, {-1.5}, -2},
+        {Builtin::Ceil, {-1.5}, -1}, {Builtin::Round, {2.5}, 2}, {Builtin::Trunc, {-1.7}, -1},
+        {Builtin::Min, {nan, 1}, nan}, {Builtin::Min, {1, 2}, 1}, {Builtin::Max, {1, 2}, 2},
+        {Builtin::Clamp, {5, 0, 3}, 3}, {Builtin::IsNan, {nan}, 1}, {Builtin::IsInf, {-inf}, 1},
+        {Builtin::Xlogy, {0, 0}, 0}, {Builtin::Xlogy, {0, nan}, nan}, {Builtin::Xlogy, {2, std::numbers::e}, 2},
+    };
+    std::set<Builtin> covered;
+    for (const auto& v : values) {
+        const auto& row = builtin_info(v.fn);
+        CAPTURE(row.is_operator() ? row.op : row.name);
+        CAPTURE(v.args[0]);
+        CAPTURE(v.args[1]);
+        const double got = apply_builtin(v.fn, v.args[0], v.args[1], v.args[2]);
+        if (std::isnan(v.expected) || std::isinf(v.expected)) {
+            CHECK((std::isnan(got) ? std::isnan(v.expected) : got == v.expected));
+        } else {
+            CHECK(got == doctest::Approx(v.expected).epsilon(1e-14));
+        }
+        covered.insert(v.fn);
+    }
+    for (const auto& row : builtin_table()) {
+        CAPTURE(row.is_operator() ? row.op : row.name);
+        CHECK(covered.count(row.id) == 1);
+    }
+}
+
 }  // TEST_SUITE

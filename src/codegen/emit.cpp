@@ -13,104 +13,10 @@
 #include "lossjit/version.hpp"
 #include "pipeline.hpp"
 #include "codegen/templates.hpp"
+#include "ir/print.hpp"
 
 namespace lossjit {
 namespace {
-
-std::string input_value(const std::string& name) { return "x_" + name; }
-std::string binding_value(const std::string& name) { return "b_" + name; }
-std::string param_value(const std::string& name) { return "param_" + name; }
-
-// "(a + b)" -> "a + b" where the text sits alone in a call's argument list.
-std::string without_outer_parens(const std::string& text) {
-    if (text.size() < 2 || text.front() != '(' || text.back() != ')') return text;
-    int depth = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
-        if (depth == 0 && i + 1 < text.size()) return text;  // the first '(' closes early: "(a) + (b)"
-    }
-    return text.substr(1, text.size() - 2);
-}
-
-std::string float_literal(double value) {
-    const float f = static_cast<float>(value);
-    if (std::isnan(f)) return "__int_as_float(0x7fffffff)";
-    if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "(-__int_as_float(0x7f800000))";
-    std::string text = fmt::format("{:.9g}", f);  // 9 significant digits round-trip any float
-    if (text.find_first_of(".e") == std::string::npos) text += ".0";
-    text += "f";
-    return f < 0 || (f == 0 && std::signbit(f)) ? "(" + text + ")" : text;
-}
-
-class Printer {
-public:
-    explicit Printer(const ir::Program& program) : program_(program) {}
-
-    // Nodes printed as a local instead of their expression (shared subexpressions).
-    void name_local(int id, std::string name) { locals_[id] = std::move(name); }
-
-    // The expression of `id` itself, even if it has a local name (for the local's definition).
-    std::string define(int id) const {
-        const ir::Node& n = program_.node(id);
-        if (n.kind == ir::NodeKind::Apply) return print_apply(n);
-        return print(id);
-    }
-
-    std::string print(int id) const {
-        if (auto it = locals_.find(id); it != locals_.end()) return it->second;
-        const ir::Node& n = program_.node(id);
-        switch (n.kind) {
-            case ir::NodeKind::Constant:
-                if (n.type == ValueType::Bool) return n.value != 0.0 ? "true" : "false";
-                return float_literal(n.value);
-            case ir::NodeKind::Input: return input_value(program_.inputs[static_cast<std::size_t>(n.slot)]);
-            case ir::NodeKind::Param: return param_value(program_.params[static_cast<std::size_t>(n.slot)].name);
-            case ir::NodeKind::Binding: return binding_value(program_.bindings[static_cast<std::size_t>(n.slot)].name);
-            case ir::NodeKind::Apply: return print_apply(n);
-        }
-        throw InternalError("printer met an unknown node kind");
-    }
-
-private:
-    std::string print_as(int id, char wanted) const {
-        const std::string text = print(id);
-        if (wanted == 'b' && program_.node(id).type == ValueType::Float) return "(" + text + " != 0.0f)";
-        return text;  // bool -> float converts implicitly in C++, to 0.0f or 1.0f
-    }
-
-    std::string print_apply(const ir::Node& n) const {
-        const BuiltinInfo& info = builtin_info(n.fn);
-        if (n.fn == Builtin::Pow) {
-            if (auto special = print_power(n)) return *special;
-        }
-        std::array<std::string, 3> args;
-        for (int i = 0; i < n.arity; ++i) {
-            auto& arg = args[static_cast<std::size_t>(i)];
-            arg = print_as(n.args[static_cast<std::size_t>(i)], info.arg_types[static_cast<std::size_t>(i)]);
-            if (!info.is_operator) arg = without_outer_parens(arg);
-        }
-        return fmt::format(fmt::runtime(info.cuda), args[0], args[1], args[2]);
-    }
-
-    // Small constant exponents get the exact forms torch uses for them instead of powf.
-    std::optional<std::string> print_power(const ir::Node& n) const {
-        const ir::Node& exponent = program_.node(n.args[1]);
-        if (exponent.kind != ir::NodeKind::Constant) return std::nullopt;
-        const std::string base = print(n.args[0]);
-        const double e = exponent.value;
-        if (e == 1.0) return base;
-        if (e == 2.0) return "lj_square(" + base + ")";
-        if (e == 3.0) return "lj_cube(" + base + ")";
-        if (e == 0.5) return "sqrtf(" + base + ")";
-        if (e == -0.5) return "rsqrtf(" + base + ")";
-        if (e == -1.0) return "(1.0f / " + base + ")";
-        if (e == -2.0) return "(1.0f / lj_square(" + base + "))";
-        return std::nullopt;
-    }
-
-    const ir::Program& program_;
-    std::map<int, std::string> locals_;
-};
 
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
     std::string out;
@@ -129,6 +35,24 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
     }
     out.append(text.substr(pos));
     return out;
+}
+
+// The CUDA helpers (builtins table) of the functions this program applies, each after the ones it
+// calls, in table order: a kernel carries only what it uses.
+std::string function_helpers(const ir::Program& program) {
+    std::vector<bool> used(static_cast<std::size_t>(Builtin::Count_), false);
+    auto use = [&](auto&& self, Builtin fn) -> void {
+        if (fn == Builtin::Count_ || used[static_cast<std::size_t>(fn)]) return;
+        used[static_cast<std::size_t>(fn)] = true;
+        for (Builtin needed : builtin_info(fn).needs) self(self, needed);
+    };
+    for (const auto& node : program.nodes)
+        if (node.kind == ir::NodeKind::Apply) use(use, node.fn);
+    std::string helpers;
+    for (const auto& row : builtin_table())
+        if (used[static_cast<std::size_t>(row.id)]) helpers += row.cuda_helper;
+    if (helpers.empty()) return {};
+    return "// Functions whose CUDA counterpart differs from PyTorch's definition (src/lang/builtins.cpp).\n" + helpers;
 }
 
 }  // namespace
@@ -272,16 +196,8 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
         int transcendental = 0;
-        for (const auto& node : program.nodes) {
-            if (node.kind != ir::NodeKind::Apply) continue;
-            switch (node.fn) {
-                case Builtin::Exp: case Builtin::Exp2: case Builtin::Expm1: case Builtin::Log: case Builtin::Log2:
-                case Builtin::Log10: case Builtin::Log1p: case Builtin::Sin: case Builtin::Cos: case Builtin::Tan:
-                case Builtin::Tanh: case Builtin::Sigmoid: case Builtin::Softplus: case Builtin::Erf:
-                case Builtin::Erfc: case Builtin::Xlogy: case Builtin::Pow: ++transcendental; break;
-                default: break;
-            }
-        }
+        for (const auto& node : program.nodes)
+            transcendental += node.kind == ir::NodeKind::Apply && builtin_info(node.fn).cost == Cost::Transcendental;
         if (transcendental >= 2) spec.unroll = std::min(spec.unroll, 2);
         // A fused value-and-gradient kernel holds loads and results for every unrolled element;
         // past 2 its registers cut occupancy (smooth L1 + d/dp on H200: unroll 2 3.67 ms, 8 5.18 ms).
@@ -318,7 +234,9 @@ std::string KernelSpec::signature() const {
                        fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
 }
 
-std::string print_expression(const ir::Program& program, int node) { return Printer(program).print(node); }
+std::string print_expression(const ir::Program& program, int node) {
+    return ExpressionPrinter(program, PrintStyle::Cuda).print(node);
+}
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const auto slots = read_inputs(program);
@@ -338,7 +256,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
     if (spec.accumulator == Accumulator::Auto) throw InternalError("kernel spec with an automatic accumulator");
 
-    Printer printer(program);
+    ExpressionPrinter printer(program, PrintStyle::Cuda);
     const std::size_t array = std::max<std::size_t>(n, 1);
 
     // The program for one element, as a functor the loop templates call.
@@ -348,7 +266,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     for (std::size_t k = spec.inner_strides.size(); k-- > 0;)
         if (spec.inner_strides[k] == 0) inner = fmt::format("k == {} ? 0 : {}", k, inner);
     element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n", inner);
-    for (const auto& p : program.params) element += fmt::format("    float {};\n", param_value(p.name));
+    for (const auto& p : program.params) element += fmt::format("    float {};\n", cuda_param_name(p.name));
     if (grads == 0) {
         element += "    using Result = float;\n";
     } else {  // the value and d value / d input for each input differentiated, at one element
@@ -366,7 +284,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const std::string indent(8, ' ');
     for (std::size_t k = 0; k < slots.size(); ++k) {
         element += fmt::format("{}const float {} = x[{}];\n", indent,
-                               input_value(program.inputs[static_cast<std::size_t>(slots[k])]), k);
+                               cuda_input_name(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
     // Input names are identifiers, so no input can be called this.
     const std::string upstream = "upstream_";
@@ -377,7 +295,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     for (const auto& b : program.bindings) {
         const bool is_bool = program.node(b.node).type == ValueType::Bool;
         locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float",
-                                                binding_value(b.name), without_outer_parens(printer.print(b.node))));
+                                                cuda_binding_name(b.name), without_outer_parens(printer.print(b.node))));
     }
     if (grads > 0) {
         std::vector<int> roots{program.body};
@@ -387,7 +305,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
             const std::string name = fmt::format("s{}", id);
             locals.emplace_back(id, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float", name,
                                                 without_outer_parens(printer.define(id))));
-            printer.name_local(id, name);
+            printer.name(id, name);
         }
         std::stable_sort(locals.begin(), locals.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     }
@@ -407,8 +325,8 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
 
     std::string parameters, parameter_values;
     for (const auto& p : program.params) {
-        parameters += fmt::format(",\n    const float {}", param_value(p.name));
-        parameter_values += (parameter_values.empty() ? "" : ", ") + param_value(p.name);
+        parameters += fmt::format(",\n    const float {}", cuda_param_name(p.name));
+        parameter_values += (parameter_values.empty() ? "" : ", ") + cuda_param_name(p.name);
     }
 
     std::string loop;
@@ -430,6 +348,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     // reductions and gradients, the finish. Less for NVRTC to read, for the cache key to hash, and
     // for a person reading `lossjit emit` to skip.
     std::string prelude(templates::prelude_cuh);
+    prelude += function_helpers(program);
     if (grads > 0) {
         if (spec.loop != KernelSpec::Loop::Columns) prelude += templates::grad_sink_cuh;
     } else {

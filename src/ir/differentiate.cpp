@@ -8,9 +8,9 @@
 // Piecewise-constant operations (comparisons, logic, sign, floor, ...) pass no gradient, which is
 // torch's zero gradient added to the others (only the sign of a zero sum can differ).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
-#include <numbers>
 #include <optional>
 
 #include <fmt/format.h>
@@ -21,6 +21,63 @@
 
 namespace lossjit {
 namespace {
+
+// The builtin an operator or call of a derivative formula applies.
+std::optional<Builtin> formula_builtin(const ast::Expr& e) {
+    std::optional<Builtin> fn;
+    const int arity = static_cast<int>(e.args.size());
+    if (e.kind == ast::ExprKind::Call) {
+        if (const auto signature = find_function(e.text)) fn = signature->id;
+    } else {
+        fn = find_operator(e.kind == ast::ExprKind::Conditional ? "?:" : e.text, arity);
+    }
+    if (!fn || builtin_info(*fn).arity != arity)
+        throw InternalError(fmt::format("derivative formula: no builtin '{}' of {} arguments", e.text, arity));
+    return fn;
+}
+
+// The value of a formula's subtree that names no argument, in float64 (as the constant folder).
+std::optional<double> fold(const ast::Expr& e) {
+    switch (e.kind) {
+        case ast::ExprKind::Number: return e.number;
+        case ast::ExprKind::Name: return find_constant(e.text);
+        case ast::ExprKind::Unary:
+            if (e.text == "+") return fold(*e.args[0]);
+            break;
+        default: break;
+    }
+    std::array<double, 3> values{};
+    for (std::size_t i = 0; i < e.args.size(); ++i) {
+        const auto v = fold(*e.args[i]);
+        if (!v) return std::nullopt;
+        values[i] = *v;
+    }
+    return apply_builtin(*formula_builtin(e), values[0], values[1], values[2]);
+}
+
+// Every row's derivative formulas, parsed once by the language's own parser.
+const ast::Expr* derivative_formula(Builtin fn, int argument) {
+    static const std::vector<ast::Program> parsed = [] {
+        std::vector<ast::Program> out;
+        for (const auto& row : builtin_table()) {
+            for (std::size_t i = 0; i < row.derivative.size(); ++i) {
+                if (row.gradient != Gradient::Formula || row.derivative[i].empty()) {
+                    out.emplace_back();
+                    continue;
+                }
+                const std::string name = fmt::format("derivative of '{}' by argument {}", row.name.empty() ? row.op : row.name, i + 1);
+                try {
+                    out.push_back(parse(row.derivative[i], name));
+                } catch (const SourceError& e) {
+                    throw InternalError(fmt::format("{} does not parse: {}", name, e.what()));
+                }
+            }
+        }
+        return out;
+    }();
+    const auto& program = parsed.at(static_cast<std::size_t>(fn) * 3 + static_cast<std::size_t>(argument));
+    return program.body ? program.body.get() : nullptr;
+}
 
 class Differentiator {
 public:
@@ -104,45 +161,88 @@ private:
         slot = slot ? builder().add(*slot, contribution) : contribution;
     }
 
-    // The local derivative rules: PyTorch's derivatives.yaml / FunctionsManual.cpp formulas, with g the
-    // adjoint of `self` (the node's own value, reused where torch reuses `result`).
+    // The local derivative rules (PyTorch's derivatives.yaml / FunctionsManual.cpp formulas, with g
+    // the adjoint of `self`, the node's own value, reused where torch reuses `result`) live in the
+    // builtins table; here only the rules that depend on the structure of the arguments.
     void backward(const ir::Node& n, int self, int g) {
+        const BuiltinInfo& info = builtin_info(n.fn);
+        switch (info.gradient) {
+            case Gradient::None: return;  // piecewise constant: zero gradient
+            case Gradient::Refused:
+                throw SourceError({out_.source_name, n.pos.line, n.pos.column},
+                                  fmt::format("'{}' has no derivative in lossjit: no gradient can pass through it",
+                                              info.name),
+                                  out_.source);
+            case Gradient::Rule: return rule(n, self, g);
+            case Gradient::Formula: break;
+        }
+        const FormulaArguments at{{n.args[0], n.args[1], n.args[2]}, self, g};
+        for (int i = 0; i < n.arity; ++i) {
+            const ast::Expr* formula = derivative_formula(n.fn, i);
+            if (formula && wants(n, i)) give(n.args[static_cast<std::size_t>(i)], build(*formula, at));
+        }
+    }
+
+    bool wants(const ir::Node& n, int i) const {
+        return i < n.arity && depends_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+    }
+
+    // The values a derivative formula's names stand for.
+    struct FormulaArguments {
+        std::array<int, 3> args;  // x, y, z
+        int self;
+        int g;
+    };
+
+    // A formula's constant subtrees (2 / sqrt(pi)) fold in float64 to one constant; everything else
+    // goes through the NodeBuilder, arguments last to first and a condition first, the order in
+    // which the hand-written rules built their nodes.
+    int build(const ast::Expr& e, const FormulaArguments& at) {
         NodeBuilder& b = builder();
-        const int x = n.args[0], y = n.args[1], z = n.args[2];
-        auto wants = [&](int i) { return i < n.arity && depends_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]; };
+        if (const auto value = fold(e)) return b.constant(*value);
+        switch (e.kind) {
+            case ast::ExprKind::Number: break;
+            case ast::ExprKind::Name: {
+                for (int i = 0; i < 3; ++i)
+                    if (e.text == std::string_view("xyz" + i, 1) && at.args[static_cast<std::size_t>(i)] >= 0)
+                        return at.args[static_cast<std::size_t>(i)];
+                if (e.text == "self") return at.self;
+                if (e.text == "g") return at.g;
+                break;
+            }
+            case ast::ExprKind::Unary:
+                if (e.text == "+") return build(*e.args[0], at);
+                [[fallthrough]];
+            case ast::ExprKind::Binary:
+            case ast::ExprKind::Call:
+            case ast::ExprKind::Conditional: {
+                const auto fn = formula_builtin(e);
+                std::array<int, 3> args{-1, -1, -1};
+                const std::size_t count = e.args.size();
+                std::size_t last = count;
+                if (e.kind == ast::ExprKind::Conditional) args[0] = build(*e.args[0], at);
+                const std::size_t first = e.kind == ast::ExprKind::Conditional ? 1 : 0;
+                while (last-- > first) args[last] = build(*e.args[last], at);
+                return b.apply(*fn, args, static_cast<int>(count), e.pos);
+            }
+        }
+        throw InternalError(fmt::format("derivative formula: unknown name '{}'", e.text));
+    }
+
+    void rule(const ir::Node& n, int self, int g) {
+        NodeBuilder& b = builder();
+        const int x = n.args[0], y = n.args[1];
         auto to = [&](int i, auto make) {
-            if (wants(i)) give(n.args[static_cast<std::size_t>(i)], make());
+            if (wants(n, i)) give(n.args[static_cast<std::size_t>(i)], make());
         };
         auto k = [&](double v) { return b.constant(v); };
         auto f1 = [&](Builtin fn, int a) { return b.unary(fn, a); };
         auto f2 = [&](Builtin fn, int a, int c) { return b.binary(fn, a, c); };
-        const double two_over_sqrt_pi = 2.0 / std::sqrt(std::numbers::pi);
 
         switch (n.fn) {
-            case Builtin::Neg: to(0, [&] { return b.neg(g); }); break;
-            case Builtin::Add:
-                to(0, [&] { return g; });
-                to(1, [&] { return g; });
-                break;
-            case Builtin::Sub:
-                to(0, [&] { return g; });
-                to(1, [&] { return b.neg(g); });
-                break;
-            case Builtin::Mul:
-                to(0, [&] { return b.mul(g, y); });
-                to(1, [&] { return b.mul(g, x); });
-                break;
-            case Builtin::Div:
-                to(0, [&] { return b.div(g, y); });
-                to(1, [&] { return b.neg(b.mul(g, b.div(self, y))); });  // -grad * ((x / y) / y)
-                break;
-            case Builtin::Mod:  // torch.remainder: other gets -grad * floor_divide(self, other)
-                to(0, [&] { return g; });
-                to(1, [&] { return b.neg(b.mul(g, f1(Builtin::Floor, b.div(x, y)))); });
-                break;
             case Builtin::Pow: {
                 const ir::Node& exponent = out_.node(y);
-                if (wants(0)) {
+                if (wants(n, 0)) {
                     if (exponent.kind == ir::NodeKind::Constant) {  // torch's pow(Tensor, Scalar)
                         if (exponent.value != 0.0)
                             give(x, b.mul(g, b.mul(k(exponent.value), f2(Builtin::Pow, x, k(exponent.value - 1.0)))));
@@ -156,43 +256,8 @@ private:
                     const int at_zero = f2(Builtin::And, f2(Builtin::Eq, x, k(0.0)), f2(Builtin::Ge, y, k(0.0)));
                     return b.mul(g, b.select(at_zero, k(0.0), b.mul(self, f1(Builtin::Log, x))));
                 });
-                break;
+                return;
             }
-            case Builtin::Select:
-                to(1, [&] { return b.select(x, g, k(0.0)); });
-                to(2, [&] { return b.select(x, k(0.0), g); });
-                break;
-            case Builtin::Abs: to(0, [&] { return b.mul(g, f1(Builtin::Sign, x)); }); break;
-            case Builtin::Sqrt: to(0, [&] { return b.div(g, b.mul(k(2.0), self)); }); break;
-            case Builtin::Rsqrt: to(0, [&] { return b.mul(b.mul(k(-0.5), g), f2(Builtin::Pow, self, k(3.0))); }); break;
-            case Builtin::Exp: to(0, [&] { return b.mul(g, self); }); break;
-            case Builtin::Exp2: to(0, [&] { return b.mul(b.mul(g, self), k(std::numbers::ln2)); }); break;
-            case Builtin::Expm1: to(0, [&] { return b.mul(g, b.add(self, k(1.0))); }); break;
-            case Builtin::Log: to(0, [&] { return b.div(g, x); }); break;
-            case Builtin::Log2: to(0, [&] { return b.div(g, b.mul(x, k(std::numbers::ln2))); }); break;
-            case Builtin::Log10: to(0, [&] { return b.div(g, b.mul(x, k(std::numbers::ln10))); }); break;
-            case Builtin::Log1p: to(0, [&] { return b.div(g, b.add(x, k(1.0))); }); break;
-            case Builtin::Sin: to(0, [&] { return b.mul(g, f1(Builtin::Cos, x)); }); break;
-            case Builtin::Cos: to(0, [&] { return b.mul(g, b.neg(f1(Builtin::Sin, x))); }); break;
-            case Builtin::Tan: to(0, [&] { return b.mul(g, b.add(k(1.0), f2(Builtin::Pow, self, k(2.0)))); }); break;
-            case Builtin::Tanh: to(0, [&] { return b.mul(g, b.sub(k(1.0), b.mul(self, self))); }); break;
-            case Builtin::Sigmoid: to(0, [&] { return b.mul(b.mul(g, b.sub(k(1.0), self)), self); }); break;
-            case Builtin::Softplus:  // beta 1, threshold 20: the gradient is exactly grad above it
-                to(0, [&] {
-                    const int e = f1(Builtin::Exp, x);
-                    return b.select(f2(Builtin::Gt, x, k(20.0)), g, b.div(b.mul(g, e), b.add(e, k(1.0))));
-                });
-                break;
-            case Builtin::Relu:  // threshold_backward(grad, result, 0): nothing where result <= 0
-                to(0, [&] { return b.select(f2(Builtin::Le, self, k(0.0)), k(0.0), g); });
-                break;
-            case Builtin::Erf:
-            case Builtin::Erfc:
-                to(0, [&] {
-                    const double c = n.fn == Builtin::Erf ? two_over_sqrt_pi : -two_over_sqrt_pi;
-                    return b.mul(b.mul(k(c), f1(Builtin::Exp, b.neg(f2(Builtin::Pow, x, k(2.0))))), g);
-                });
-                break;
             case Builtin::Min:
             case Builtin::Max: {
                 // torch.maximum / torch.minimum: half to each side of a tie; a nan side takes it all.
@@ -204,36 +269,11 @@ private:
                 };
                 to(0, [&] { return b.select(f2(is_max ? Builtin::Lt : Builtin::Gt, x, y), k(0.0), shared()); });
                 to(1, [&] { return b.select(f2(is_max ? Builtin::Gt : Builtin::Lt, x, y), k(0.0), shared()); });
-                break;
+                return;
             }
-            case Builtin::Clamp:  // clamp_backward and clamp_backward_min_max
-                to(0, [&] {
-                    const int inside = f2(Builtin::And, f2(Builtin::Ge, x, y), f2(Builtin::Le, x, z));
-                    return b.select(inside, g, k(0.0));
-                });
-                to(1, [&] {
-                    const int low = f2(Builtin::And, f2(Builtin::Lt, x, y), f2(Builtin::Lt, y, z));
-                    return b.select(low, g, k(0.0));
-                });
-                to(2, [&] {
-                    const int high = f2(Builtin::Or, f2(Builtin::Gt, x, z), f2(Builtin::Lt, z, y));
-                    return b.select(high, g, k(0.0));
-                });
-                break;
-            case Builtin::Xlogy:
-                to(0, [&] {
-                    const int masked = f2(Builtin::And, f2(Builtin::Eq, x, k(0.0)), f2(Builtin::Le, y, k(0.0)));
-                    return b.select(masked, k(0.0), f2(Builtin::Xlogy, g, y));
-                });
-                to(1, [&] { return b.div(b.mul(g, x), y); });
-                break;
-            case Builtin::Not: case Builtin::Lt: case Builtin::Le: case Builtin::Gt: case Builtin::Ge:
-            case Builtin::Eq: case Builtin::Ne: case Builtin::And: case Builtin::Or: case Builtin::Sign:
-            case Builtin::Floor: case Builtin::Ceil: case Builtin::Round: case Builtin::Trunc:
-            case Builtin::IsNan: case Builtin::IsInf:
-                break;  // piecewise constant: zero gradient
-            case Builtin::Count_: throw InternalError("differentiate: unknown builtin");
+            default: break;
         }
+        throw InternalError(fmt::format("differentiate: no rule for '{}'", builtin_info(n.fn).name));
     }
 
     const ir::Program& source_;

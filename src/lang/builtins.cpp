@@ -3,6 +3,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <numbers>
+#include <vector>
 
 #include "lossjit/errors.hpp"
 
@@ -11,96 +13,14 @@ namespace {
 
 constexpr ValueType F = ValueType::Float;
 constexpr ValueType B = ValueType::Bool;
+constexpr Associativity L = Associativity::Left;
+constexpr Associativity R = Associativity::Right;
+constexpr Cost Cheap = Cost::Cheap;
+constexpr Cost Trans = Cost::Transcendental;
+constexpr std::array<Builtin, 2> kNoNeeds{Builtin::Count_, Builtin::Count_};
 
-// Spellings with a `lj_` prefix are helpers in templates/prelude.cuh: they exist where CUDA's own
-// function differs from PyTorch (fmaxf drops NaN, fmodf is not Python's %, ...).
-constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTable{{
-    {Builtin::Neg, "-", true, 1, "f", F, "(-{0})", "negation"},
-    {Builtin::Not, "!", true, 1, "b", B, "(!{0})", "logical not: 1 where x == 0"},
-    {Builtin::Add, "+", true, 2, "ff", F, "({0} + {1})", "addition"},
-    {Builtin::Sub, "-", true, 2, "ff", F, "({0} - {1})", "subtraction"},
-    {Builtin::Mul, "*", true, 2, "ff", F, "({0} * {1})", "multiplication"},
-    {Builtin::Div, "/", true, 2, "ff", F, "({0} / {1})", "division (IEEE: x/0 is ±inf or nan)"},
-    {Builtin::Mod, "%", true, 2, "ff", F, "lj_mod({0}, {1})", "remainder with the sign of the divisor (torch.remainder, Python %)"},
-    {Builtin::Pow, "^", true, 2, "ff", F, "powf({0}, {1})", "power, right-associative"},
-    {Builtin::Lt, "<", true, 2, "ff", B, "({0} < {1})", "less than"},
-    {Builtin::Le, "<=", true, 2, "ff", B, "({0} <= {1})", "less or equal"},
-    {Builtin::Gt, ">", true, 2, "ff", B, "({0} > {1})", "greater than"},
-    {Builtin::Ge, ">=", true, 2, "ff", B, "({0} >= {1})", "greater or equal"},
-    {Builtin::Eq, "==", true, 2, "ff", B, "({0} == {1})", "equal"},
-    {Builtin::Ne, "!=", true, 2, "ff", B, "({0} != {1})", "not equal (true when either side is nan)"},
-    {Builtin::And, "&&", true, 2, "bb", B, "({0} && {1})", "logical and"},
-    {Builtin::Or, "||", true, 2, "bb", B, "({0} || {1})", "logical or"},
-    {Builtin::Select, "?:", true, 3, "bff", F, "({0} ? {1} : {2})", "c ? a : b, where(c, a, b): a where c != 0, else b"},
-    {Builtin::Abs, "abs", false, 1, "f", F, "fabsf({0})", "absolute value"},
-    {Builtin::Sign, "sign", false, 1, "f", F, "lj_sign({0})", "-1, 0 or 1 (0 for nan, like torch.sign)"},
-    {Builtin::Sqrt, "sqrt", false, 1, "f", F, "sqrtf({0})", "square root"},
-    {Builtin::Rsqrt, "rsqrt", false, 1, "f", F, "rsqrtf({0})", "1 / sqrt(x)"},
-    {Builtin::Exp, "exp", false, 1, "f", F, "expf({0})", "e^x"},
-    {Builtin::Exp2, "exp2", false, 1, "f", F, "exp2f({0})", "2^x"},
-    {Builtin::Expm1, "expm1", false, 1, "f", F, "expm1f({0})", "e^x - 1, accurate near 0"},
-    {Builtin::Log, "log", false, 1, "f", F, "logf({0})", "natural logarithm (nan below 0, -inf at 0)"},
-    {Builtin::Log2, "log2", false, 1, "f", F, "log2f({0})", "base-2 logarithm"},
-    {Builtin::Log10, "log10", false, 1, "f", F, "log10f({0})", "base-10 logarithm"},
-    {Builtin::Log1p, "log1p", false, 1, "f", F, "log1pf({0})", "log(1 + x), accurate near 0"},
-    {Builtin::Sin, "sin", false, 1, "f", F, "sinf({0})", "sine"},
-    {Builtin::Cos, "cos", false, 1, "f", F, "cosf({0})", "cosine"},
-    {Builtin::Tan, "tan", false, 1, "f", F, "tanf({0})", "tangent"},
-    {Builtin::Tanh, "tanh", false, 1, "f", F, "tanhf({0})", "hyperbolic tangent"},
-    {Builtin::Sigmoid, "sigmoid", false, 1, "f", F, "lj_sigmoid({0})", "1 / (1 + e^-x)"},
-    {Builtin::Softplus, "softplus", false, 1, "f", F, "lj_softplus({0})", "log(1 + e^x); x itself above 20 (torch's threshold)"},
-    {Builtin::Relu, "relu", false, 1, "f", F, "lj_relu({0})", "max(x, 0), nan stays nan"},
-    {Builtin::Erf, "erf", false, 1, "f", F, "erff({0})", "error function"},
-    {Builtin::Erfc, "erfc", false, 1, "f", F, "erfcf({0})", "1 - erf(x)"},
-    {Builtin::Floor, "floor", false, 1, "f", F, "floorf({0})", "round down"},
-    {Builtin::Ceil, "ceil", false, 1, "f", F, "ceilf({0})", "round up"},
-    {Builtin::Round, "round", false, 1, "f", F, "rintf({0})", "round half to even (torch.round)"},
-    {Builtin::Trunc, "trunc", false, 1, "f", F, "truncf({0})", "round toward zero"},
-    {Builtin::Min, "min", false, 2, "ff", F, "lj_min({0}, {1})", "smallest argument (2 or more); nan if any is nan"},
-    {Builtin::Max, "max", false, 2, "ff", F, "lj_max({0}, {1})", "largest argument (2 or more); nan if any is nan"},
-    {Builtin::Clamp, "clamp", false, 3, "fff", F, "lj_clamp({0}, {1}, {2})", "min(max(x, lo), hi); nan stays nan"},
-    {Builtin::IsNan, "isnan", false, 1, "f", B, "isnan({0})", "1 where x is nan"},
-    {Builtin::IsInf, "isinf", false, 1, "f", B, "isinf({0})", "1 where x is ±inf"},
-    {Builtin::Xlogy, "xlogy", false, 2, "ff", F, "lj_xlogy({0}, {1})", "x * log(y), 0 where x == 0 (unless y is nan)"},
-}};
-
-constexpr bool table_is_in_enum_order() {
-    for (std::size_t i = 0; i < kTable.size(); ++i)
-        if (static_cast<std::size_t>(kTable[i].id) != i) return false;
-    return true;
-}
-static_assert(table_is_in_enum_order(), "kTable rows must follow the Builtin enum");
-
-struct NamedFunction {
-    std::string_view name;
-    FunctionSignature signature;
-};
-
-constexpr NamedFunction kFunctions[] = {
-    {"abs", {Builtin::Abs, 1, 1}},         {"sign", {Builtin::Sign, 1, 1}},
-    {"sqrt", {Builtin::Sqrt, 1, 1}},       {"rsqrt", {Builtin::Rsqrt, 1, 1}},
-    {"exp", {Builtin::Exp, 1, 1}},         {"exp2", {Builtin::Exp2, 1, 1}},
-    {"expm1", {Builtin::Expm1, 1, 1}},     {"log", {Builtin::Log, 1, 1}},
-    {"log2", {Builtin::Log2, 1, 1}},       {"log10", {Builtin::Log10, 1, 1}},
-    {"log1p", {Builtin::Log1p, 1, 1}},     {"sin", {Builtin::Sin, 1, 1}},
-    {"cos", {Builtin::Cos, 1, 1}},         {"tan", {Builtin::Tan, 1, 1}},
-    {"tanh", {Builtin::Tanh, 1, 1}},       {"sigmoid", {Builtin::Sigmoid, 1, 1}},
-    {"softplus", {Builtin::Softplus, 1, 1}}, {"relu", {Builtin::Relu, 1, 1}},
-    {"erf", {Builtin::Erf, 1, 1}},         {"erfc", {Builtin::Erfc, 1, 1}},
-    {"floor", {Builtin::Floor, 1, 1}},     {"ceil", {Builtin::Ceil, 1, 1}},
-    {"round", {Builtin::Round, 1, 1}},     {"trunc", {Builtin::Trunc, 1, 1}},
-    {"min", {Builtin::Min, 2, -1}},        {"max", {Builtin::Max, 2, -1}},
-    {"clamp", {Builtin::Clamp, 3, 3}},     {"pow", {Builtin::Pow, 2, 2}},
-    {"where", {Builtin::Select, 3, 3}},    {"isnan", {Builtin::IsNan, 1, 1}},
-    {"isinf", {Builtin::IsInf, 1, 1}},     {"xlogy", {Builtin::Xlogy, 2, 2}},
-};
-
-constexpr std::array<std::string_view, std::size(kFunctions)> make_names() {
-    std::array<std::string_view, std::size(kFunctions)> names{};
-    for (std::size_t i = 0; i < names.size(); ++i) names[i] = kFunctions[i].name;
-    return names;
-}
-constexpr auto kFunctionNames = make_names();
+constexpr double truth(double x) { return x != 0.0; }  // nan counts as true, as in C and torch
+constexpr double from_bool(bool b) { return b ? 1.0 : 0.0; }
 
 // torch.maximum / torch.minimum on CUDA: a nan argument wins; -0 orders below +0 (max(-0, 0) is +0
 // in either order, min(-0, 0) is -0), as CUDA's fmaxf / fminf do. Measured against PyTorch.
@@ -117,6 +37,214 @@ double nan_min(double a, double b) {
     return b < a ? b : a;
 }
 
+// Helpers with a `lj_` prefix exist where CUDA's own function differs from PyTorch (fmaxf drops
+// NaN, fmodf is not Python's %, ...).
+constexpr std::string_view kModHelper =
+    "__device__ __forceinline__ float lj_mod(float a, float b) {  // Python / torch.remainder semantics\n"
+    "    float r = fmodf(a, b);\n"
+    "    if (r != 0.0f && ((b < 0.0f) != (r < 0.0f))) r += b;\n"
+    "    return r;\n"
+    "}\n";
+// pow prints small constant exponents as the exact forms torch uses (codegen: the CUDA printer).
+constexpr std::string_view kPowHelper =
+    "__device__ __forceinline__ float lj_square(float x) { return x * x; }\n"
+    "__device__ __forceinline__ float lj_cube(float x) { return x * x * x; }\n";
+// As torch.maximum / torch.minimum: a nan argument wins (fmaxf alone would drop it); otherwise
+// fmaxf / fminf, which order -0 below +0 (max(-0, 0) is +0 in either order, min gives -0).
+constexpr std::string_view kMaxHelper =
+    "__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }\n";
+constexpr std::string_view kMinHelper =
+    "__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }\n";
+constexpr std::string_view kXlogyHelper =
+    "__device__ __forceinline__ float lj_xlogy(float x, float y) {\n"
+    "    if (y != y) return y;\n"
+    "    return x == 0.0f ? 0.0f : x * logf(y);\n"
+    "}\n";
+
+// One row per builtin, in enum order. The columns: id, name, operator, precedence, associativity,
+// arity, variadic, argument types, result, CUDA, CUDA helper, helpers it needs, float64 meaning,
+// cost, gradient kind, derivative per argument, summary.
+constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTable{{
+    {Builtin::Neg, "", "-", 8, R, 1, false, "f", F, "(-{0})", "", kNoNeeds,
+     [](double a, double, double) { return -a; }, Cheap, Gradient::Formula, {"-g"}, "negation"},
+    {Builtin::Not, "", "!", 8, R, 1, false, "b", B, "(!{0})", "", kNoNeeds,
+     [](double a, double, double) { return from_bool(!truth(a)); }, Cheap, Gradient::None, {}, "logical not: 1 where x == 0"},
+    {Builtin::Add, "", "+", 6, L, 2, false, "ff", F, "({0} + {1})", "", kNoNeeds,
+     [](double a, double b, double) { return a + b; }, Cheap, Gradient::Formula, {"g", "g"}, "addition"},
+    {Builtin::Sub, "", "-", 6, L, 2, false, "ff", F, "({0} - {1})", "", kNoNeeds,
+     [](double a, double b, double) { return a - b; }, Cheap, Gradient::Formula, {"g", "-g"}, "subtraction"},
+    {Builtin::Mul, "", "*", 7, L, 2, false, "ff", F, "({0} * {1})", "", kNoNeeds,
+     [](double a, double b, double) { return a * b; }, Cheap, Gradient::Formula, {"g * y", "g * x"}, "multiplication"},
+    {Builtin::Div, "", "/", 7, L, 2, false, "ff", F, "({0} / {1})", "", kNoNeeds,
+     [](double a, double b, double) { return a / b; }, Cheap, Gradient::Formula,
+     {"g / y", "-(g * (self / y))"},  // -grad * ((x / y) / y)
+     "division (IEEE: x/0 is ±inf or nan)"},
+    {Builtin::Mod, "", "%", 7, L, 2, false, "ff", F, "lj_mod({0}, {1})", kModHelper, kNoNeeds,
+     [](double a, double b, double) {
+         double r = std::fmod(a, b);
+         if (r != 0.0 && ((b < 0.0) != (r < 0.0))) r += b;
+         return r;
+     },
+     Cheap, Gradient::Formula,
+     {"g", "-(g * floor(x / y))"},  // torch.remainder: other gets -grad * floor_divide(self, other)
+     "remainder with the sign of the divisor (torch.remainder, Python %)"},
+    // pow's derivative depends on whether the exponent is a constant (torch's pow(Tensor, Scalar)).
+    {Builtin::Pow, "pow", "^", 9, R, 2, false, "ff", F, "powf({0}, {1})", kPowHelper, kNoNeeds,
+     [](double a, double b, double) { return std::pow(a, b); }, Trans, Gradient::Rule, {},
+     "power, right-associative"},
+    {Builtin::Lt, "", "<", 5, L, 2, false, "ff", B, "({0} < {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a < b); }, Cheap, Gradient::None, {}, "less than"},
+    {Builtin::Le, "", "<=", 5, L, 2, false, "ff", B, "({0} <= {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a <= b); }, Cheap, Gradient::None, {}, "less or equal"},
+    {Builtin::Gt, "", ">", 5, L, 2, false, "ff", B, "({0} > {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a > b); }, Cheap, Gradient::None, {}, "greater than"},
+    {Builtin::Ge, "", ">=", 5, L, 2, false, "ff", B, "({0} >= {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a >= b); }, Cheap, Gradient::None, {}, "greater or equal"},
+    {Builtin::Eq, "", "==", 4, L, 2, false, "ff", B, "({0} == {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a == b); }, Cheap, Gradient::None, {}, "equal"},
+    {Builtin::Ne, "", "!=", 4, L, 2, false, "ff", B, "({0} != {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(a != b); }, Cheap, Gradient::None, {},
+     "not equal (true when either side is nan)"},
+    {Builtin::And, "", "&&", 3, L, 2, false, "bb", B, "({0} && {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(truth(a) && truth(b)); }, Cheap, Gradient::None, {}, "logical and"},
+    {Builtin::Or, "", "||", 2, L, 2, false, "bb", B, "({0} || {1})", "", kNoNeeds,
+     [](double a, double b, double) { return from_bool(truth(a) || truth(b)); }, Cheap, Gradient::None, {}, "logical or"},
+    {Builtin::Select, "where", "?:", 1, R, 3, false, "bff", F, "({0} ? {1} : {2})", "", kNoNeeds,
+     [](double a, double b, double c) { return truth(a) ? b : c; }, Cheap, Gradient::Formula,
+     {"", "x ? g : 0", "x ? 0 : g"},  // the condition gets none
+     "c ? a : b, where(c, a, b): a where c != 0, else b"},
+    {Builtin::Abs, "abs", "", 0, L, 1, false, "f", F, "fabsf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::fabs(a); }, Cheap, Gradient::Formula, {"g * sign(x)"}, "absolute value"},
+    {Builtin::Sign, "sign", "", 0, L, 1, false, "f", F, "lj_sign({0})",
+     "__device__ __forceinline__ float lj_sign(float x) { return (float)((0.0f < x) - (x < 0.0f)); }\n", kNoNeeds,
+     [](double a, double, double) { return static_cast<double>((0.0 < a) - (a < 0.0)); }, Cheap, Gradient::None, {},
+     "-1, 0 or 1 (0 for nan, like torch.sign)"},
+    {Builtin::Sqrt, "sqrt", "", 0, L, 1, false, "f", F, "sqrtf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::sqrt(a); }, Cheap, Gradient::Formula, {"g / (2 * self)"}, "square root"},
+    {Builtin::Rsqrt, "rsqrt", "", 0, L, 1, false, "f", F, "rsqrtf({0})", "", kNoNeeds,
+     [](double a, double, double) { return 1.0 / std::sqrt(a); }, Cheap, Gradient::Formula, {"-0.5 * g * self ^ 3"},
+     "1 / sqrt(x)"},
+    {Builtin::Exp, "exp", "", 0, L, 1, false, "f", F, "expf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::exp(a); }, Trans, Gradient::Formula, {"g * self"}, "e^x"},
+    {Builtin::Exp2, "exp2", "", 0, L, 1, false, "f", F, "exp2f({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::exp2(a); }, Trans, Gradient::Formula, {"g * self * log(2)"}, "2^x"},
+    {Builtin::Expm1, "expm1", "", 0, L, 1, false, "f", F, "expm1f({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::expm1(a); }, Trans, Gradient::Formula, {"g * (self + 1)"},
+     "e^x - 1, accurate near 0"},
+    {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "logf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::log(a); }, Trans, Gradient::Formula, {"g / x"},
+     "natural logarithm (nan below 0, -inf at 0)"},
+    {Builtin::Log2, "log2", "", 0, L, 1, false, "f", F, "log2f({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::log2(a); }, Trans, Gradient::Formula, {"g / (x * log(2))"},
+     "base-2 logarithm"},
+    {Builtin::Log10, "log10", "", 0, L, 1, false, "f", F, "log10f({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::log10(a); }, Trans, Gradient::Formula, {"g / (x * log(10))"},
+     "base-10 logarithm"},
+    {Builtin::Log1p, "log1p", "", 0, L, 1, false, "f", F, "log1pf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::log1p(a); }, Trans, Gradient::Formula, {"g / (x + 1)"},
+     "log(1 + x), accurate near 0"},
+    {Builtin::Sin, "sin", "", 0, L, 1, false, "f", F, "sinf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::sin(a); }, Trans, Gradient::Formula, {"g * cos(x)"}, "sine"},
+    {Builtin::Cos, "cos", "", 0, L, 1, false, "f", F, "cosf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::cos(a); }, Trans, Gradient::Formula, {"g * -sin(x)"}, "cosine"},
+    {Builtin::Tan, "tan", "", 0, L, 1, false, "f", F, "tanf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::tan(a); }, Trans, Gradient::Formula, {"g * (1 + self ^ 2)"}, "tangent"},
+    {Builtin::Tanh, "tanh", "", 0, L, 1, false, "f", F, "tanhf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::tanh(a); }, Trans, Gradient::Formula, {"g * (1 - self * self)"},
+     "hyperbolic tangent"},
+    {Builtin::Sigmoid, "sigmoid", "", 0, L, 1, false, "f", F, "lj_sigmoid({0})",
+     "__device__ __forceinline__ float lj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n", kNoNeeds,
+     [](double a, double, double) { return 1.0 / (1.0 + std::exp(-a)); }, Trans, Gradient::Formula,
+     {"g * (1 - self) * self"}, "1 / (1 + e^-x)"},
+    {Builtin::Softplus, "softplus", "", 0, L, 1, false, "f", F, "lj_softplus({0})",
+     "__device__ __forceinline__ float lj_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }\n", kNoNeeds,
+     [](double a, double, double) { return a > 20.0 ? a : std::log1p(std::exp(a)); }, Trans, Gradient::Formula,
+     {"x > 20 ? g : g * exp(x) / (exp(x) + 1)"},  // beta 1, threshold 20: exactly grad above it
+     "log(1 + e^x); x itself above 20 (torch's threshold)"},
+    {Builtin::Relu, "relu", "", 0, L, 1, false, "f", F, "lj_relu({0})",
+     "__device__ __forceinline__ float lj_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }\n", kNoNeeds,
+     [](double a, double, double) { return std::isnan(a) ? a : (a > 0.0 ? a : 0.0); }, Cheap, Gradient::Formula,
+     {"self <= 0 ? 0 : g"},  // threshold_backward(grad, result, 0): nothing where result <= 0
+     "max(x, 0), nan stays nan"},
+    {Builtin::Erf, "erf", "", 0, L, 1, false, "f", F, "erff({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::erf(a); }, Trans, Gradient::Formula,
+     {"2 / sqrt(pi) * exp(-x ^ 2) * g"}, "error function"},
+    {Builtin::Erfc, "erfc", "", 0, L, 1, false, "f", F, "erfcf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::erfc(a); }, Trans, Gradient::Formula,
+     {"-2 / sqrt(pi) * exp(-x ^ 2) * g"}, "1 - erf(x)"},
+    {Builtin::Floor, "floor", "", 0, L, 1, false, "f", F, "floorf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::floor(a); }, Cheap, Gradient::None, {}, "round down"},
+    {Builtin::Ceil, "ceil", "", 0, L, 1, false, "f", F, "ceilf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::ceil(a); }, Cheap, Gradient::None, {}, "round up"},
+    {Builtin::Round, "round", "", 0, L, 1, false, "f", F, "rintf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::nearbyint(a); }, Cheap, Gradient::None, {},
+     "round half to even (torch.round)"},
+    {Builtin::Trunc, "trunc", "", 0, L, 1, false, "f", F, "truncf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::trunc(a); }, Cheap, Gradient::None, {}, "round toward zero"},
+    // min / max: torch.maximum / torch.minimum give half to each side of a tie; a nan side takes it
+    // all. A rule, not a formula: the tie term is shared between the two sides.
+    {Builtin::Min, "min", "", 0, L, 2, true, "ff", F, "lj_min({0}, {1})", kMinHelper, kNoNeeds,
+     [](double a, double b, double) { return nan_min(a, b); }, Cheap, Gradient::Rule, {},
+     "smallest argument (2 or more); nan if any is nan"},
+    {Builtin::Max, "max", "", 0, L, 2, true, "ff", F, "lj_max({0}, {1})", kMaxHelper, kNoNeeds,
+     [](double a, double b, double) { return nan_max(a, b); }, Cheap, Gradient::Rule, {},
+     "largest argument (2 or more); nan if any is nan"},
+    {Builtin::Clamp, "clamp", "", 0, L, 3, false, "fff", F, "lj_clamp({0}, {1}, {2})",
+     "__device__ __forceinline__ float lj_clamp(float x, float lo, float hi) { return lj_min(lj_max(x, lo), hi); }\n",
+     {Builtin::Min, Builtin::Max},
+     [](double a, double b, double c) { return nan_min(nan_max(a, b), c); }, Cheap, Gradient::Formula,
+     // clamp_backward and clamp_backward_min_max
+     {"x >= y && x <= z ? g : 0", "x < y && y < z ? g : 0", "x > z || z < y ? g : 0"},
+     "min(max(x, lo), hi); nan stays nan"},
+    {Builtin::IsNan, "isnan", "", 0, L, 1, false, "f", B, "isnan({0})", "", kNoNeeds,
+     [](double a, double, double) { return from_bool(std::isnan(a)); }, Cheap, Gradient::None, {}, "1 where x is nan"},
+    {Builtin::IsInf, "isinf", "", 0, L, 1, false, "f", B, "isinf({0})", "", kNoNeeds,
+     [](double a, double, double) { return from_bool(std::isinf(a)); }, Cheap, Gradient::None, {}, "1 where x is ±inf"},
+    {Builtin::Xlogy, "xlogy", "", 0, L, 2, false, "ff", F, "lj_xlogy({0}, {1})", kXlogyHelper, kNoNeeds,
+     [](double a, double b, double) {
+         if (std::isnan(b)) return b;
+         return a == 0.0 ? 0.0 : a * std::log(b);
+     },
+     Trans, Gradient::Formula, {"x == 0 && y <= 0 ? 0 : xlogy(g, y)", "g * x / y"},
+     "x * log(y), 0 where x == 0 (unless y is nan)"},
+}};
+
+constexpr bool table_is_in_enum_order() {
+    for (std::size_t i = 0; i < kTable.size(); ++i)
+        if (static_cast<std::size_t>(kTable[i].id) != i) return false;
+    return true;
+}
+static_assert(table_is_in_enum_order(), "kTable rows must follow the Builtin enum");
+
+// The emitter writes helpers in table order, so a helper's `needs` must come before it.
+constexpr bool needs_come_first() {
+    for (const auto& row : kTable)
+        for (Builtin needed : row.needs)
+            if (needed != Builtin::Count_ && needed >= row.id) return false;
+    return true;
+}
+static_assert(needs_come_first(), "a row's helper may call only helpers of earlier rows");
+
+struct Constant {
+    std::string_view name;
+    double value;
+};
+constexpr Constant kConstants[] = {
+    {"pi", std::numbers::pi},
+    {"inf", std::numeric_limits<double>::infinity()},
+    {"nan", std::numeric_limits<double>::quiet_NaN()},
+};
+
+const std::vector<std::string_view>& names_of_functions() {
+    static const std::vector<std::string_view> names = [] {
+        std::vector<std::string_view> out;
+        for (const auto& row : kTable)
+            if (!row.name.empty()) out.push_back(row.name);
+        return out;
+    }();
+    return names;
+}
+
 }  // namespace
 
 const BuiltinInfo& builtin_info(Builtin id) {
@@ -125,76 +253,32 @@ const BuiltinInfo& builtin_info(Builtin id) {
     return kTable[index];
 }
 
+std::span<const BuiltinInfo> builtin_table() { return kTable; }
+
+std::optional<Builtin> find_operator(std::string_view spelling, int arity) {
+    for (const auto& row : kTable)
+        if (row.op == spelling && row.arity == arity) return row.id;
+    return std::nullopt;
+}
+
 std::optional<FunctionSignature> find_function(std::string_view name) {
-    for (const auto& f : kFunctions)
-        if (f.name == name) return f.signature;
+    for (const auto& row : kTable)
+        if (!row.name.empty() && row.name == name) return FunctionSignature{row.id, row.arity, row.variadic ? -1 : row.arity};
     return std::nullopt;
 }
 
 const std::string_view* function_names(std::size_t* count) {
-    *count = kFunctionNames.size();
-    return kFunctionNames.data();
+    const auto& names = names_of_functions();
+    *count = names.size();
+    return names.data();
 }
 
-double apply_builtin(Builtin id, double a, double b, double c) {
-    auto truth = [](double x) { return x != 0.0; };  // nan counts as true, as in C and torch
-    switch (id) {
-        case Builtin::Neg: return -a;
-        case Builtin::Not: return truth(a) ? 0.0 : 1.0;
-        case Builtin::Add: return a + b;
-        case Builtin::Sub: return a - b;
-        case Builtin::Mul: return a * b;
-        case Builtin::Div: return a / b;
-        case Builtin::Mod: {
-            double r = std::fmod(a, b);
-            if (r != 0.0 && ((b < 0.0) != (r < 0.0))) r += b;
-            return r;
-        }
-        case Builtin::Pow: return std::pow(a, b);
-        case Builtin::Lt: return a < b ? 1.0 : 0.0;
-        case Builtin::Le: return a <= b ? 1.0 : 0.0;
-        case Builtin::Gt: return a > b ? 1.0 : 0.0;
-        case Builtin::Ge: return a >= b ? 1.0 : 0.0;
-        case Builtin::Eq: return a == b ? 1.0 : 0.0;
-        case Builtin::Ne: return a != b ? 1.0 : 0.0;
-        case Builtin::And: return truth(a) && truth(b) ? 1.0 : 0.0;
-        case Builtin::Or: return truth(a) || truth(b) ? 1.0 : 0.0;
-        case Builtin::Select: return truth(a) ? b : c;
-        case Builtin::Abs: return std::fabs(a);
-        case Builtin::Sign: return static_cast<double>((0.0 < a) - (a < 0.0));
-        case Builtin::Sqrt: return std::sqrt(a);
-        case Builtin::Rsqrt: return 1.0 / std::sqrt(a);
-        case Builtin::Exp: return std::exp(a);
-        case Builtin::Exp2: return std::exp2(a);
-        case Builtin::Expm1: return std::expm1(a);
-        case Builtin::Log: return std::log(a);
-        case Builtin::Log2: return std::log2(a);
-        case Builtin::Log10: return std::log10(a);
-        case Builtin::Log1p: return std::log1p(a);
-        case Builtin::Sin: return std::sin(a);
-        case Builtin::Cos: return std::cos(a);
-        case Builtin::Tan: return std::tan(a);
-        case Builtin::Tanh: return std::tanh(a);
-        case Builtin::Sigmoid: return 1.0 / (1.0 + std::exp(-a));
-        case Builtin::Softplus: return a > 20.0 ? a : std::log1p(std::exp(a));
-        case Builtin::Relu: return std::isnan(a) ? a : (a > 0.0 ? a : 0.0);
-        case Builtin::Erf: return std::erf(a);
-        case Builtin::Erfc: return std::erfc(a);
-        case Builtin::Floor: return std::floor(a);
-        case Builtin::Ceil: return std::ceil(a);
-        case Builtin::Round: return std::nearbyint(a);
-        case Builtin::Trunc: return std::trunc(a);
-        case Builtin::Min: return nan_min(a, b);
-        case Builtin::Max: return nan_max(a, b);
-        case Builtin::Clamp: return nan_min(nan_max(a, b), c);
-        case Builtin::IsNan: return std::isnan(a) ? 1.0 : 0.0;
-        case Builtin::IsInf: return std::isinf(a) ? 1.0 : 0.0;
-        case Builtin::Xlogy:
-            if (std::isnan(b)) return b;
-            return a == 0.0 ? 0.0 : a * std::log(b);
-        case Builtin::Count_: break;
-    }
-    throw InternalError("apply_builtin: unknown builtin");
+std::optional<double> find_constant(std::string_view name) {
+    for (const auto& c : kConstants)
+        if (c.name == name) return c.value;
+    return std::nullopt;
 }
+
+double apply_builtin(Builtin id, double a, double b, double c) { return builtin_info(id).reference(a, b, c); }
 
 }  // namespace lossjit

@@ -1,9 +1,23 @@
-// Every operator and function of the language, in one table: its name, arity, types, how the
-// printer spells it in CUDA and what it means on the CPU reference. Adding a function means adding
-// one row here (and one helper in templates/prelude.cuh if CUDA has no exact equivalent).
+// Every operator and function of the language, in one table (builtins.cpp, kTable): one row holds
+// all that any stage knows about it. To add a function, add an enum value below and one row:
+//   - name (and, for an operator, its spelling, precedence and associativity), arity, argument and
+//     result types: the checker, the parser's "did you mean", the dumps and `lossjit functions`;
+//   - cuda: the CUDA spelling, and cuda_helper: a __device__ definition where CUDA has no exact
+//     equivalent (emitted only into kernels that use the row, after the ones it `needs`);
+//   - reference: the float64 meaning (constant folding and the CPU reference);
+//   - cost: Transcendental where the unroll heuristic should count it (KernelSpec::choose);
+//   - gradient: one formula per argument in the language itself over x, y, z (the arguments),
+//     self (the result) and g (the adjoint), e.g. "g * (1 - self) * self"; or Gradient::None for
+//     piecewise-constant functions, Gradient::Refused where lossjit has no derivative, or
+//     Gradient::Rule for the few rules in ir/differentiate.cpp that depend on structure;
+//   - summary: one line for docs/language.md (a test checks every name appears there).
+// The table-driven tests (finite differences, NVRTC compiles, the reference, the docs) then cover
+// the new row; they need only its expected values.
 #pragma once
 
+#include <array>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace lossjit {
@@ -20,18 +34,46 @@ enum class Builtin : unsigned char {
     Count_
 };
 
+enum class Associativity : unsigned char { Left, Right };
+
+enum class Cost : unsigned char { Cheap, Transcendental };
+
+enum class Gradient : unsigned char {
+    Formula,  // `derivative` holds one formula per argument ("" for an argument that gets none)
+    Rule,     // a named rule in ir/differentiate.cpp (it depends on the structure of the arguments)
+    None,     // piecewise constant: no gradient passes (torch's zero gradient)
+    Refused,  // not differentiable in lossjit: asking for a gradient through it is a SourceError
+};
+
+using ReferenceFn = double (*)(double, double, double);
+
 struct BuiltinInfo {
     Builtin id;
-    std::string_view name;       // function name, or the operator's spelling
-    bool is_operator;
-    int arity;
+    std::string_view name;       // function name ("" for an operator callable only as one)
+    std::string_view op;         // operator spelling ("" for a function)
+    int precedence;              // operators: binding strength, loosest 1; functions 0
+    Associativity associativity;
+    int arity;                   // arguments of a node; also the fewest a call may pass
+    bool variadic;               // min / max: a call passes `arity` or more, folded pairwise
     std::string_view arg_types;  // one letter per argument: 'f' float, 'b' bool (converted as needed)
     ValueType result;
-    std::string_view cuda;       // fmt pattern over the printed arguments {0} {1} {2}
-    std::string_view summary;    // one line for docs and `lossjit functions`
+    std::string_view cuda;         // fmt pattern over the printed arguments {0} {1} {2}
+    std::string_view cuda_helper;  // __device__ definition(s) the pattern needs; "" for none
+    std::array<Builtin, 2> needs;  // rows whose helpers this helper calls (Builtin::Count_: none)
+    ReferenceFn reference;         // float64 meaning; bools are 0.0 / 1.0
+    Cost cost;
+    Gradient gradient;
+    std::array<std::string_view, 3> derivative;  // Gradient::Formula: d/d argument i, times g
+    std::string_view summary;                    // one line for docs and `lossjit functions`
+
+    bool is_operator() const { return !op.empty(); }
 };
 
 const BuiltinInfo& builtin_info(Builtin id);
+std::span<const BuiltinInfo> builtin_table();
+
+// Operators by spelling and arity: "-" with 1 argument is Neg, with 2 Sub; "?:" (3) is Select.
+std::optional<Builtin> find_operator(std::string_view spelling, int arity);
 
 // Functions callable by name. min and max accept two or more arguments (the checker folds them
 // pairwise); where(c, a, b) and pow(a, b) are the same builtins as `c ? a : b` and `a ^ b`.
@@ -42,8 +84,11 @@ struct FunctionSignature {
 };
 std::optional<FunctionSignature> find_function(std::string_view name);
 
-// Names of all callable functions, for "did you mean" suggestions and docs.
+// Names of all callable functions, in table order, for "did you mean" suggestions and docs.
 const std::string_view* function_names(std::size_t* count);
+
+// The language's named constants (pi, inf, nan).
+std::optional<double> find_constant(std::string_view name);
 
 // The reference meaning of a builtin in float64 (bools are 0.0/1.0). Shared by the constant folder
 // and the CPU reference evaluator, so the two can never disagree.

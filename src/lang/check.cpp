@@ -15,28 +15,22 @@
 namespace lossjit {
 namespace {
 
-struct Constant {
-    std::string_view name;
-    double value;
-};
-constexpr Constant kConstants[] = {
-    {"pi", std::numbers::pi},
-    {"inf", std::numeric_limits<double>::infinity()},
-    {"nan", std::numeric_limits<double>::quiet_NaN()},
-};
-
 constexpr std::string_view kParamKeyword = "param";
 
-std::optional<double> find_constant(std::string_view name) {
-    for (const auto& c : kConstants)
-        if (c.name == name) return c.value;
-    return std::nullopt;
-}
+// The reductions: callable only as the outermost call of a program.
+struct NamedReduction {
+    std::string_view name;
+    ir::Reduction reduction;
+};
+constexpr NamedReduction kReductions[] = {
+    {"sum", ir::Reduction::Sum},
+    {"mean", ir::Reduction::Mean},
+    {"batchmean", ir::Reduction::BatchMean},
+};
 
 std::optional<ir::Reduction> find_reduction(std::string_view name) {
-    if (name == "sum") return ir::Reduction::Sum;
-    if (name == "mean") return ir::Reduction::Mean;
-    if (name == "batchmean") return ir::Reduction::BatchMean;
+    for (const auto& r : kReductions)
+        if (r.name == name) return r.reduction;
     return std::nullopt;
 }
 
@@ -70,26 +64,14 @@ std::string suggest_function(std::string_view name) {
             best = names[i];
         }
     }
-    for (std::string_view r : {"sum", "mean", "batchmean"}) {
-        const auto d = edit_distance(name, r);
+    for (const auto& r : kReductions) {
+        const auto d = edit_distance(name, r.name);
         if (d < best_distance) {
             best_distance = d;
-            best = r;
+            best = r.name;
         }
     }
     return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
-}
-
-std::optional<Builtin> binary_builtin(std::string_view op) {
-    static const std::map<std::string_view, Builtin> ops = {
-        {"+", Builtin::Add}, {"-", Builtin::Sub}, {"*", Builtin::Mul}, {"/", Builtin::Div},
-        {"%", Builtin::Mod}, {"^", Builtin::Pow}, {"<", Builtin::Lt},  {"<=", Builtin::Le},
-        {">", Builtin::Gt},  {">=", Builtin::Ge}, {"==", Builtin::Eq}, {"!=", Builtin::Ne},
-        {"&&", Builtin::And}, {"||", Builtin::Or},
-    };
-    const auto it = ops.find(op);
-    if (it == ops.end()) return std::nullopt;
-    return it->second;
 }
 
 class Checker {
@@ -228,12 +210,11 @@ private:
             case ast::ExprKind::Unary: {
                 const int operand = lower(*e.args[0]);
                 if (e.text == "+") return operand;
-                if (e.text == "-") return apply(Builtin::Neg, {operand}, e.pos);
-                if (e.text == "!") return apply(Builtin::Not, {operand}, e.pos);
+                if (const auto fn = find_operator(e.text, 1)) return apply(*fn, {operand}, e.pos);
                 break;
             }
             case ast::ExprKind::Binary: {
-                const auto fn = binary_builtin(e.text);
+                const auto fn = find_operator(e.text, 2);
                 if (!fn) break;
                 const int lhs = lower(*e.args[0]);
                 const int rhs = lower(*e.args[1]);
@@ -346,10 +327,10 @@ private:
 std::string_view ir::to_string(Reduction r) {
     switch (r) {
         case Reduction::None: return "none (elementwise map)";
-        case Reduction::Sum: return "sum";
-        case Reduction::Mean: return "mean";
-        case Reduction::BatchMean: return "batchmean";
+        default: break;
     }
+    for (const auto& named : kReductions)
+        if (named.reduction == r) return named.name;
     return "?";
 }
 

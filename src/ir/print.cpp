@@ -1,0 +1,149 @@
+#include "ir/print.hpp"
+
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+
+namespace lossjit {
+namespace {
+
+constexpr int kAtom = 100;  // names, numbers and calls: never parenthesised
+
+}  // namespace
+
+std::string cuda_input_name(const std::string& name) { return "x_" + name; }
+std::string cuda_binding_name(const std::string& name) { return "b_" + name; }
+std::string cuda_param_name(const std::string& name) { return "param_" + name; }
+
+std::string without_outer_parens(const std::string& text) {
+    if (text.size() < 2 || text.front() != '(' || text.back() != ')') return text;
+    int depth = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+        if (depth == 0 && i + 1 < text.size()) return text;  // the first '(' closes early: "(a) + (b)"
+    }
+    return text.substr(1, text.size() - 2);
+}
+
+std::string number_text(double v) {
+    // A folded constant beyond float32's range is what the kernel sees (inf, or FLT_MAX just above
+    // it): printing the float64 value would show a number the language refuses to read back.
+    if (std::isfinite(v) && std::fabs(v) > FLT_MAX) v = static_cast<double>(static_cast<float>(v));
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return fmt::format("{}", v);  // shortest round-trip form
+}
+
+std::string float_literal(double value) {
+    const float f = static_cast<float>(value);
+    if (std::isnan(f)) return "__int_as_float(0x7fffffff)";
+    if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "(-__int_as_float(0x7f800000))";
+    std::string text = fmt::format("{:.9g}", f);  // 9 significant digits round-trip any float
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    text += "f";
+    return f < 0 || (f == 0 && std::signbit(f)) ? "(" + text + ")" : text;
+}
+
+std::string ExpressionPrinter::print(int id) const {
+    if (const auto it = names_.find(id); it != names_.end()) return it->second;
+    return define(id);
+}
+
+std::string ExpressionPrinter::define(int id) const {
+    const ir::Node& n = program_.node(id);
+    const bool cuda = style_ == PrintStyle::Cuda;
+    switch (n.kind) {
+        case ir::NodeKind::Constant:
+            if (!cuda) return number_text(n.value);
+            if (n.type == ValueType::Bool) return n.value != 0.0 ? "true" : "false";
+            return float_literal(n.value);
+        case ir::NodeKind::Input: {
+            const auto& name = program_.inputs[static_cast<std::size_t>(n.slot)];
+            return cuda ? cuda_input_name(name) : name;
+        }
+        case ir::NodeKind::Param: {
+            const auto& name = program_.params[static_cast<std::size_t>(n.slot)].name;
+            return cuda ? cuda_param_name(name) : name;
+        }
+        case ir::NodeKind::Binding: {
+            const auto& name = program_.bindings[static_cast<std::size_t>(n.slot)].name;
+            return cuda ? cuda_binding_name(name) : name;
+        }
+        case ir::NodeKind::Apply: return cuda ? cuda_apply(n) : language_apply(n);
+    }
+    throw InternalError("printer met an unknown node kind");
+}
+
+// Binding strength as the language parses it; what decides the parentheses.
+int ExpressionPrinter::precedence(int id) const {
+    if (names_.count(id)) return kAtom;
+    const ir::Node& n = program_.node(id);
+    // A negative constant prints with its sign, so it binds like unary minus: "(-2) ^ x", not
+    // "-2 ^ x", which reads back as -(2 ^ x).
+    if (n.kind == ir::NodeKind::Constant)
+        return std::signbit(n.value) && !std::isnan(n.value) ? builtin_info(Builtin::Neg).precedence : kAtom;
+    if (n.kind != ir::NodeKind::Apply) return kAtom;
+    const BuiltinInfo& info = builtin_info(n.fn);
+    return info.is_operator() ? info.precedence : kAtom;
+}
+
+std::string ExpressionPrinter::language_apply(const ir::Node& n) const {
+    const BuiltinInfo& info = builtin_info(n.fn);
+    const int mine = info.precedence;
+    auto arg = [&](int i, bool right) {
+        const int child = n.args[static_cast<std::size_t>(i)];
+        std::string text = print(child);
+        const int theirs = precedence(child);
+        const bool right_assoc = info.associativity == Associativity::Right;
+        // The exponent of '^' may be a unary expression as it stands ("2 ^ -x"); parentheses there
+        // would only add nesting levels, which count against the parser's depth limit.
+        const bool unary_exponent = n.fn == Builtin::Pow && right && theirs == builtin_info(Builtin::Neg).precedence;
+        if (!unary_exponent && (theirs < mine || (theirs == mine && right != right_assoc && n.arity == 2)))
+            text = "(" + text + ")";
+        return text;
+    };
+    if (!info.is_operator()) {
+        std::string text = std::string(info.name) + "(";
+        for (int i = 0; i < n.arity; ++i) text += (i ? ", " : "") + print(n.args[static_cast<std::size_t>(i)]);
+        return text + ")";
+    }
+    if (n.arity == 3) return arg(0, false) + " ? " + arg(1, false) + " : " + arg(2, true);
+    if (n.arity == 1) return std::string(info.op) + arg(0, true);
+    return arg(0, false) + " " + std::string(info.op) + " " + arg(1, true);
+}
+
+std::string ExpressionPrinter::cuda_as(int id, char wanted) const {
+    const std::string text = print(id);
+    if (wanted == 'b' && program_.node(id).type == ValueType::Float) return "(" + text + " != 0.0f)";
+    return text;  // bool -> float converts implicitly in C++, to 0.0f or 1.0f
+}
+
+std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
+    const BuiltinInfo& info = builtin_info(n.fn);
+    // Small constant exponents get the exact forms torch uses for them instead of powf.
+    if (n.fn == Builtin::Pow && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
+        const std::string base = print(n.args[0]);
+        const double e = program_.node(n.args[1]).value;
+        if (e == 1.0) return base;
+        if (e == 2.0) return "lj_square(" + base + ")";
+        if (e == 3.0) return "lj_cube(" + base + ")";
+        if (e == 0.5) return "sqrtf(" + base + ")";
+        if (e == -0.5) return "rsqrtf(" + base + ")";
+        if (e == -1.0) return "(1.0f / " + base + ")";
+        if (e == -2.0) return "(1.0f / lj_square(" + base + "))";
+    }
+    std::array<std::string, 3> args;
+    for (int i = 0; i < n.arity; ++i) {
+        auto& arg = args[static_cast<std::size_t>(i)];
+        arg = cuda_as(n.args[static_cast<std::size_t>(i)], info.arg_types[static_cast<std::size_t>(i)]);
+        if (!info.is_operator()) arg = without_outer_parens(arg);
+    }
+    return fmt::format(fmt::runtime(info.cuda), args[0], args[1], args[2]);
+}
+
+}  // namespace lossjit

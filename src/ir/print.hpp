@@ -1,0 +1,51 @@
+// print: one expression printer with two styles. Language: what dumps show and what the parser
+// reads back (only the parentheses precedence needs). CUDA: what a kernel's element functor
+// computes (each builtin's pattern from the table, bools converted where a float is expected).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/program.hpp"
+
+namespace lossjit {
+
+enum class PrintStyle { Language, Cuda };
+
+class ExpressionPrinter {
+public:
+    ExpressionPrinter(const ir::Program& program, PrintStyle style) : program_(program), style_(style) {}
+
+    // Nodes printed as this name wherever they are an argument (shared terms, CUDA locals).
+    void name(int id, std::string text) { names_[id] = std::move(text); }
+
+    // The node as an argument would print it: its name if it has one.
+    std::string print(int id) const;
+    // The node's own expression, even if it has a name (for the name's definition).
+    std::string define(int id) const;
+
+private:
+    std::string language_apply(const ir::Node& n) const;
+    std::string cuda_apply(const ir::Node& n) const;
+    std::string cuda_as(int id, char wanted) const;
+    int precedence(int id) const;
+
+    const ir::Program& program_;
+    PrintStyle style_;
+    std::map<int, std::string> names_;
+};
+
+// A number as the language spells it (shortest round trip; inf, -inf, nan).
+std::string number_text(double value);
+// A float literal as CUDA spells it, exactly the float the kernel computes with.
+std::string float_literal(double value);
+// "(a + b)" -> "a + b" where the text sits alone (a call's argument, a statement).
+std::string without_outer_parens(const std::string& text);
+
+// How the CUDA style names the user's identifiers: behind a prefix, so no name of the user's can
+// collide with one the kernel uses.
+std::string cuda_input_name(const std::string& name);
+std::string cuda_binding_name(const std::string& name);
+std::string cuda_param_name(const std::string& name);
+
+}  // namespace lossjit
