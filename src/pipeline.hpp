@@ -48,6 +48,10 @@ struct CheckOptions {
 };
 ir::Program check(const ast::Program& program, const CheckOptions& options);
 
+// Every word the language gives a meaning (functions, reductions, constants, `param`), for
+// completion and suggestions outside the checker.
+std::vector<std::string_view> reserved_words();
+
 // ---- differentiate ----------------------------------------------------------------------------
 // Input slots for the names of the inputs to differentiate with respect to; UsageError for a name
 // that is not an input (a parameter is a constant: it has no gradient) or is named twice.
@@ -192,6 +196,9 @@ std::string dump_checked(const ir::Program& program);
 // A differentiated program's derivatives in the language's syntax; terms they share are named
 // once (_1, _2, ...), as an emitter would hold them in locals.
 std::string dump_gradients(const ir::Program& program);
+// The language itself, from its table: operators by precedence, then functions, each with its
+// meaning and derivative (`lossjit functions`).
+std::string dump_language();
 
 }  // namespace lossjit
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "lang/builtins.hpp"
 
@@ -16,4 +18,20 @@ inline std::string builtin_call(const lossjit::BuiltinInfo& row, const std::arra
     std::string text = std::string(row.name) + "(";
     for (int i = 0; i < row.arity; ++i) text += (i ? ", " : "") + args[static_cast<std::size_t>(i)];
     return text + ")";
+}
+
+// Where a row is smooth and finite, for tests that compare values and derivatives: x in [lo, hi],
+// y and z in [ylo, yhi]. Rows not listed take [-3, 3] for all three.
+struct BuiltinDomain {
+    double lo, hi, ylo, yhi;
+};
+inline BuiltinDomain builtin_domain(const lossjit::BuiltinInfo& row) {
+    static const std::map<std::string_view, BuiltinDomain> domains{
+        {"/", {-3, 3, 0.5, 3}}, {"%", {-5, 5, 0.5, 2}}, {"^", {0.2, 3, -2, 2}}, {"sqrt", {0.1, 4, 0, 1}},
+        {"rsqrt", {0.1, 4, 0, 1}}, {"log", {0.1, 5, 0, 1}}, {"log2", {0.1, 5, 0, 1}}, {"log10", {0.1, 5, 0, 1}},
+        {"log1p", {-0.9, 5, 0, 1}}, {"tan", {-1.2, 1.2, 0, 1}}, {"sigmoid", {-6, 6, 0, 1}},
+        {"softplus", {-30, 30, 0, 1}}, {"clamp", {-3, 3, -2, 2}}, {"xlogy", {-3, 3, 0.1, 4}},
+    };
+    const auto it = domains.find(row.is_operator() ? row.op : row.name);
+    return it == domains.end() ? BuiltinDomain{-3, 3, -3, 3} : it->second;
 }

@@ -8,6 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "builtin_calls.hpp"
+#include "lang/builtins.hpp"
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
@@ -301,6 +305,30 @@ TEST_CASE("value_and_grad: one kernel, the value and every gradient element matc
     check_gradients(example("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
     check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
     check_gradients("sum(where(x > 0, sigmoid(x) * y, -y) + x * y)", {{"x", "100003:normal"}, {"y", "100003:normal"}}, {"y", "x"});
+}
+
+TEST_CASE("every row of the language table: the GPU's value and derivatives match the CPU reference" *
+          doctest::skip(!have_gpu())) {
+    for (const auto& row : builtin_table()) {
+        const auto d = builtin_domain(row);
+        const std::string x = fmt::format("4099:uniform[{},{}]", d.lo, d.hi);
+        const std::string y = fmt::format("4099:uniform[{},{}]", d.ylo, d.yhi);
+        const std::vector<std::pair<std::string, std::string>> all{{"x", x}, {"y", y}, {"z", y}};
+        const std::vector<std::pair<std::string, std::string>> inputs(all.begin(), all.begin() + row.arity);
+        const std::string program = "sum(" + builtin_call(row, {"x", "y", "z"}) + ")";
+        CAPTURE(program);
+        if (row.gradient == Gradient::Refused) {
+            std::vector<std::string> specs;
+            for (const auto& [name, spec] : inputs) specs.push_back(spec);
+            check_reduction(program, specs);
+            continue;
+        }
+        std::vector<std::string> wrt;
+        for (int i = 0; i < row.arity; ++i)
+            if (row.arg_types[static_cast<std::size_t>(i)] == 'f') wrt.push_back(inputs[static_cast<std::size_t>(i)].first);
+        if (wrt.empty()) wrt.push_back("x");  // !x, x && y: the derivative is zero, on the GPU too
+        check_gradients(program, inputs, wrt);
+    }
 }
 
 TEST_CASE("gradients of broadcast inputs are summed over the rows, deterministically" * doctest::skip(!have_gpu())) {

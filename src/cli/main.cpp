@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.hpp"
+#include "pipeline.hpp"
 #include "cli/cache_commands.hpp"
 #include "cli/repl/repl.hpp"
 #include "tuning/knobs.hpp"
@@ -647,6 +648,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     tune_cmd->add_flag("--dry-run", tune.dry_run, "search and report, store nothing");
 
+    auto* functions_cmd =
+        app.add_subcommand("functions", "list the language's operators and functions, with their derivatives");
     app.add_subcommand("info", "show the lossjit version and the CUDA device");
     const auto cache_commands = lossjit::cli::add_cache_commands(app);
     const auto repl_command = lossjit::cli::add_repl_command(app);
@@ -658,6 +661,10 @@ int main(int argc, char** argv) {
         if (compile_cmd->parsed()) return compile_command(compile, arch, compile_json);
         if (bench_cmd->parsed()) return bench_command(bench, false);
         if (tune_cmd->parsed()) return bench_command(tune, true);
+        if (functions_cmd->parsed()) {
+            std::cout << lossjit::dump_language();
+            return 0;
+        }
         if (const auto status = lossjit::cli::run_cache_commands(*cache_commands)) return *status;
         if (const auto status = lossjit::cli::run_repl_command(*repl_command)) return *status;
         return info_command();

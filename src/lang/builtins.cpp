@@ -267,10 +267,15 @@ std::optional<FunctionSignature> find_function(std::string_view name) {
     return std::nullopt;
 }
 
-const std::string_view* function_names(std::size_t* count) {
-    const auto& names = names_of_functions();
-    *count = names.size();
-    return names.data();
+std::span<const std::string_view> function_names() { return names_of_functions(); }
+
+std::span<const std::string_view> constant_names() {
+    static const std::vector<std::string_view> names = [] {
+        std::vector<std::string_view> out;
+        for (const auto& c : kConstants) out.push_back(c.name);
+        return out;
+    }();
+    return names;
 }
 
 std::optional<double> find_constant(std::string_view name) {

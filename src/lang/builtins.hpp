@@ -85,10 +85,11 @@ struct FunctionSignature {
 std::optional<FunctionSignature> find_function(std::string_view name);
 
 // Names of all callable functions, in table order, for "did you mean" suggestions and docs.
-const std::string_view* function_names(std::size_t* count);
+std::span<const std::string_view> function_names();
 
 // The language's named constants (pi, inf, nan).
 std::optional<double> find_constant(std::string_view name);
+std::span<const std::string_view> constant_names();
 
 // The reference meaning of a builtin in float64 (bools are 0.0/1.0). Shared by the constant folder
 // and the CPU reference evaluator, so the two can never disagree.

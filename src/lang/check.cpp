@@ -53,24 +53,17 @@ std::string suggest_function(std::string_view name) {
     // Edit distance is quadratic, and a megabyte-long name is nobody's typo.
     constexpr std::size_t kLongestTypo = 32;
     if (name.size() > kLongestTypo) return {};
-    std::size_t count = 0;
-    const std::string_view* names = function_names(&count);
     std::string_view best;
     std::size_t best_distance = 3;  // suggest only close misspellings
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto d = edit_distance(name, names[i]);
+    auto consider = [&](std::string_view candidate) {
+        const auto d = edit_distance(name, candidate);
         if (d < best_distance) {
             best_distance = d;
-            best = names[i];
+            best = candidate;
         }
-    }
-    for (const auto& r : kReductions) {
-        const auto d = edit_distance(name, r.name);
-        if (d < best_distance) {
-            best_distance = d;
-            best = r.name;
-        }
-    }
+    };
+    for (std::string_view f : function_names()) consider(f);
+    for (const auto& r : kReductions) consider(r.name);
     return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
 }
 
@@ -325,13 +318,18 @@ private:
 }  // namespace
 
 std::string_view ir::to_string(Reduction r) {
-    switch (r) {
-        case Reduction::None: return "none (elementwise map)";
-        default: break;
-    }
+    if (r == Reduction::None) return "none (elementwise map)";
     for (const auto& named : kReductions)
         if (named.reduction == r) return named.name;
-    return "?";
+    throw InternalError("a reduction without a name");
+}
+
+std::vector<std::string_view> reserved_words() {
+    std::vector<std::string_view> words(function_names().begin(), function_names().end());
+    for (const auto& r : kReductions) words.push_back(r.name);
+    words.insert(words.end(), constant_names().begin(), constant_names().end());
+    words.push_back(kParamKeyword);
+    return words;
 }
 
 ir::Program check(const ast::Program& program, const CheckOptions& options) {

@@ -81,4 +81,44 @@ std::string dump_gradients(const ir::Program& program) {
     return out;
 }
 
+std::string dump_language() {
+    auto call = [](const BuiltinInfo& row) {
+        constexpr std::string_view kArgs[] = {"x", "y", "z"};
+        std::string text = std::string(row.name) + "(";
+        for (int i = 0; i < row.arity; ++i) text += fmt::format("{}{}", i ? ", " : "", kArgs[i]);
+        return text + (row.variadic ? ", ...)" : ")");
+    };
+    auto gradient = [](const BuiltinInfo& row) -> std::string {
+        switch (row.gradient) {
+            case Gradient::None: return "none (piecewise constant)";
+            case Gradient::Refused: return "refused (no derivative)";
+            case Gradient::Rule: return "rule (ir/differentiate.cpp)";
+            case Gradient::Formula: break;
+        }
+        std::vector<std::string> parts;
+        constexpr std::string_view kArgs[] = {"x", "y", "z"};
+        for (int i = 0; i < row.arity; ++i)
+            if (!row.derivative[static_cast<std::size_t>(i)].empty())
+                parts.push_back(fmt::format("d/d{}: {}", kArgs[i], row.derivative[static_cast<std::size_t>(i)]));
+        return fmt::format("{}", fmt::join(parts, "; "));
+    };
+    std::string out = "operators (precedence 1 binds loosest; x, y, z the operands, g the upstream gradient, "
+                      "self the result):\n";
+    std::vector<const BuiltinInfo*> operators;
+    for (const auto& row : builtin_table())
+        if (row.is_operator()) operators.push_back(&row);
+    std::stable_sort(operators.begin(), operators.end(),
+                     [](const auto* a, const auto* b) { return a->precedence < b->precedence; });
+    for (const auto* row : operators) {
+        const std::string form = row->arity == 3   ? "x ? y : z"
+                                 : row->arity == 1 ? fmt::format("{}x", row->op)
+                                                   : fmt::format("x {} y", row->op);
+        out += fmt::format("  {:<2} {:<10} {:<50} {}\n", row->precedence, form, row->summary, gradient(*row));
+    }
+    out += "functions:\n";
+    for (const auto& row : builtin_table())
+        if (!row.name.empty()) out += fmt::format("  {:<16} {:<50} {}\n", call(row), row.summary, gradient(row));
+    return out;
+}
+
 }  // namespace lossjit

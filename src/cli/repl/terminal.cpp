@@ -14,7 +14,7 @@
 #include <sys/select.h>
 #include <unistd.h>
 
-#include "lang/builtins.hpp"
+#include "pipeline.hpp"
 
 namespace lossjit::cli::repl {
 
@@ -127,10 +127,7 @@ char** complete(const char* text, int start, int) {
     } else if (!line.empty() && line[0] == ':') {
         return nullptr;  // a command's argument: file names (readline's default)
     } else {
-        std::size_t count = 0;
-        const std::string_view* names = function_names(&count);
-        for (std::size_t i = 0; i < count; ++i) g_completions.emplace_back(names[i]);
-        for (const char* w : {"sum", "mean", "batchmean", "param", "pi", "inf", "nan"}) g_completions.emplace_back(w);
+        for (std::string_view word : reserved_words()) g_completions.emplace_back(word);
         g_completions.insert(g_completions.end(), g_session_names.begin(), g_session_names.end());
         rl_completion_append_character = '\0';
     }
