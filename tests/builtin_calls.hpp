@@ -31,6 +31,9 @@ inline BuiltinDomain builtin_domain(const lossjit::BuiltinInfo& row) {
         {"rsqrt", {0.1, 4, 0, 1}}, {"log", {0.1, 5, 0, 1}}, {"log2", {0.1, 5, 0, 1}}, {"log10", {0.1, 5, 0, 1}},
         {"log1p", {-0.9, 5, 0, 1}}, {"tan", {-1.2, 1.2, 0, 1}}, {"sigmoid", {-6, 6, 0, 1}},
         {"softplus", {-30, 30, 0, 1}}, {"clamp", {-3, 3, -2, 2}}, {"xlogy", {-3, 3, 0.1, 4}},
+        {"acosh", {1.2, 4, 0, 1}}, {"atanh", {-0.9, 0.9, 0, 1}}, {"asin", {-0.9, 0.9, 0, 1}},
+        {"acos", {-0.9, 0.9, 0, 1}}, {"atan2", {-3, 3, 0.5, 3}}, {"lgamma", {0.2, 5, 0, 1}},
+        {"digamma", {0.2, 5, 0, 1}}, {"trigamma", {0.2, 5, 0, 1}},
     };
     const auto it = domains.find(row.is_operator() ? row.op : row.name);
     return it == domains.end() ? BuiltinDomain{-3, 3, -3, 3} : it->second;

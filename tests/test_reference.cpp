@@ -185,6 +185,17 @@ TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
         {Builtin::Min, {nan, 1}, nan}, {Builtin::Min, {1, 2}, 1}, {Builtin::Max, {1, 2}, 2},
         {Builtin::Clamp, {5, 0, 3}, 3}, {Builtin::IsNan, {nan}, 1}, {Builtin::IsInf, {-inf}, 1},
         {Builtin::Xlogy, {0, 0}, 0}, {Builtin::Xlogy, {0, nan}, nan}, {Builtin::Xlogy, {2, std::numbers::e}, 2},
+        {Builtin::Cosh, {1}, 1.5430806348152437}, {Builtin::Sinh, {1}, 1.1752011936438014},
+        {Builtin::Asinh, {1}, 0.88137358701954303}, {Builtin::Acosh, {2}, 1.3169578969248166},
+        {Builtin::Acosh, {0.5}, nan}, {Builtin::Atanh, {0.5}, 0.54930614433405489}, {Builtin::Atanh, {1}, inf},
+        {Builtin::Asin, {1}, pi / 2}, {Builtin::Acos, {-1}, pi}, {Builtin::Atan, {1}, pi / 4},
+        {Builtin::Atan2, {1, -1}, 3 * pi / 4}, {Builtin::Atan2, {-0.0, -1}, -pi}, {Builtin::Hypot, {3, 4}, 5},
+        {Builtin::Hypot, {1e200, 1e200}, 1.4142135623730951e200}, {Builtin::Lgamma, {0.5}, 0.57236494292470008},
+        {Builtin::Lgamma, {-1}, inf}, {Builtin::Lgamma, {-0.5}, 1.2655121234846454},
+        {Builtin::Digamma, {1}, -0.57721566490153286}, {Builtin::Digamma, {-0.5}, 0.036489973978576520},
+        {Builtin::Digamma, {0}, -inf}, {Builtin::Digamma, {-2}, nan}, {Builtin::Digamma, {100}, 4.6001618527380874},
+        {Builtin::Trigamma, {1}, pi * pi / 6}, {Builtin::Trigamma, {-0.5}, 8.9348022005446793},
+        {Builtin::Trigamma, {0}, inf},
     };
     std::set<Builtin> covered;
     for (const auto& v : values) {

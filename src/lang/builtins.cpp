@@ -6,6 +6,9 @@
 #include <numbers>
 #include <vector>
 
+#include <boost/math/special_functions/digamma.hpp>
+#include <boost/math/special_functions/trigamma.hpp>
+
 #include "lossjit/errors.hpp"
 
 namespace lossjit {
@@ -60,6 +63,64 @@ constexpr std::string_view kXlogyHelper =
     "    if (y != y) return y;\n"
     "    return x == 0.0f ? 0.0f : x * logf(y);\n"
     "}\n";
+
+// digamma and trigamma: CUDA has neither. Reflection below 0 (0.5 for trigamma), the recurrence up
+// to 6, then the asymptotic series in 1/x^2 (Abramowitz & Stegun 6.3.18 and 6.4.12), whose next
+// term is below 1e-10 there. The reflection's tan / sin run in double on the exact fraction: in
+// float the argument pi * x loses the bits that decide the result near the poles.
+constexpr std::string_view kDigammaHelper =
+    "__device__ float lj_digamma(float x) {\n"
+    "    if (x == 0.0f) return copysignf(__int_as_float(0x7f800000), -x);  // torch: -inf at +0\n"
+    "    float result = 0.0f;\n"
+    "    if (x < 0.0f) {\n"
+    "        if (x == truncf(x)) return __int_as_float(0x7fffffff);  // the poles, and -inf\n"
+    "        const double fraction = (double)x - trunc((double)x);\n"
+    "        result = (float)(-3.14159265358979323846 / tan(3.14159265358979323846 * fraction));\n"
+    "        x = 1.0f - x;\n"
+    "    }\n"
+    "    for (; x < 6.0f; x += 1.0f) result -= 1.0f / x;\n"
+    "    const float z = 1.0f / (x * x);\n"
+    "    const float series = z * (1.0f / 12 - z * (1.0f / 120 - z * (1.0f / 252 - z * (1.0f / 240 - z * (1.0f / 132)))));\n"
+    "    return result + logf(x) - 0.5f / x - series;\n"
+    "}\n";
+constexpr std::string_view kTrigammaHelper =
+    "__device__ float lj_trigamma(float x) {\n"
+    "    float sign = 1.0f, result = 0.0f;\n"
+    "    if (x < 0.5f) {  // trigamma(x) = pi^2 / sin^2(pi x) - trigamma(1 - x): inf at the poles\n"
+    "        const double s = sinpi((double)x);\n"
+    "        result = (float)(-9.86960440108935861883 / (s * s));\n"
+    "        sign = -1.0f;\n"
+    "        x = 1.0f - x;\n"
+    "    }\n"
+    "    for (; x < 6.0f; x += 1.0f) result += 1.0f / (x * x);\n"
+    "    const float z = 1.0f / (x * x);\n"
+    "    result += (1.0f + 0.5f / x + z * (1.0f / 6 - z * (1.0f / 30 - z * (1.0f / 42 - z * (1.0f / 30))))) / x;\n"
+    "    return sign * result;\n"
+    "}\n";
+
+// The float64 meanings of lgamma, digamma and trigamma, with torch's values at the poles. They
+// never throw: the constant folder evaluates them at check time, on any constant.
+using QuietPolicy = boost::math::policies::policy<
+    boost::math::policies::pole_error<boost::math::policies::ignore_error>,
+    boost::math::policies::domain_error<boost::math::policies::ignore_error>,
+    boost::math::policies::overflow_error<boost::math::policies::ignore_error>,
+    boost::math::policies::evaluation_error<boost::math::policies::ignore_error>>;
+double log_gamma(double x) {
+    int sign = 0;
+    return ::lgamma_r(x, &sign);  // std::lgamma writes the global signgam: a race between threads
+}
+double digamma(double x) {
+    if (x == 0.0) return std::copysign(std::numeric_limits<double>::infinity(), -x);
+    if (std::isnan(x) || (x < 0.0 && x == std::trunc(x))) return std::numeric_limits<double>::quiet_NaN();
+    if (std::isinf(x)) return x;
+    return boost::math::digamma(x, QuietPolicy());
+}
+double trigamma(double x) {
+    if (std::isnan(x)) return x;
+    if (x <= 0.0 && x == std::trunc(x)) return std::numeric_limits<double>::infinity();
+    if (std::isinf(x)) return x > 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+    return boost::math::trigamma(x, QuietPolicy());
+}
 
 // One row per builtin, in enum order. The columns: id, name, operator, precedence, associativity,
 // arity, variadic, argument types, result, CUDA, CUDA helper, helpers it needs, float64 meaning,
@@ -207,6 +268,46 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      },
      Trans, Gradient::Formula, {"x == 0 && y <= 0 ? 0 : xlogy(g, y)", "g * x / y"},
      "x * log(y), 0 where x == 0 (unless y is nan)"},
+    {Builtin::Cosh, "cosh", "", 0, L, 1, false, "f", F, "coshf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::cosh(a); }, Trans, Gradient::Formula, {"g * sinh(x)"},
+     "hyperbolic cosine"},
+    {Builtin::Sinh, "sinh", "", 0, L, 1, false, "f", F, "sinhf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::sinh(a); }, Trans, Gradient::Formula, {"g * cosh(x)"},
+     "hyperbolic sine"},
+    {Builtin::Asinh, "asinh", "", 0, L, 1, false, "f", F, "asinhf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::asinh(a); }, Trans, Gradient::Formula, {"g * rsqrt(x * x + 1)"},
+     "inverse hyperbolic sine"},
+    {Builtin::Acosh, "acosh", "", 0, L, 1, false, "f", F, "acoshf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::acosh(a); }, Trans, Gradient::Formula, {"g * rsqrt(x * x - 1)"},
+     "inverse hyperbolic cosine (nan below 1)"},
+    {Builtin::Atanh, "atanh", "", 0, L, 1, false, "f", F, "atanhf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::atanh(a); }, Trans, Gradient::Formula, {"g / (1 - x * x)"},
+     "inverse hyperbolic tangent (±inf at ±1, nan beyond)"},
+    {Builtin::Asin, "asin", "", 0, L, 1, false, "f", F, "asinf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::asin(a); }, Trans, Gradient::Formula, {"g * rsqrt(1 - x * x)"},
+     "arc sine (nan beyond ±1)"},
+    {Builtin::Acos, "acos", "", 0, L, 1, false, "f", F, "acosf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::acos(a); }, Trans, Gradient::Formula, {"-(g * rsqrt(1 - x * x))"},
+     "arc cosine (nan beyond ±1)"},
+    {Builtin::Atan, "atan", "", 0, L, 1, false, "f", F, "atanf({0})", "", kNoNeeds,
+     [](double a, double, double) { return std::atan(a); }, Trans, Gradient::Formula, {"g / (x * x + 1)"},
+     "arc tangent"},
+    {Builtin::Atan2, "atan2", "", 0, L, 2, false, "ff", F, "atan2f({0}, {1})", "", kNoNeeds,
+     [](double a, double b, double) { return std::atan2(a, b); }, Trans, Gradient::Formula,
+     {"g * y / (x * x + y * y)", "-(g * x) / (x * x + y * y)"},  // atan2_backward
+     "atan2(y, x): the angle of the point (x, y), in [-pi, pi]"},
+    {Builtin::Hypot, "hypot", "", 0, L, 2, false, "ff", F, "hypotf({0}, {1})", "", kNoNeeds,
+     [](double a, double b, double) { return std::hypot(a, b); }, Trans, Gradient::Formula,
+     {"g * x / self", "g * y / self"}, "sqrt(x^2 + y^2) without overflow"},
+    {Builtin::Lgamma, "lgamma", "", 0, L, 1, false, "f", F, "lgammaf({0})", "", kNoNeeds,
+     [](double a, double, double) { return log_gamma(a); }, Trans, Gradient::Formula, {"g * digamma(x)"},
+     "log |gamma(x)| (inf at 0 and the negative integers)"},
+    {Builtin::Digamma, "digamma", "", 0, L, 1, false, "f", F, "lj_digamma({0})", kDigammaHelper, kNoNeeds,
+     [](double a, double, double) { return digamma(a); }, Trans, Gradient::Formula, {"g * trigamma(x)"},
+     "d/dx lgamma(x) (torch.digamma: -inf at +0, nan at the negative integers)"},
+    {Builtin::Trigamma, "trigamma", "", 0, L, 1, false, "f", F, "lj_trigamma({0})", kTrigammaHelper, kNoNeeds,
+     [](double a, double, double) { return trigamma(a); }, Trans, Gradient::Refused, {},
+     "d/dx digamma(x) (torch.polygamma(1, x); inf at the poles); no gradient"},
 }};
 
 constexpr bool table_is_in_enum_order() {

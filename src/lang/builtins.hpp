@@ -30,7 +30,7 @@ enum class Builtin : unsigned char {
     // functions
     Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Tanh,
     Sigmoid, Softplus, Relu, Erf, Erfc, Floor, Ceil, Round, Trunc, Min, Max, Clamp, IsNan, IsInf,
-    Xlogy,
+    Xlogy, Cosh, Sinh, Asinh, Acosh, Atanh, Asin, Acos, Atan, Atan2, Hypot, Lgamma, Digamma, Trigamma,
     Count_
 };
 
