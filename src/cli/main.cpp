@@ -425,6 +425,8 @@ int run_command(const RunArgs& args) {
     lossjit::Loss& loss = prepared.loss;
     RunInputs in = run_inputs(args, prepared);
     dump_stages(loss, args.dumps, in.host_views, in.arch, in.grads);
+    // A gradient the program cannot have (trigamma's) fails here, before any value is printed.
+    if (!in.grads.empty()) (void)loss.derivatives(in.grads);
     nlohmann::json report;
     report["program"] = args.common.program;
     report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());
