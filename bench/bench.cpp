@@ -21,6 +21,7 @@
 #include "jit/compile.hpp"
 #include "cuda/driver.hpp"
 #include "tools/host.hpp"
+#include "tools/json_text.hpp"
 #include "lossjit/lossjit.hpp"
 #include "cuda/timer.hpp"
 #include "tools/roofline.hpp"
@@ -419,8 +420,8 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "mse over 4096 elements: %.2f us host time per call\n", out["small_call"]["host_us_per_call"].get<double>());
     if (sweep) out["sweep"] = size_sweep(roofline, reps);
 
-    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
-    else std::printf("%s\n", out.dump(2).c_str());
+    if (!json_path.empty()) std::ofstream(json_path) << lossjit::json_text(out) << "\n";
+    else std::printf("%s\n", lossjit::json_text(out).c_str());
     return 0;
 } catch (const lossjit::Error& e) {
     std::fprintf(stderr, "lossjit_bench: %s\n", e.what());

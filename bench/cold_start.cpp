@@ -22,6 +22,7 @@
 
 #include "jit/cache.hpp"
 #include "lossjit/lossjit.hpp"
+#include "tools/json_text.hpp"
 
 namespace {
 
@@ -133,6 +134,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: lossjit_cold_start bare|lossjit|disk\n");
         return 2;
     }
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", lossjit::json_text(out, -1).c_str());
     return 0;
 }

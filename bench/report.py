@@ -11,6 +11,17 @@ import json
 TARGETS = {"hinge": 0.96, "mse": 0.96, "smooth_l1": 0.96, "kl": 0.85, "hardsigmoid": 1.00}
 
 
+def nonfinite_as_numbers(value):
+    """lossjit writes inf, -inf and nan as strings (JSON has no such numbers): numbers again here."""
+    if isinstance(value, dict):
+        return {k: nonfinite_as_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [nonfinite_as_numbers(v) for v in value]
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    return value
+
+
 def svg_plot(series, path):
     # A dependency-free line plot: x = log2(bytes), y = GB/s.
     w, h, m = 720, 420, 60
@@ -46,7 +57,7 @@ def main():
     ap.add_argument("--out-json")
     ap.add_argument("--plot")
     args = ap.parse_args()
-    lj, th = json.load(open(args.lossjit)), json.load(open(args.torch))
+    lj, th = nonfinite_as_numbers(json.load(open(args.lossjit))), json.load(open(args.torch))
     read, copy = lj["read_roofline"]["gbps"], lj["copy_roofline"]["gbps"]
     torch_rows = {r["problem"]: r for r in th["problems"]}
     print(f"{datetime.date.today()} {lj['device']} ({lj['arch']}), NVRTC {lj['nvrtc']}, torch {th['torch']}, median of {lj['reps']}")

@@ -76,6 +76,25 @@ TEST_CASE("run evaluates on the CPU reference where asked or where there is no G
     CHECK(std::stod(margin.output) == 1.5);
 }
 
+TEST_CASE("--json keeps inf, -inf and nan apart (JSON itself has none of them)") {
+    const struct {
+        const char* program;
+        const char* expected;
+    } table[] = {
+        {"sum(x / 0)", "\"value\": \"inf\""},
+        {"sum(-x / 0)", "\"value\": \"-inf\""},
+        {"sum(log(-x))", "\"value\": \"nan\""},
+        {"sum(x)", "\"value\": 6.0"},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.program);
+        const auto r = run(std::string("run '") + row.program + "' -i x=3:const[2] --cpu --json");
+        CHECK(r.status == 0);
+        CHECK(r.output.find(row.expected) != std::string::npos);
+        CHECK(r.output.find("null") == std::string::npos);
+    }
+}
+
 TEST_CASE("a map writes its output as .npy") {
     TempDir dir;
     const std::string out = (dir.path / "y.npy").string();

@@ -14,6 +14,7 @@
 #include "jit/cache.hpp"
 #include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
+#include "tools/json_text.hpp"
 
 namespace lossjit::cli {
 
@@ -73,7 +74,7 @@ int stats_command(bool json) {
     for (const auto& e : scan.entries) other_nvrtc += e.nvrtc != nvrtc;
     for (const auto& t : scan.temp_files) stale += age_seconds(t.modified) > std::chrono::seconds(kStaleTempAge).count();
     if (json) {
-        std::cout << nlohmann::json{{"directory", settings.directory.string()},
+        std::cout << lossjit::json_text(nlohmann::json{{"directory", settings.directory.string()},
                                     {"mode", mode},
                                     {"not_writable_because", why_not},
                                     {"entries", scan.entries.size()},
@@ -82,8 +83,7 @@ int stats_command(bool json) {
                                     {"entries_for_other_nvrtc", other_nvrtc},
                                     {"temp_files", scan.temp_files.size()},
                                     {"stale_temp_files", stale},
-                                    {"nvrtc", nvrtc}}
-                         .dump(2)
+                                    {"nvrtc", nvrtc}})
                   << "\n";
         return 0;
     }
@@ -105,7 +105,7 @@ int list_command(bool json) {
             rows.push_back({{"key", e.key}, {"target", e.target}, {"nvrtc", e.nvrtc}, {"bytes", e.bytes},
                             {"age_s", age_seconds(e.modified)}, {"path", e.path.string()}});
         }
-        std::cout << rows.dump(2) << "\n";
+        std::cout << json_text(rows) << "\n";
         return 0;
     }
     // Least recently used first: the order prune and eviction remove them in.

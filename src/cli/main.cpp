@@ -22,6 +22,7 @@
 #include "cli/repl/repl.hpp"
 #include "tuning/knobs.hpp"
 #include "tools/host.hpp"
+#include "tools/json_text.hpp"
 #include "lossjit/lossjit.hpp"
 #include "tools/sweep.hpp"
 #include "util/numeric.hpp"
@@ -411,7 +412,7 @@ void finish_report(const lossjit::Loss& loss, const RunArgs& args, nlohmann::jso
                             {"blocks_per_sm", info->blocks_per_sm}, {"grid", info->grid},
                             {"tuned", info->tuned},                 {"notes", info->notes}};
     }
-    if (args.json) std::cout << report.dump(2) << "\n";
+    if (args.json) std::cout << lossjit::json_text(report) << "\n";
     if (!loss.timings().cache_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().cache_warning << "\n";
     if (!loss.timings().tuning_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().tuning_warning << "\n";
     if (args.timings) {
@@ -454,9 +455,8 @@ int compile_command(const CommonArgs& args, const std::string& arch, bool json) 
     Prepared prepared = prepare(args);
     const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), arch);
     if (json) {
-        std::cout << nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
-                                    {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}}
-                         .dump(2)
+        std::cout << lossjit::json_text(nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
+                                    {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}})
                   << "\n";
     } else {
         std::cout << fmt::format("{}: {} bytes for {}, key {} ({}{})\n", build.target, build.image_bytes,

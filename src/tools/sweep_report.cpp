@@ -6,6 +6,7 @@
 
 #include "pipeline.hpp"
 #include "tools/sweep.hpp"
+#include "tools/json_text.hpp"
 #include "tuning/knobs.hpp"
 #include "util/units.hpp"
 
@@ -183,7 +184,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
                           {"rel_error", tuned->check_error}};
         out["tune"] = t;
     }
-    return out.dump(2);
+    return json_text(out);
 }
 
 }  // namespace lossjit
