@@ -623,6 +623,15 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(spec.summed == std::vector<int>{0, 1});
         CHECK(spec.signature().find("summed [0 1]") != std::string::npos);
     }
+    SUBCASE("narrow columns shrink the block in whole warps") {
+        // 32 columns, 4 per thread: 8 lanes. 1024 halves to 64; 96 cannot halve to whole warps.
+        const auto hinge = program("mean(max(0, 1 - p*t))", {0, 1});
+        const auto l = layout({{"p", full, {}}, {"t", {32}, {}}}, full);
+        CHECK(KernelSpec::choose(hinge, l, no_data, nullptr, 1024).block_threads == 64);
+        const auto odd = KernelSpec::choose(hinge, l, no_data, nullptr, 96);
+        CHECK(odd.block_threads == 96);
+        CHECK_NOTHROW(emit_cuda(hinge, odd));
+    }
     SUBCASE("no broadcast input: the rows loop, nothing summed") {
         const auto hinge = program("mean(max(0, 1 - p*t))", {0});
         const auto spec = KernelSpec::choose(hinge, layout({{"p", full, {}}, {"t", {32}, {}}}, full), no_data, nullptr, 256);

@@ -173,7 +173,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     if (spec.loop == Loop::Columns) {
         const long long lanes = (layout.dims[inner] + spec.vector_width - 1) / spec.vector_width;
         int threads = spec.block_threads;
-        while (threads > 64 && threads / 2 >= lanes) threads /= 2;
+        while (threads > 64 && (threads / 2) % 32 == 0 && threads / 2 >= lanes) threads /= 2;
         if (threads != spec.block_threads) {
             spec.notes.push_back(fmt::format("{} threads per block for {} columns of {} ({} per thread)", threads,
                                              layout.dims[inner], spec.block_threads, spec.vector_width));
