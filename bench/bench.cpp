@@ -257,8 +257,8 @@ json bench_value_and_grad(const Problem& problem, const std::vector<std::string>
         for (int block : {128, 256, 512}) {
             for (int unroll : {1, 2, 4}) {
                 Options o;
-                o.block_threads = block;
-                o.unroll = unroll;
+                o.knobs.block_threads = block;
+                o.knobs.unroll = unroll;
                 variants.push_back({{"block", block}, {"unroll", unroll}, {"ms", time_variant(o)}});
             }
         }
@@ -395,8 +395,8 @@ int main(int argc, char** argv) try {
             for (int unroll : {1, 2, 4, 8}) {
                 for (int per_sm : {0, 4, 8}) {
                     Options o;
-                    o.unroll = unroll;
-                    o.max_blocks_per_sm = per_sm;
+                    o.knobs.unroll = unroll;
+                    o.knobs.max_blocks_per_sm = per_sm;
                     json v = bench_problem(problem, d, reps, o, false);
                     variants.push_back({{"unroll", unroll}, {"max_blocks_per_sm", per_sm}, {"ms", v["ms"]}, {"gbps", v["gbps"]}});
                 }

@@ -127,21 +127,6 @@ inline constexpr const char* kKernelName = "lossjit_kernel";
 // never reads are not passed to the kernel at all.
 std::vector<int> read_inputs(const ir::Program& program);
 
-// The knobs a kernel variant is chosen with (Options' kernel knobs, after the tuning store filled
-// the ones left automatic). 0 = automatic.
-struct KernelKnobs {
-    int block_threads = 256;
-    int unroll = 0;            // tiles per thread; 0: per layout
-    int items_per_thread = 0;  // unroll x vector width; 0: per layout (at most one of unroll and this is set)
-    int vector_width = 0;      // 0: 4 where layout and alignment allow, else 1
-    Accumulator accumulator = Accumulator::Float64;
-    bool fast_math = false;
-    bool tuned = false;        // some knob came from the tuning store (shown in the signature)
-};
-
-inline constexpr int kMaxUnroll = 64;          // also the most items per thread
-inline constexpr int kMaxBlocksPerSmKnob = 32; // the launch never keeps more blocks per SM resident
-
 // What a compiled kernel is specialised on besides the program. Part of the cache key (through the
 // source it produces; fast_math also through the NVRTC options).
 struct KernelSpec {
@@ -166,23 +151,21 @@ struct KernelSpec {
     // Not part of the kernel: knobs that were asked for and could not be honoured, and why.
     std::vector<std::string> notes;
 
-    // The fastest variant the layout and the pointers' alignment allow. `input_data` is in program
-    // input order; null pointers count as aligned (for emitting code without data). `unroll` 0 = auto.
+    // The fastest variant the layout and the pointers' alignment allow, within `knobs` (as asked
+    // for, after the tuning store filled what it has): knobs that are set are honoured where the
+    // layout allows (else `notes` says why not), automatic ones are chosen here. `input_data` is in
+    // program input order; null pointers count as aligned (for emitting code without data).
     // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
     // gradient is one more input after the program's (in `layout` and `input_data`). A derivative
     // whose input is broadcast must be summed: supported for a row broadcast over all other
-    // dimensions (UsageError otherwise).
+    // dimensions (UsageError otherwise). `tuned`: some knob came from the tuning store (marks the
+    // signature). max_blocks_per_sm is a launch setting, not part of the spec.
     static KernelSpec choose(const ir::Program& program, const Layout& layout,
                              std::span<const void* const> input_data, const void* output_data,
-                             int block_threads, int unroll = 0);
-    // The same with every knob: explicit ones are honoured where the layout allows (else `notes`
-    // says why not), automatic ones are chosen as above.
-    static KernelSpec choose(const ir::Program& program, const Layout& layout,
-                             std::span<const void* const> input_data, const void* output_data,
-                             const KernelKnobs& knobs);
-    std::string signature() const;
+                             const Knobs& knobs = {}, bool tuned = false);
+    std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
     // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
-    static long long blocks(const KernelSpec& spec, const Layout& layout);  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
+    static long long blocks(const KernelSpec& spec, const Layout& layout);
 };
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec);

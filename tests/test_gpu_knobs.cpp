@@ -73,16 +73,16 @@ TEST_CASE("every accumulator and fast math give the reference's value within the
             CAPTURE(row.fast);
             Options options;
             options.inputs = {"p", "t"};
-            options.accumulator = row.acc;
-            options.fast_math = row.fast;
+            options.knobs.accumulator = row.acc;
+            options.knobs.fast_math = row.fast;
             options.use_tuning = false;
             auto loss = compile(program, options);
             const double gpu = loss(in.device);
             CHECK(rel_error(gpu, loss.reference(in.host_views)) <= row.bound);
             const auto info = loss.kernel_info();
             REQUIRE(info);
-            CHECK(info->accumulator == row.acc);
-            CHECK(info->fast_math == row.fast);
+            CHECK(info->knobs.accumulator == row.acc);
+            CHECK(info->knobs.fast_math == row.fast);
             // The fused gradient kernel takes the accumulator too; its gradients do not depend on it.
             std::vector<DeviceBuffer> grad(1, DeviceBuffer(in.host[0].values.size() * sizeof(float)));
             DeviceBuffer value(sizeof(float));
@@ -99,12 +99,12 @@ TEST_CASE("every accumulator and fast math give the reference's value within the
 TEST_CASE("knobs at their extremes give the right value; kernel_info() reports them" * doctest::skip(!have_gpu())) {
     const Inputs in({"1000x1000:uniform", "1000x1000:uniform"}, 5);
     const std::pair<const char*, std::function<void(Options&)>> table[] = {
-        {"block 32", [](Options& o) { o.block_threads = 32; }},
-        {"block 1024, items 64", [](Options& o) { o.block_threads = 1024, o.items_per_thread = 64; }},
-        {"items 3 (scalar)", [](Options& o) { o.items_per_thread = 3; }},
-        {"vector 1, unroll 64", [](Options& o) { o.vector_width = 1, o.unroll = 64; }},
-        {"1 block per SM", [](Options& o) { o.max_blocks_per_sm = 1; }},
-        {"32 blocks per SM of 64 threads", [](Options& o) { o.block_threads = 64, o.max_blocks_per_sm = 32; }},
+        {"block 32", [](Options& o) { o.knobs.block_threads = 32; }},
+        {"block 1024, items 64", [](Options& o) { o.knobs.block_threads = 1024, o.knobs.items_per_thread = 64; }},
+        {"items 3 (scalar)", [](Options& o) { o.knobs.items_per_thread = 3; }},
+        {"vector 1, unroll 64", [](Options& o) { o.knobs.vector_width = 1, o.knobs.unroll = 64; }},
+        {"1 block per SM", [](Options& o) { o.knobs.max_blocks_per_sm = 1; }},
+        {"32 blocks per SM of 64 threads", [](Options& o) { o.knobs.block_threads = 64, o.knobs.max_blocks_per_sm = 32; }},
     };
     for (const auto& [what, change] : table) {
         CAPTURE(what);
@@ -122,21 +122,21 @@ TEST_CASE("knobs at their extremes give the right value; kernel_info() reports t
         CHECK((info->occupancy > 0 && info->occupancy <= 1.0));
         CHECK(info->grid > 0);
         CHECK(info->target.rfind("sm_", 0) == 0);
-        CHECK(info->items_per_thread == info->unroll * info->vector_width);
+        CHECK(info->knobs.items_per_thread == info->knobs.unroll * info->knobs.vector_width);
         CHECK(loss.cuda_source(in.device).find("// Kernel variant: " + info->signature + ".\n") != std::string::npos);
-        if (options.max_blocks_per_sm) CHECK(info->blocks_per_sm <= options.max_blocks_per_sm);
-        if (options.block_threads) CHECK(info->block_threads == options.block_threads);
-        if (options.items_per_thread) CHECK(info->items_per_thread == options.items_per_thread);
+        if (options.knobs.max_blocks_per_sm) CHECK(info->blocks_per_sm <= options.knobs.max_blocks_per_sm);
+        if (options.knobs.block_threads) CHECK(info->knobs.block_threads == options.knobs.block_threads);
+        if (options.knobs.items_per_thread) CHECK(info->knobs.items_per_thread == options.knobs.items_per_thread);
     }
     // Vector width 4 on data that is not 16-byte aligned: scalar, and the note says why.
     const Inputs shifted({"1000x1000:uniform", "1000x1000:uniform"}, 5, 1);
     Options options;
     options.inputs = {"p", "t"};
-    options.vector_width = 4;
+    options.knobs.vector_width = 4;
     auto loss = compile("mean((p - t)^2)", options);
     CHECK(rel_error(loss(shifted.device), loss.reference(shifted.host_views)) <= 1e-7);
     REQUIRE(loss.kernel_info());
-    CHECK(loss.kernel_info()->vector_width == 1);
+    CHECK(loss.kernel_info()->knobs.vector_width == 1);
     REQUIRE(loss.kernel_info()->notes.size() == 1);
     CHECK(loss.kernel_info()->notes[0].find("the rows of 'p' do not all start 16-byte aligned") != std::string::npos);
 }
@@ -159,7 +159,7 @@ TEST_CASE("a sweep: every variant timed and correct, fastest first" * doctest::s
     int defaults = 0;
     for (std::size_t i = 0; i < r.rows.size(); ++i) {
         const auto& row = r.rows[i];
-        CAPTURE(row.knobs);
+        CAPTURE(row.label);
         CHECK(row.failure == "");
         CHECK(row.ms > 0);
         CHECK(row.error <= 1e-7);

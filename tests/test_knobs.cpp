@@ -29,9 +29,9 @@ Layout contiguous_layout(const ir::Program& program, Shape shape) {
     return plan_layout(shapes, program.is_map() ? &out : nullptr);
 }
 
-KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelKnobs& knobs,
-                  const std::vector<const void*>& data = {}, const void* output = nullptr) {
-    return KernelSpec::choose(program, layout, data, output, knobs);
+KernelSpec choose(const ir::Program& program, const Layout& layout, const Knobs& knobs,
+                  const std::vector<const void*>& data = {}, const void* output = nullptr, bool tuned = false) {
+    return KernelSpec::choose(program, layout, data, output, knobs, tuned);
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -46,19 +46,19 @@ TEST_SUITE("knobs") {
 
 TEST_CASE("bad knobs are UsageErrors from compile(), naming the knob and what it takes") {
     const std::pair<std::function<void(Options&)>, const char*> table[] = {
-        {[](Options& o) { o.block_threads = 100; }, "threads per block must be a multiple of 32 in [32, 1024], not 100"},
-        {[](Options& o) { o.block_threads = 2048; }, "not 2048"},
-        {[](Options& o) { o.block_threads = -32; }, "not -32"},
-        {[](Options& o) { o.unroll = 65; }, "unroll must be in [1, 64] (0: automatic), not 65"},
-        {[](Options& o) { o.unroll = -1; }, "unroll must be in [1, 64]"},
-        {[](Options& o) { o.items_per_thread = 128; }, "items per thread must be in [1, 64] (0: automatic), not 128"},
-        {[](Options& o) { o.unroll = 2, o.items_per_thread = 8; }, "set unroll or items per thread, not both"},
-        {[](Options& o) { o.vector_width = 2; }, "vector width must be 1 or 4 (0: automatic), not 2"},
-        {[](Options& o) { o.vector_width = 4, o.items_per_thread = 6; },
+        {[](Options& o) { o.knobs.block_threads = 100; }, "threads per block must be a multiple of 32 in [32, 1024], not 100"},
+        {[](Options& o) { o.knobs.block_threads = 2048; }, "not 2048"},
+        {[](Options& o) { o.knobs.block_threads = -32; }, "not -32"},
+        {[](Options& o) { o.knobs.unroll = 65; }, "unroll must be in [1, 64] (0: automatic), not 65"},
+        {[](Options& o) { o.knobs.unroll = -1; }, "unroll must be in [1, 64]"},
+        {[](Options& o) { o.knobs.items_per_thread = 128; }, "items per thread must be in [1, 64] (0: automatic), not 128"},
+        {[](Options& o) { o.knobs.unroll = 2, o.knobs.items_per_thread = 8; }, "set unroll or items per thread, not both"},
+        {[](Options& o) { o.knobs.vector_width = 2; }, "vector width must be 1 or 4 (0: automatic), not 2"},
+        {[](Options& o) { o.knobs.vector_width = 4, o.knobs.items_per_thread = 6; },
          "items per thread (6) must be a multiple of the vector width (4)"},
-        {[](Options& o) { o.max_blocks_per_sm = 33; }, "blocks per SM must be in [1, 32] (0: automatic), not 33"},
-        {[](Options& o) { o.max_blocks_per_sm = -1; }, "blocks per SM must be in [1, 32]"},
-        {[](Options& o) { o.accumulator = static_cast<Accumulator>(9); }, "unknown accumulator (9)"},
+        {[](Options& o) { o.knobs.max_blocks_per_sm = 33; }, "blocks per SM must be in [1, 32] (0: automatic), not 33"},
+        {[](Options& o) { o.knobs.max_blocks_per_sm = -1; }, "blocks per SM must be in [1, 32]"},
+        {[](Options& o) { o.knobs.accumulator = static_cast<Accumulator>(9); }, "unknown accumulator (9)"},
     };
     for (const auto& [change, message] : table) {
         CAPTURE(message);
@@ -68,12 +68,12 @@ TEST_CASE("bad knobs are UsageErrors from compile(), naming the knob and what it
     }
     // The boundaries themselves are fine.
     Options edge;
-    edge.block_threads = 1024;
-    edge.items_per_thread = 64;
-    edge.vector_width = 4;
-    edge.max_blocks_per_sm = 32;
-    edge.accumulator = Accumulator::CompensatedFloat32;
-    edge.fast_math = true;
+    edge.knobs.block_threads = 1024;
+    edge.knobs.items_per_thread = 64;
+    edge.knobs.vector_width = 4;
+    edge.knobs.max_blocks_per_sm = 32;
+    edge.knobs.accumulator = Accumulator::CompensatedFloat32;
+    edge.knobs.fast_math = true;
     CHECK_NOTHROW(compile("mean(x)", edge));
 }
 
@@ -83,30 +83,30 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         std::function<bool(const Options&)> holds;
     };
     const Row table[] = {
-        {"block=512", [](const Options& o) { return o.block_threads == 512; }},
-        {"threads=64", [](const Options& o) { return o.block_threads == 64; }},
-        {"items=16", [](const Options& o) { return o.items_per_thread == 16; }},
-        {"unroll=8", [](const Options& o) { return o.unroll == 8; }},
-        {"vector=1", [](const Options& o) { return o.vector_width == 1; }},
-        {"vector=auto", [](const Options& o) { return o.vector_width == 0; }},
-        {"blocks_per_sm=4", [](const Options& o) { return o.max_blocks_per_sm == 4; }},
-        {"bps=0", [](const Options& o) { return o.max_blocks_per_sm == 0; }},
-        {"acc=float32", [](const Options& o) { return o.accumulator == Accumulator::Float32; }},
-        {"acc=kahan", [](const Options& o) { return o.accumulator == Accumulator::CompensatedFloat32; }},
-        {"accumulator=float64", [](const Options& o) { return o.accumulator == Accumulator::Float64; }},
-        {"acc=auto", [](const Options& o) { return o.accumulator == Accumulator::Auto; }},
-        {"fast_math=on", [](const Options& o) { return o.fast_math == true; }},
-        {"fast_math=0", [](const Options& o) { return o.fast_math == false; }},
-        {"fast_math=auto", [](const Options& o) { return !o.fast_math.has_value(); }},
+        {"block=512", [](const Options& o) { return o.knobs.block_threads == 512; }},
+        {"threads=64", [](const Options& o) { return o.knobs.block_threads == 64; }},
+        {"items=16", [](const Options& o) { return o.knobs.items_per_thread == 16; }},
+        {"unroll=8", [](const Options& o) { return o.knobs.unroll == 8; }},
+        {"vector=1", [](const Options& o) { return o.knobs.vector_width == 1; }},
+        {"vector=auto", [](const Options& o) { return o.knobs.vector_width == 0; }},
+        {"blocks_per_sm=4", [](const Options& o) { return o.knobs.max_blocks_per_sm == 4; }},
+        {"bps=0", [](const Options& o) { return o.knobs.max_blocks_per_sm == 0; }},
+        {"acc=float32", [](const Options& o) { return o.knobs.accumulator == Accumulator::Float32; }},
+        {"acc=kahan", [](const Options& o) { return o.knobs.accumulator == Accumulator::CompensatedFloat32; }},
+        {"accumulator=float64", [](const Options& o) { return o.knobs.accumulator == Accumulator::Float64; }},
+        {"acc=auto", [](const Options& o) { return o.knobs.accumulator == Accumulator::Auto; }},
+        {"fast_math=on", [](const Options& o) { return o.knobs.fast_math == true; }},
+        {"fast_math=0", [](const Options& o) { return o.knobs.fast_math == false; }},
+        {"fast_math=auto", [](const Options& o) { return !o.knobs.fast_math.has_value(); }},
     };
     for (const auto& row : table) {
         CAPTURE(row.text);
         Options options;
-        set_knob(options, row.text);
+        set_knob(options.knobs, row.text);
         CHECK(row.holds(options));
     }
     // items and unroll replace each other instead of contradicting.
-    Options both;
+    Knobs both;
     set_knob(both, "unroll=4");
     set_knob(both, "items=8");
     CHECK((both.unroll == 0 && both.items_per_thread == 8));
@@ -125,14 +125,14 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     for (const auto& [text, message] : errors) {
         CAPTURE(text);
         Options options;
-        CHECK_THROWS_WITH_AS(set_knob(options, text), doctest::Contains(message), UsageError);
+        CHECK_THROWS_WITH_AS(set_knob(options.knobs, text), doctest::Contains(message), UsageError);
     }
-    Options described;
-    CHECK(describe_knobs(described) == "defaults");
+    Knobs described;
+    CHECK(describe(described) == "defaults");
     set_knob(described, "acc=compensated");
     set_knob(described, "block=128");
     set_knob(described, "fast_math=on");
-    CHECK(describe_knobs(described) == "block 128, acc compensated, fast_math on");
+    CHECK(describe(described) == "block 128, acc compensated, fast_math on");
 }
 
 TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where layout and alignment allow") {
@@ -145,22 +145,22 @@ TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where
     struct Row {
         const char* what;
         const Layout* layout;
-        KernelKnobs knobs;
+        Knobs knobs;
         std::vector<const void*> data;
         int vector, unroll;
         const char* note;  // "" for none
     };
-    KernelKnobs items16;
+    Knobs items16;
     items16.items_per_thread = 16;
-    KernelKnobs items6;
+    Knobs items6;
     items6.items_per_thread = 6;
-    KernelKnobs items16v1 = items16;
+    Knobs items16v1 = items16;
     items16v1.vector_width = 1;
-    KernelKnobs v4;
+    Knobs v4;
     v4.vector_width = 4;
-    KernelKnobs unroll3;
+    Knobs unroll3;
     unroll3.unroll = 3;
-    KernelKnobs automatic;
+    Knobs automatic;
     const Row table[] = {
         {"automatic: 16 loads of 16 bytes in flight for two inputs", &big, automatic, {}, 4, 8, ""},
         {"items 16 on aligned data: 4 lanes x unroll 4", &big, items16, {}, 4, 4, ""},
@@ -196,7 +196,7 @@ TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where
 
     // Maps sum nothing: an accumulator is noted and not used.
     const auto map = checked("x * 2");
-    KernelKnobs f32;
+    Knobs f32;
     f32.accumulator = Accumulator::Float32;
     const KernelSpec map_spec = choose(map, contiguous_layout(map, {1024}), f32);
     CHECK(map_spec.accumulator == Accumulator::Float64);
@@ -209,33 +209,42 @@ TEST_CASE("every knob changes the signature and the cache key; the defaults chan
     const auto layout = contiguous_layout(program, {1 << 20});
     const KernelSpec defaults = choose(program, layout, {});
     CHECK(defaults.signature() == "rows, rank 1, inner strides [1 1], vector 4, unroll 8, 256 threads/block");
-    // The old entry point gives the very same spec.
-    CHECK(KernelSpec::choose(program, layout, {}, nullptr, 256).signature() == defaults.signature());
+    // Automatic knobs resolve to what the defaults spell out.
+    Knobs spelled;
+    spelled.block_threads = 256;
+    spelled.accumulator = Accumulator::Float64;
+    spelled.fast_math = false;
+    CHECK(choose(program, layout, spelled).signature() == defaults.signature());
 
-    std::vector<std::pair<std::string, KernelKnobs>> variants;
-    auto add = [&](const char* name, const std::function<void(KernelKnobs&)>& change) {
-        KernelKnobs k;
-        change(k);
-        variants.emplace_back(name, k);
+    struct Variant {
+        std::string name;
+        Knobs knobs;
+        bool tuned = false;
     };
-    add("defaults", [](KernelKnobs&) {});
-    add("block 512", [](KernelKnobs& k) { k.block_threads = 512; });
-    add("items 16", [](KernelKnobs& k) { k.items_per_thread = 16; });
-    add("unroll 2", [](KernelKnobs& k) { k.unroll = 2; });
-    add("vector 1", [](KernelKnobs& k) { k.vector_width = 1; });
-    add("float32", [](KernelKnobs& k) { k.accumulator = Accumulator::Float32; });
-    add("compensated", [](KernelKnobs& k) { k.accumulator = Accumulator::CompensatedFloat32; });
-    add("fast math", [](KernelKnobs& k) { k.fast_math = true; });
-    add("tuned", [](KernelKnobs& k) { k.tuned = true; });
+    std::vector<Variant> variants;
+    auto add = [&](const char* name, const std::function<void(Knobs&)>& change, bool tuned = false) {
+        Knobs k;
+        change(k);
+        variants.push_back({name, k, tuned});
+    };
+    add("defaults", [](Knobs&) {});
+    add("block 512", [](Knobs& k) { k.block_threads = 512; });
+    add("items 16", [](Knobs& k) { k.items_per_thread = 16; });
+    add("unroll 2", [](Knobs& k) { k.unroll = 2; });
+    add("vector 1", [](Knobs& k) { k.vector_width = 1; });
+    add("float32", [](Knobs& k) { k.accumulator = Accumulator::Float32; });
+    add("compensated", [](Knobs& k) { k.accumulator = Accumulator::CompensatedFloat32; });
+    add("fast math", [](Knobs& k) { k.fast_math = true; });
+    add("tuned", [](Knobs&) {}, true);
 
     std::set<std::string> signatures, keys;
-    for (const auto& [name, knobs] : variants) {
+    for (const auto& [name, knobs, tuned] : variants) {
         CAPTURE(name);
-        const KernelSpec spec = choose(program, layout, knobs);
+        const KernelSpec spec = choose(program, layout, knobs, {}, nullptr, tuned);
         CHECK(signatures.insert(spec.signature()).second);
         CHECK(keys.insert(cache_key(emit_cuda(program, spec), "sm_90", spec.fast_math)).second);
     }
-    const auto fast = choose(program, layout, variants[7].second);
+    const auto fast = choose(program, layout, variants[7].knobs);
     CHECK(fast.signature().find(", fast math") != std::string::npos);
     // Fast math enters the key through the NVRTC options too, not only through the signature line.
     const std::string source = emit_cuda(program, defaults);
@@ -253,7 +262,7 @@ TEST_CASE("float64 kernels are the same bytes as before the knobs; other accumul
     CHECK(f64.find("Accumulating") == std::string::npos);
     CHECK(f64.find("accumulators other than float64") == std::string::npos);
 
-    KernelKnobs k;
+    Knobs k;
     k.accumulator = Accumulator::CompensatedFloat32;
     const std::string comp = emit_cuda(program, choose(program, layout, k));
     CHECK(comp.find("    lj::Accumulating<lj::AccCompensated, lj::SumSink> sum;\n") != std::string::npos);
@@ -269,7 +278,7 @@ TEST_CASE("a float32 accumulator leaves no float64 sum in the loop; compensation
     const auto program = checked("mean((p - t)^2)");
     const auto layout = contiguous_layout(program, {1 << 20});
     auto ptx = [&](Accumulator acc, bool fast_math) {
-        KernelKnobs k;
+        Knobs k;
         k.accumulator = acc;
         k.fast_math = fast_math;
         const KernelSpec spec = choose(program, layout, k);
@@ -356,10 +365,10 @@ TEST_CASE("every knob combination compiles with NVRTC: reductions, gradients and
 TEST_CASE("the source a Loss shows carries the knobs it was compiled with") {
     Options options;
     options.inputs = {"p", "t"};
-    options.block_threads = 512;
-    options.items_per_thread = 8;
-    options.accumulator = Accumulator::CompensatedFloat32;
-    options.fast_math = true;
+    options.knobs.block_threads = 512;
+    options.knobs.items_per_thread = 8;
+    options.knobs.accumulator = Accumulator::CompensatedFloat32;
+    options.knobs.fast_math = true;
     const auto loss = compile("mean((p - t)^2)", options);
     const std::vector<TensorView> views{TensorView::contiguous(nullptr, {4096, 4096}), TensorView::contiguous(nullptr, {4096, 4096})};
     const std::string source = loss.cuda_source(views);

@@ -128,14 +128,14 @@ TEST_CASE("wrong calls are UsageErrors that say what is wrong, and the Loss stil
         {"threads per block that are not a multiple of 32",
          [&](Loss&, Data&) {
              Options o;
-             o.block_threads = 100;
+             o.knobs.block_threads = 100;
              (void)compile("mean(x)", o).cuda_source();
          },
          "threads per block must be a multiple of 32 in [32, 1024], not 100"},
         {"negative threads per block",
          [&](Loss&, Data&) {
              Options o;
-             o.block_threads = -64;
+             o.knobs.block_threads = -64;
              (void)compile("mean(x)", o).cuda_source();
          },
          "not -64"},

@@ -48,7 +48,7 @@ TEST_CASE("axes: knob names and aliases, values checked one by one") {
 }
 
 TEST_CASE("the product: first axis slowest, tuning off, contradictions marked instead of run") {
-    Options base;
+    Knobs base;
     base.accumulator = Accumulator::CompensatedFloat32;  // a knob every variant shares
     const std::vector<SweepAxis> axes{parse_sweep_axis("block=128,256"), parse_sweep_axis("items=2,8"),
                                       parse_sweep_axis("vector=1,4")};
@@ -59,20 +59,19 @@ TEST_CASE("the product: first axis slowest, tuning off, contradictions marked in
                               "block=256 items=8 vector=1", "block=256 items=8 vector=4"};
     for (std::size_t i = 0; i < variants.size(); ++i) {
         CAPTURE(i);
-        CHECK(variants[i].knobs == expected[i]);
-        CHECK_FALSE(variants[i].options.use_tuning);
-        CHECK(variants[i].options.accumulator == Accumulator::CompensatedFloat32);
-        const bool contradicts = variants[i].knobs.find("items=2 vector=4") != std::string::npos;
+        CHECK(variants[i].label == expected[i]);
+        CHECK(variants[i].knobs.accumulator == Accumulator::CompensatedFloat32);
+        const bool contradicts = variants[i].label.find("items=2 vector=4") != std::string::npos;
         CHECK(variants[i].error.empty() == !contradicts);
         if (contradicts) CHECK(variants[i].error == "items per thread (2) must be a multiple of the vector width (4)");
     }
-    CHECK(variants[3].options.block_threads == 128);
-    CHECK(variants[3].options.items_per_thread == 8);
-    CHECK(variants[3].options.vector_width == 4);
+    CHECK(variants[3].knobs.block_threads == 128);
+    CHECK(variants[3].knobs.items_per_thread == 8);
+    CHECK(variants[3].knobs.vector_width == 4);
 
     const auto alone = expand_sweep(base, {});
     REQUIRE(alone.size() == 1);
-    CHECK(alone[0].knobs == "base");
+    CHECK(alone[0].label == "base");
     CHECK_THROWS_WITH_AS(expand_sweep(base, std::vector<SweepAxis>{parse_sweep_axis("block=64"), parse_sweep_axis("threads=128")}),
                          "two --sweep axes set the knob block", UsageError);
     std::vector<SweepAxis> huge;
@@ -82,7 +81,7 @@ TEST_CASE("the product: first axis slowest, tuning off, contradictions marked in
     CHECK_THROWS_WITH_AS(expand_sweep(base, huge), "the axes make more than 1000 variants", UsageError);
 
     const auto tune_axes = default_tune_axes();
-    CHECK(expand_sweep(Options{}, tune_axes).size() == 48);
+    CHECK(expand_sweep(Knobs{}, tune_axes).size() == 48);
 }
 
 TEST_CASE("bad requests fail before the GPU is needed; without a GPU the message says so") {
@@ -133,12 +132,14 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     r.seconds = 3.5;
     auto row = [](const char* knobs, int block, int items, double ms, bool is_default) {
         SweepRow x;
-        x.knobs = knobs;
+        x.label = knobs;
         x.is_default = is_default;
-        x.kernel.block_threads = block;
-        x.kernel.items_per_thread = items;
-        x.kernel.vector_width = 4;
-        x.kernel.unroll = items / 4;
+        x.kernel.knobs.block_threads = block;
+        x.kernel.knobs.items_per_thread = items;
+        x.kernel.knobs.vector_width = 4;
+        x.kernel.knobs.unroll = items / 4;
+        x.kernel.knobs.accumulator = Accumulator::Float64;
+        x.kernel.knobs.fast_math = false;
         x.kernel.registers = 40;
         x.kernel.occupancy = 1.0;
         x.kernel.blocks_per_sm = 2048 / block;
@@ -153,7 +154,7 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     r.rows[1].baseline = true;  // the row timed as the defaults; row 2 resolved to the same kernel
     r.rows[3].kernel.notes = {"vector width 4 was asked for, but the rows of 'p' do not all start 16-byte aligned: vector width 1 is used"};
     SweepRow failed;
-    failed.knobs = "block=1024 items=2 vector=4";
+    failed.label = "block=1024 items=2 vector=4";
     failed.failure = "items per thread (2) must be a multiple of the vector width (4)";
     r.rows.push_back(failed);
 

@@ -14,6 +14,7 @@
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
+#include "tuning/knobs.hpp"
 #include "tuning/store.hpp"
 #include "support.hpp"
 
@@ -120,6 +121,52 @@ TEST_CASE("round trip: a record written is read back, by this store and by a new
     CHECK(read(file).find("\"format\": 1") != std::string::npos);
 }
 
+TEST_CASE("a file written before knobs had one type is read as it was") {
+    // Byte for byte the format-1 record that earlier versions wrote: the file format did not change.
+    TempDir dir;
+    const fs::path file = dir.path / "tuning.json";
+    const TuningRecord expected = record("p=8x8 t=8x8");
+    write(file, fmt::format(R"json({{
+  "about": "lossjit tune's winners per program, input shapes, dtype and GPU (docs/tuning.md)",
+  "format": 1,
+  "records": {{
+    "{}": {{
+      "default_ms": 0.175,
+      "device": "NVIDIA H100 80GB HBM3 (sm_90)",
+      "dtype": "float32",
+      "knobs": {{
+        "accumulator": "compensated",
+        "block_threads": 512,
+        "fast_math": false,
+        "items_per_thread": 16,
+        "max_blocks_per_sm": 4,
+        "vector_width": 4
+      }},
+      "lossjit": "0.1.0",
+      "ms": 0.171,
+      "nvrtc": "13.0",
+      "program": "inputs: p, t\nreduction: mean\nbody: (p - t) ^ 2\n",
+      "rel_error": 3.6e-09,
+      "shapes": "p=8x8 t=8x8",
+      "variants": 48,
+      "when": "2026-11-22T10:00:00Z"
+    }}
+  }}
+}}
+)json", expected.key.id()));
+    TuningStore store(file, false);
+    std::string warning;
+    const auto found = store.find(expected.key, &warning);
+    CHECK(warning == "");
+    REQUIRE(found);
+    CHECK(found->knobs == expected.knobs);
+    CHECK(found->knobs.unroll == 0);  // items carry it
+    // And what this version writes is that format still.
+    TuningStore rewritten(dir.path / "again.json", true);
+    rewritten.put(expected);
+    CHECK(read(dir.path / "again.json") == read(file));
+}
+
 TEST_CASE("a damaged file is ignored with one warning, never fatal; the next tune replaces it") {
     TempDir dir;
     const fs::path file = dir.path / "tuning.json";
@@ -208,8 +255,8 @@ TEST_CASE("concurrent tuners both land their records") {
 }
 
 TEST_CASE("stored knobs fill only the knobs left automatic") {
-    const TunedKnobs stored = record("").knobs;
-    Options automatic;
+    const Knobs stored = record("").knobs;
+    Knobs automatic;
     CHECK(apply_tuned(automatic, stored));
     CHECK(automatic.block_threads == 512);
     CHECK(automatic.items_per_thread == 16);
@@ -218,7 +265,7 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     CHECK(automatic.accumulator == Accumulator::CompensatedFloat32);
     CHECK(automatic.fast_math == false);
 
-    Options mine;
+    Knobs mine;
     mine.block_threads = 128;
     mine.unroll = 2;
     mine.accumulator = Accumulator::Float64;
@@ -229,12 +276,12 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     CHECK(mine.accumulator == Accumulator::Float64);
     CHECK(mine.max_blocks_per_sm == 4);
 
-    Options odd_items;  // vector 4 cannot make up 6 items: the vector width stays automatic
+    Knobs odd_items;  // vector 4 cannot make up 6 items: the vector width stays automatic
     odd_items.items_per_thread = 6;
     apply_tuned(odd_items, stored);
     CHECK(odd_items.vector_width == 0);
 
-    Options all;
+    Knobs all;
     all.block_threads = 256;
     all.unroll = 8;
     all.vector_width = 1;
@@ -243,7 +290,7 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     all.fast_math = true;
     CHECK_FALSE(apply_tuned(all, stored));  // nothing automatic: not tuned
 
-    CHECK(describe(stored) == "block 512, items 16 (vector 4 x unroll 4), blocks/SM 4, compensated accumulator, fast math off");
+    CHECK(describe(stored) == "block 512, items 16, vector 4, blocks_per_sm 4, acc compensated, fast_math off");
 }
 
 TEST_CASE("the store follows the kernel cache's settings") {

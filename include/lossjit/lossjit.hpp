@@ -19,6 +19,7 @@
 #include "lossjit/cache_outcome.hpp"
 #include "lossjit/device.hpp"
 #include "lossjit/errors.hpp"
+#include "lossjit/knobs.hpp"
 #include "lossjit/tensor.hpp"
 #include "lossjit/version.hpp"
 
@@ -38,33 +39,16 @@ struct Param {
     double value = 0.0;
 };
 
-// What each thread of a reduction adds its elements into (the block and grid finish is float64
-// whatever this is). docs/tuning.md has the accuracy of each.
-enum class Accumulator {
-    Auto,                // float64, unless the tuning store chose otherwise
-    Float64,             // the default: relative error ~1e-8 at any size
-    Float32,             // fastest where conversions bind; error grows with elements per thread
-    CompensatedFloat32,  // float32 with Neumaier's compensation: near float64 accuracy, no conversions
-};
-std::string_view to_string(Accumulator accumulator);  // "auto", "float64", "float32", "compensated"
-
 struct Options {
     std::string source_name = "expr";  // shown in diagnostics: "expr:1:13: error: ..."
     std::vector<std::string> inputs;   // input order for calls; empty: order of first appearance
     std::vector<Param> params;         // parameters and their defaults (override `param x = v;`)
     int device = 0;                    // CUDA device ordinal
 
-    // Kernel variant knobs (docs/tuning.md). Checked by compile() (UsageError). A knob left at 0 /
-    // Auto / unset takes the value `lossjit tune` stored for this program, input shapes and GPU, if
-    // any (see use_tuning), else the built-in default; a knob that is set always wins.
-    int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256 (small fused gradient
-                                // programs: 1024; the columns loop narrows it to the columns there are)
-    int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
-    int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
-    int vector_width = 0;       // 1, or 4 (16-byte loads and stores) where layout and alignment allow; default 4 there
-    int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
-    Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
-    std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
+    // Kernel variant knobs (docs/tuning.md), all automatic by default. Checked by compile()
+    // (UsageError). Automatic ones take what `lossjit tune` stored for this program, input shapes
+    // and GPU, if anything (see use_tuning), else the built-in defaults.
+    Knobs knobs;
     bool use_tuning = true;     // false: ignore the tuning store (sweeps do, to time exactly what they ask)
     // What the caller expects the program to be: compile() throws SourceError at the program's body
     // if it is the other kind, instead of the first call failing at run time. Empty: either.
@@ -75,13 +59,10 @@ struct Options {
 struct KernelInfo {
     std::string signature;       // KernelSpec's: loop, rank, strides, vector width, unroll, threads, ...
     bool strided = false;        // the per-element loop (an operand is not contiguous along the last dimension)
-    int block_threads = 0;
-    int unroll = 0;              // 1 for the strided loop
-    int vector_width = 1;
-    int items_per_thread = 1;    // unroll x vector width: elements a thread handles per tile
-    Accumulator accumulator = Accumulator::Float64;  // Float64 for maps (they accumulate nothing)
-    bool fast_math = false;
-    int max_blocks_per_sm = 0;   // the cap in force; 0: none
+    // The knobs in force, resolved (knobs.hpp): the kernel's block, unroll, vector width and items
+    // (unroll x vector width; 1 each for the strided loop), accumulator (Float64 for maps: they
+    // accumulate nothing), fast math, and the launch's blocks-per-SM cap (0: none).
+    Knobs knobs;
     // From the driver when the kernel was loaded:
     int registers = 0;           // per thread (CU_FUNC_ATTRIBUTE_NUM_REGS)
     int local_bytes = 0;         // local memory per thread: register spills and local arrays

@@ -90,7 +90,7 @@ ProgramOptions program_options(const CommonArgs& args) {
     // --param declares a parameter (or sets the program's `param` default); one the program never
     // reads is a typo, not a harmless extra.
     for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
-    for (const auto& k : args.knobs) lossjit::set_knob(options, k);
+    for (const auto& k : args.knobs) lossjit::set_knob(options.knobs, k);
     options.use_tuning = !args.no_tuning;
     return {std::move(text), std::move(options), std::move(given)};
 }
@@ -150,7 +150,7 @@ void print_kernel_info(const lossjit::Loss& loss) {
     std::cerr << fmt::format("kernel: {}; {} registers/thread, {} B local (spills), occupancy {:.0f}% ({} blocks/SM{}), "
                              "grid {}\n",
                              info->signature, info->registers, info->local_bytes, 100.0 * info->occupancy,
-                             info->blocks_per_sm, info->max_blocks_per_sm ? fmt::format(", cap {}", info->max_blocks_per_sm) : "",
+                             info->blocks_per_sm, info->knobs.max_blocks_per_sm ? fmt::format(", cap {}", info->knobs.max_blocks_per_sm) : "",
                              info->grid);
     for (const auto& note : info->notes) std::cerr << "kernel: note: " << note << "\n";
 }
@@ -515,7 +515,7 @@ int bench_command(const BenchArgs& args, bool tuning) {
     Prepared prepared = prepare(args.common);
     std::vector<lossjit::SweepAxis> axes;
     for (const auto& s : args.sweeps) axes.push_back(lossjit::parse_sweep_axis(s));
-    (void)lossjit::expand_sweep(prepared.options, axes);  // two axes on one knob, too many variants
+    (void)lossjit::expand_sweep(prepared.options.knobs, axes);  // two axes on one knob, too many variants
     if (args.sets < 1 || args.sets > 8) throw UsageError(fmt::format("--sets {}: between 1 and 8 input sets", args.sets));
     (void)prepared.loss.output_shape(shape_views(prepared.inputs));  // shapes that do not broadcast
     // Everything the user typed is checked; only now ask for the GPU, before generating inputs.

@@ -28,9 +28,6 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Blocks a reduction may use at most: partials are sized for this.
-constexpr int kMaxBlocksPerSm = 32;
-
 struct LoadedKernel {
     std::unique_ptr<cuda::Module> module;
     CUfunction function = nullptr;
@@ -234,48 +231,30 @@ struct Loss::State {
     Variant variant_for(const ir::Program& prog, const std::string& variant, const Layout& layout,
                         std::span<const TensorView> inputs, const OutputView* output, std::string device) const {
         Variant v;
-        Options o = options;
-        const bool automatic = o.block_threads == 0 || (o.unroll == 0 && o.items_per_thread == 0) ||
-                               o.vector_width == 0 || o.max_blocks_per_sm == 0 || o.accumulator == Accumulator::Auto ||
-                               !o.fast_math;
-        TuningStore* store = o.use_tuning && automatic && variant.empty() ? TuningStore::process() : nullptr;
+        Knobs knobs = options.knobs;
+        const bool automatic = knobs.block_threads == 0 || (knobs.unroll == 0 && knobs.items_per_thread == 0) ||
+                               knobs.vector_width == 0 || knobs.max_blocks_per_sm == 0 ||
+                               knobs.accumulator == Accumulator::Auto || !knobs.fast_math;
+        TuningStore* store = options.use_tuning && automatic && variant.empty() ? TuningStore::process() : nullptr;
         if (store) {
             TuningKey key{tuning_program_text(prog), tuning_shape_text(prog.inputs, inputs, output), "float32", ""};
             if (device.empty() && store->has_program(key.program, key.shapes)) {
                 try {
-                    if (cuda_available()) device = tuning_device_text(o.device);
+                    if (cuda_available()) device = tuning_device_text(options.device);
                 } catch (const Error&) {  // no such device: the launch will say so; the source is untuned
                 }
             }
             key.device = std::move(device);
             if (!key.device.empty()) {
-                if (const auto record = store->find(key, &v.warning); record && apply_tuned(o, record->knobs))
+                if (const auto record = store->find(key, &v.warning); record && apply_tuned(knobs, record->knobs))
                     v.tuned = fmt::format("{} (from {})", describe(record->knobs), store->file().string());
             }
         }
-        KernelKnobs knobs;
-        knobs.block_threads = o.block_threads > 0 ? o.block_threads : automatic_block_threads(prog);
-        knobs.unroll = o.unroll;
-        knobs.items_per_thread = o.items_per_thread;
-        knobs.vector_width = o.vector_width;
-        knobs.accumulator = o.accumulator == Accumulator::Auto ? Accumulator::Float64 : o.accumulator;
-        knobs.fast_math = o.fast_math.value_or(false);
-        knobs.tuned = !v.tuned.empty();
         std::vector<const void*> data;
         for (const auto& view : inputs) data.push_back(view.data);
-        v.spec = KernelSpec::choose(prog, layout, data, output ? output->data : nullptr, knobs);
-        v.max_blocks_per_sm = o.max_blocks_per_sm;
+        v.spec = KernelSpec::choose(prog, layout, data, output ? output->data : nullptr, knobs, !v.tuned.empty());
+        v.max_blocks_per_sm = knobs.max_blocks_per_sm;
         return v;
-    }
-
-    // Threads per block when the caller leaves it open. A fused gradient kernel reads and writes: on
-    // H100, smooth L1 + d/dp ran 4.41 ms with 1024 threads (unroll 2), 4.47 with 512, 4.63 with 256,
-    // and hinge + d/dp, d/dt 3.05 ms with 1024 against 3.06 (bench --explore, docs/performance.md).
-    // 1024 threads leave at most 64 registers a thread, so only small gradient programs get them.
-    static int automatic_block_threads(const ir::Program& prog) {
-        if (prog.derivatives.empty()) return 256;
-        const std::size_t read = read_inputs(prog).size() + (prog.is_map() ? 1 : 0);
-        return prog.derivatives.size() <= 2 && read <= 3 && prog.nodes.size() <= 64 ? 1024 : 256;
     }
 
     KernelSpec spec_for(const ir::Program& prog, const Layout& layout, std::span<const TensorView> inputs,
@@ -324,12 +303,12 @@ struct Loss::State {
         LOSSJIT_CU(cuFuncGetAttribute(&info.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
         info.signature = spec.signature();
         info.strided = spec.loop == KernelSpec::Loop::Strided;
-        info.block_threads = spec.block_threads;
-        info.unroll = info.strided ? 1 : spec.unroll;
-        info.vector_width = info.strided ? 1 : spec.vector_width;
-        info.items_per_thread = info.unroll * info.vector_width;
-        info.accumulator = spec.accumulator;
-        info.fast_math = spec.fast_math;
+        info.knobs.block_threads = spec.block_threads;
+        info.knobs.unroll = info.strided ? 1 : spec.unroll;
+        info.knobs.vector_width = info.strided ? 1 : spec.vector_width;
+        info.knobs.items_per_thread = info.knobs.unroll * info.knobs.vector_width;
+        info.knobs.accumulator = spec.accumulator;
+        info.knobs.fast_math = spec.fast_math;
         info.resident_blocks_per_sm = kernel.resident_per_sm;
         info.target = target;
         timings.load_ms = ms_since(start);
@@ -629,7 +608,7 @@ Loss& Loss::operator=(const Loss& other) {
 Loss::~Loss() = default;
 
 Loss compile(std::string_view source, Options options) {
-    validate_knobs(options);
+    validate_knobs(options.knobs);
     auto compiled = std::make_shared<Loss::Compiled>();
 
     auto start = Clock::now();
@@ -909,7 +888,7 @@ std::optional<KernelInfo> Loss::kernel_info() const {
     const LaunchPlan* plan = state_->last_plan;
     if (!plan || !plan->valid || !plan->kernel) return std::nullopt;
     KernelInfo info = plan->kernel->info;
-    info.max_blocks_per_sm = plan->max_blocks_per_sm;
+    info.knobs.max_blocks_per_sm = plan->max_blocks_per_sm;
     info.grid = plan->grid;
     const int sms = std::max(1, state_->multiprocessors);
     int per_sm = info.resident_blocks_per_sm;
@@ -917,7 +896,7 @@ std::optional<KernelInfo> Loss::kernel_info() const {
     // The launch puts at most this many blocks on one SM at once (fewer when the grid is small).
     info.blocks_per_sm = std::min<long long>(per_sm, (static_cast<long long>(plan->grid) + sms - 1) / sms);
     if (state_->max_threads_per_sm > 0)
-        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.block_threads / state_->max_threads_per_sm;
+        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.knobs.block_threads / state_->max_threads_per_sm;
     info.tuned = plan->tuned;
     info.notes = plan->spec.notes;
     return info;

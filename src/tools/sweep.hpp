@@ -24,15 +24,16 @@ struct SweepAxis {
 // UsageError for an unknown knob, an empty list, or a value the knob can never take.
 SweepAxis parse_sweep_axis(std::string_view text);
 
-// One point of the product of the axes.
+// One point of the product of the axes. Compiled with the sweep's base options, these knobs, and
+// the tuning store ignored.
 struct SweepVariant {
-    Options options;    // the base options with this point's knobs set, use_tuning off
-    std::string knobs;  // "block=256 items=16"
+    Knobs knobs;        // the base knobs with this point's set (as asked for: knobs.hpp)
+    std::string label;  // "block=256 items=16"
     std::string error;  // the knobs contradict each other (e.g. vector=4 items=2): not run
-    bool baseline = false;  // the base options alone, timed as the defaults ("default" or "base: KNOBS")
+    bool baseline = false;  // the base knobs alone, timed as the defaults ("default" or "base: KNOBS")
 };
 // The cartesian product, the first axis slowest. UsageError when two axes set one knob.
-std::vector<SweepVariant> expand_sweep(const Options& base, std::span<const SweepAxis> axes);
+std::vector<SweepVariant> expand_sweep(const Knobs& base, std::span<const SweepAxis> axes);
 
 // What `lossjit tune` searches when given no axes: threads per block x items per thread x blocks per SM.
 std::vector<SweepAxis> default_tune_axes();
@@ -60,7 +61,7 @@ struct SweepRequest {
 };
 
 struct SweepRow {
-    std::string knobs;       // as asked ("block=256 items=16"), or "default"
+    std::string label;       // the knobs as asked ("block=256 items=16"), or "default"
     bool baseline = false;   // this row timed the defaults (SweepRequest::include_default)
     bool is_default = false; // the baseline, or a variant that resolves to the very same kernel and launch
     KernelInfo kernel;       // as resolved and loaded: knobs, registers, spills, occupancy, notes

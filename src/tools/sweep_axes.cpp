@@ -32,19 +32,19 @@ SweepAxis parse_sweep_axis(std::string_view text) {
         throw UsageError(fmt::format("--sweep '{}': expected KNOB=VALUE,VALUE,... (e.g. block=128,256,512)", printable(text)));
     const auto name = knob_name(text.substr(0, eq));
     SweepAxis axis;
-    Options probe;
+    Knobs probe;
     apply_knob(probe, text.substr(0, eq), "auto");  // an unknown knob throws, naming the knobs
     axis.knob = *name;
     for (auto& value : split(text.substr(eq + 1), ',')) {
         if (value.empty()) throw UsageError(fmt::format("--sweep '{}': an empty value", printable(text)));
-        Options alone;
+        Knobs alone;
         set_knob(alone, axis.knob, value);  // a value this knob can never take throws here
         axis.values.push_back(std::move(value));
     }
     return axis;
 }
 
-std::vector<SweepVariant> expand_sweep(const Options& base, std::span<const SweepAxis> axes) {
+std::vector<SweepVariant> expand_sweep(const Knobs& base, std::span<const SweepAxis> axes) {
     std::set<std::string> seen;
     std::size_t total = 1;
     for (const auto& axis : axes) {
@@ -57,7 +57,6 @@ std::vector<SweepVariant> expand_sweep(const Options& base, std::span<const Swee
     std::vector<SweepVariant> out;
     for (std::size_t t = 0; t < total; ++t) {
         SweepVariant v{base, "", ""};
-        v.options.use_tuning = false;
         std::vector<std::string> parts;
         std::size_t rest = t;
         std::vector<std::size_t> index(axes.size());
@@ -67,12 +66,12 @@ std::vector<SweepVariant> expand_sweep(const Options& base, std::span<const Swee
         }
         for (std::size_t a = 0; a < axes.size(); ++a) {
             const auto& value = axes[a].values[index[a]];
-            apply_knob(v.options, axes[a].knob, value);
+            apply_knob(v.knobs, axes[a].knob, value);
             parts.push_back(fmt::format("{}={}", axes[a].knob, value));
         }
-        v.knobs = parts.empty() ? "base" : fmt::format("{}", fmt::join(parts, " "));
+        v.label = parts.empty() ? "base" : fmt::format("{}", fmt::join(parts, " "));
         try {
-            validate_knobs(v.options);
+            validate_knobs(v.knobs);
         } catch (const UsageError& e) {
             v.error = e.what();
         }

@@ -47,22 +47,23 @@ std::string format_sweep_table(const SweepResult& r) {
     int rank = 0;
     for (const auto& row : r.rows) {
         if (!row.failure.empty()) {
-            failures.push_back(fmt::format("  {}: {}", row.knobs, row.failure));
+            failures.push_back(fmt::format("  {}: {}", row.label, row.failure));
             continue;
         }
         ++rank;
-        const auto& k = row.kernel;
+        const auto& info = row.kernel;
+        const auto& k = info.knobs;
         std::string mark = row.is_default ? "default" : "";
         if (!row.baseline && row.is_default) mark = "= default";
         cells.push_back({std::to_string(rank), std::to_string(k.block_threads),
-                         k.strided ? "-" : std::to_string(k.items_per_thread),
-                         k.strided ? "-" : std::to_string(k.vector_width), k.strided ? "-" : std::to_string(k.unroll),
+                         info.strided ? "-" : std::to_string(k.items_per_thread),
+                         info.strided ? "-" : std::to_string(k.vector_width), info.strided ? "-" : std::to_string(k.unroll),
                          k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
-                         std::string(to_string(k.accumulator)), k.fast_math ? "on" : "off", fmt::format("{:.4f}", row.ms),
-                         fmt::format("{:.0f}", row.gbps), fmt::format("{:.1f}%", 100.0 * row.roofline),
-                         std::to_string(k.registers), std::to_string(k.local_bytes), occupancy_text(k),
-                         fmt::format("{:.2e}", row.error), mark});
-        for (const auto& note : k.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.knobs, note));
+                         std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
+                         fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
+                         fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
+                         std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error), mark});
+        for (const auto& note : info.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.label, note));
     }
     std::vector<std::size_t> width(header.size());
     for (std::size_t c = 0; c < header.size(); ++c) {
@@ -101,7 +102,7 @@ std::string format_tune_summary(const TuneResult& t) {
                        within, timed, t.bound);
     if (t.winner >= 0) {
         const SweepRow& win = t.sweep.rows[static_cast<std::size_t>(t.winner)];
-        out += fmt::format("winner: #{} ({}) {:.4f} ms, {:.0f} GB/s", t.winner + 1, win.knobs, win.ms, win.gbps);
+        out += fmt::format("winner: #{} ({}) {:.4f} ms, {:.0f} GB/s", t.winner + 1, win.label, win.ms, win.gbps);
         if (defaults) out += fmt::format("; the defaults {:.4f} ms ({:.3f}x)", defaults->ms, defaults->ms / win.ms);
         out += "\n";
         if (t.record) out += fmt::format("  knobs: {}\n", describe(t.record->knobs));
@@ -123,8 +124,9 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
     json rows = json::array();
     int rank = 0;
     for (const auto& row : r.rows) {
-        const auto& k = row.kernel;
-        json j{{"knobs", row.knobs}, {"input_set", row.input_set}};
+        const auto& info = row.kernel;
+        const auto& k = info.knobs;
+        json j{{"knobs", row.label}, {"input_set", row.input_set}};
         if (!row.failure.empty()) {
             j["failure"] = row.failure;
             rows.push_back(j);
@@ -132,28 +134,28 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         }
         j["rank"] = ++rank;
         j["default"] = row.is_default;
-        j["signature"] = k.signature;
+        j["signature"] = info.signature;
         j["block_threads"] = k.block_threads;
-        j["strided"] = k.strided;
+        j["strided"] = info.strided;
         j["items_per_thread"] = k.items_per_thread;
         j["vector_width"] = k.vector_width;
         j["unroll"] = k.unroll;
         j["max_blocks_per_sm"] = k.max_blocks_per_sm;
         j["accumulator"] = std::string(to_string(k.accumulator));
-        j["fast_math"] = k.fast_math;
+        j["fast_math"] = k.fast_math.value_or(false);
         j["ms"] = row.ms;
         j["gbps"] = row.gbps;
         j["roofline_fraction"] = row.roofline;
-        j["registers"] = k.registers;
-        j["local_bytes"] = k.local_bytes;
-        j["shared_bytes"] = k.shared_bytes;
-        j["resident_blocks_per_sm"] = k.resident_blocks_per_sm;
-        j["blocks_per_sm"] = k.blocks_per_sm;
-        j["occupancy"] = k.occupancy;
-        j["grid"] = k.grid;
+        j["registers"] = info.registers;
+        j["local_bytes"] = info.local_bytes;
+        j["shared_bytes"] = info.shared_bytes;
+        j["resident_blocks_per_sm"] = info.resident_blocks_per_sm;
+        j["blocks_per_sm"] = info.blocks_per_sm;
+        j["occupancy"] = info.occupancy;
+        j["grid"] = info.grid;
         j["rel_error"] = row.error;
         j["launches_per_interval"] = row.launches_per_interval;
-        j["notes"] = k.notes;
+        j["notes"] = info.notes;
         rows.push_back(j);
     }
     json out{{"program", r.program_name},
@@ -174,7 +176,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
             const auto& k = tuned->record->knobs;
             t["knobs"] = {{"block_threads", k.block_threads}, {"items_per_thread", k.items_per_thread},
                           {"vector_width", k.vector_width},   {"max_blocks_per_sm", k.max_blocks_per_sm},
-                          {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math}};
+                          {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math.value_or(false)}};
             t["key"] = tuned->record->key.id();
         }
         t["stored_in"] = tuned->stored_in.empty() ? json(nullptr) : json(tuned->stored_in);

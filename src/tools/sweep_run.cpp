@@ -28,7 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool has_knobs(const Options& o) { return describe_knobs(o) != "defaults"; }
+bool has_knobs(const Knobs& k) { return k != Knobs{}; }
 
 }  // namespace
 
@@ -60,11 +60,11 @@ public:
         is_map_ = probe_->kind() == Kind::Map;
 
         if (request.include_default) {
-            SweepVariant v{base_, has_knobs(base_) ? "base: " + describe_knobs(base_) : "default", ""};
+            SweepVariant v{base_.knobs, has_knobs(base_.knobs) ? "base: " + describe(base_.knobs) : "default", ""};
             v.baseline = true;
             variants_.push_back(std::move(v));
         }
-        for (auto& v : expand_sweep(base_, request.axes)) {
+        for (auto& v : expand_sweep(base_.knobs, request.axes)) {
             if (request.axes.empty() && request.include_default) break;  // the base alone is the default
             variants_.push_back(std::move(v));
         }
@@ -133,7 +133,9 @@ public:
             failures[i] = variants_[i].error;
             if (!failures[i].empty()) continue;
             try {
-                losses[i] = compile(request_.program, variants_[i].options);
+                Options options = base_;  // tuning off
+                options.knobs = variants_[i].knobs;
+                losses[i] = compile(request_.program, options);
             } catch (const Error& e) {
                 failures[i] = e.what();
             }
@@ -144,13 +146,13 @@ public:
         std::vector<SweepRow> rows;
         for (std::size_t i = 0; i < n; ++i) {
             SweepRow row;
-            row.knobs = variants_[i].knobs;
+            row.label = variants_[i].label;
             row.baseline = variants_[i].baseline;
             row.is_default = row.baseline;
             row.input_set = static_cast<int>(i % sets_.size());
             row.failure = failures[i];
             if (row.failure.empty()) {
-                report(SweepProgress::Stage::Time, static_cast<int>(i), static_cast<int>(n), row.knobs);
+                report(SweepProgress::Stage::Time, static_cast<int>(i), static_cast<int>(n), row.label);
                 try {
                     time_variant(*losses[i], row, timer);
                 } catch (const Error& e) {
@@ -164,7 +166,7 @@ public:
         if (request_.include_default && rows[0].failure.empty()) {
             for (auto& row : rows)
                 if (row.failure.empty() && row.kernel.signature == rows[0].kernel.signature &&
-                    row.kernel.max_blocks_per_sm == rows[0].kernel.max_blocks_per_sm)
+                    row.kernel.knobs.max_blocks_per_sm == rows[0].kernel.knobs.max_blocks_per_sm)
                     row.is_default = true;
         }
         std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
@@ -288,7 +290,7 @@ private:
                     const std::size_t current = std::min(done, n - 1);
                     lock.unlock();
                     report(SweepProgress::Stage::Compile, static_cast<int>(shown), static_cast<int>(n),
-                           n > 0 ? variants_[current].knobs : "");
+                           n > 0 ? variants_[current].label : "");
                     lock.lock();
                 }
                 if (done == n) break;

@@ -54,12 +54,10 @@ TuneResult tune(SweepRequest request, const TuneOptions& options) {
     const SweepRow& win = r.sweep.rows[static_cast<std::size_t>(r.winner)];
     TuningRecord record;
     record.key = runner.key();
-    record.knobs.block_threads = win.kernel.block_threads;
-    record.knobs.items_per_thread = win.kernel.strided ? 0 : win.kernel.items_per_thread;
-    record.knobs.vector_width = win.kernel.strided ? 0 : win.kernel.vector_width;
-    record.knobs.max_blocks_per_sm = win.kernel.max_blocks_per_sm;
-    record.knobs.accumulator = win.kernel.accumulator;
-    record.knobs.fast_math = win.kernel.fast_math;
+    // A record keeps items and vector width (unroll follows), none where the kernel had no tiles.
+    record.knobs = win.kernel.knobs;
+    record.knobs.unroll = 0;
+    if (win.kernel.strided) record.knobs.items_per_thread = record.knobs.vector_width = 0;
     record.ms = win.ms;
     record.default_ms = defaults && defaults->failure.empty() ? defaults->ms : 0.0;
     record.rel_error = win.error;

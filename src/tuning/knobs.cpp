@@ -60,27 +60,29 @@ std::optional<Accumulator> parse_accumulator(std::string_view text) {
     return std::nullopt;
 }
 
-void validate_knobs(const Options& o) {
-    if (o.block_threads != 0 && (o.block_threads % 32 != 0 || o.block_threads < 32 || o.block_threads > 1024))
-        throw UsageError(fmt::format("threads per block must be a multiple of 32 in [32, 1024], not {}", o.block_threads));
-    if (o.unroll < 0 || o.unroll > kMaxUnroll)
-        throw UsageError(fmt::format("unroll must be in [1, {}] (0: automatic), not {}", kMaxUnroll, o.unroll));
-    if (o.items_per_thread < 0 || o.items_per_thread > kMaxUnroll)
-        throw UsageError(fmt::format("items per thread must be in [1, {}] (0: automatic), not {}", kMaxUnroll,
-                                     o.items_per_thread));
-    if (o.unroll > 0 && o.items_per_thread > 0)
+void validate_knobs(const Knobs& k) {
+    if (k.block_threads != 0 &&
+        (k.block_threads % kWarpThreads != 0 || k.block_threads < kWarpThreads || k.block_threads > kMaxBlockThreads))
+        throw UsageError(fmt::format("threads per block must be a multiple of {} in [{}, {}], not {}", kWarpThreads,
+                                     kWarpThreads, kMaxBlockThreads, k.block_threads));
+    if (k.unroll < 0 || k.unroll > kMaxUnroll)
+        throw UsageError(fmt::format("unroll must be in [1, {}] (0: automatic), not {}", kMaxUnroll, k.unroll));
+    if (k.items_per_thread < 0 || k.items_per_thread > kMaxItemsPerThread)
+        throw UsageError(fmt::format("items per thread must be in [1, {}] (0: automatic), not {}", kMaxItemsPerThread,
+                                     k.items_per_thread));
+    if (k.unroll > 0 && k.items_per_thread > 0)
         throw UsageError("set unroll or items per thread, not both (items per thread = unroll x vector width)");
-    if (o.vector_width != 0 && o.vector_width != 1 && o.vector_width != 4)
-        throw UsageError(fmt::format("vector width must be 1 or 4 (0: automatic), not {}", o.vector_width));
-    if (o.vector_width == 4 && o.items_per_thread % 4 != 0)
-        throw UsageError(fmt::format("items per thread ({}) must be a multiple of the vector width (4)", o.items_per_thread));
-    if (o.max_blocks_per_sm < 0 || o.max_blocks_per_sm > kMaxBlocksPerSmKnob)
-        throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSmKnob,
-                                     o.max_blocks_per_sm));
-    switch (o.accumulator) {
+    if (k.vector_width != 0 && k.vector_width != 1 && k.vector_width != 4)
+        throw UsageError(fmt::format("vector width must be 1 or 4 (0: automatic), not {}", k.vector_width));
+    if (k.vector_width == 4 && k.items_per_thread % 4 != 0)
+        throw UsageError(fmt::format("items per thread ({}) must be a multiple of the vector width (4)", k.items_per_thread));
+    if (k.max_blocks_per_sm < 0 || k.max_blocks_per_sm > kMaxBlocksPerSm)
+        throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSm,
+                                     k.max_blocks_per_sm));
+    switch (k.accumulator) {
         case Accumulator::Auto: case Accumulator::Float64: case Accumulator::Float32:
         case Accumulator::CompensatedFloat32: break;
-        default: throw UsageError(fmt::format("unknown accumulator ({})", static_cast<int>(o.accumulator)));
+        default: throw UsageError(fmt::format("unknown accumulator ({})", static_cast<int>(k.accumulator)));
     }
 }
 
@@ -94,14 +96,14 @@ std::optional<std::string> knob_name(std::string_view name) {
     return std::nullopt;
 }
 
-void set_knob(Options& options, std::string_view name, std::string_view value) {
-    Options changed = options;
+void set_knob(Knobs& knobs, std::string_view name, std::string_view value) {
+    Knobs changed = knobs;
     apply_knob(changed, name, value);
     validate_knobs(changed);
-    options = std::move(changed);
+    knobs = changed;
 }
 
-void apply_knob(Options& changed, std::string_view name, std::string_view value) {
+void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
     const auto knob = knob_name(name);
     if (!knob) {
         std::vector<std::string> names;
@@ -120,7 +122,7 @@ void apply_knob(Options& changed, std::string_view name, std::string_view value)
         else if (value == "off" || value == "0" || value == "false" || value == "no") changed.fast_math = false;
         else throw UsageError(fmt::format("knob fast_math: '{}' is not on, off or auto", printable(value)));
     } else {
-        const int v = is_auto(value) ? 0 : parse_int(*knob, value);  // 0 is automatic, as in Options
+        const int v = is_auto(value) ? 0 : parse_int(*knob, value);  // 0 is automatic, as in Knobs
         if (*knob == "block") {
             changed.block_threads = v;
         } else if (*knob == "items") {  // replaces an unroll set before it
@@ -137,23 +139,53 @@ void apply_knob(Options& changed, std::string_view name, std::string_view value)
     }
 }
 
-void set_knob(Options& options, std::string_view assignment) {
+void set_knob(Knobs& knobs, std::string_view assignment) {
     const auto eq = assignment.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == assignment.size())
         throw UsageError(fmt::format("'{}': expected KNOB=VALUE, e.g. block=512", printable(assignment)));
-    set_knob(options, assignment.substr(0, eq), assignment.substr(eq + 1));
+    set_knob(knobs, assignment.substr(0, eq), assignment.substr(eq + 1));
 }
 
-std::string describe_knobs(const Options& o) {
+std::string describe(const Knobs& k) {
     std::vector<std::string> parts;
-    if (o.block_threads) parts.push_back(fmt::format("block {}", o.block_threads));
-    if (o.items_per_thread) parts.push_back(fmt::format("items {}", o.items_per_thread));
-    if (o.unroll) parts.push_back(fmt::format("unroll {}", o.unroll));
-    if (o.vector_width) parts.push_back(fmt::format("vector {}", o.vector_width));
-    if (o.max_blocks_per_sm) parts.push_back(fmt::format("blocks_per_sm {}", o.max_blocks_per_sm));
-    if (o.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(o.accumulator)));
-    if (o.fast_math) parts.push_back(fmt::format("fast_math {}", *o.fast_math ? "on" : "off"));
+    if (k.block_threads) parts.push_back(fmt::format("block {}", k.block_threads));
+    if (k.items_per_thread) parts.push_back(fmt::format("items {}", k.items_per_thread));
+    if (k.unroll) parts.push_back(fmt::format("unroll {}", k.unroll));
+    if (k.vector_width) parts.push_back(fmt::format("vector {}", k.vector_width));
+    if (k.max_blocks_per_sm) parts.push_back(fmt::format("blocks_per_sm {}", k.max_blocks_per_sm));
+    if (k.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(k.accumulator)));
+    if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
     return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+bool apply_tuned(Knobs& asked, const Knobs& tuned) {
+    bool used = false;
+    if (asked.block_threads == 0) {
+        asked.block_threads = tuned.block_threads;
+        used = true;
+    }
+    if (asked.unroll == 0 && asked.items_per_thread == 0) {
+        asked.items_per_thread = tuned.items_per_thread;  // 0 (strided loop): stays automatic
+        used = true;
+    }
+    if (asked.vector_width == 0) {
+        // A vector width that the caller's own items per thread cannot be made of stays automatic.
+        if (tuned.vector_width != 4 || asked.items_per_thread % 4 == 0) asked.vector_width = tuned.vector_width;
+        used = true;
+    }
+    if (asked.max_blocks_per_sm == 0) {
+        asked.max_blocks_per_sm = tuned.max_blocks_per_sm;
+        used = true;
+    }
+    if (asked.accumulator == Accumulator::Auto) {
+        asked.accumulator = tuned.accumulator;
+        used = true;
+    }
+    if (!asked.fast_math) {
+        asked.fast_math = tuned.fast_math;
+        used = true;
+    }
+    return used;
 }
 
 }  // namespace lossjit

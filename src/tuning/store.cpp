@@ -49,7 +49,7 @@ json to_json(const TuningRecord& r) {
                   {"vector_width", r.knobs.vector_width},
                   {"max_blocks_per_sm", r.knobs.max_blocks_per_sm},
                   {"accumulator", std::string(to_string(r.knobs.accumulator))},
-                  {"fast_math", r.knobs.fast_math}}},
+                  {"fast_math", r.knobs.fast_math.value_or(false)}}},
                 {"ms", r.ms},
                 {"default_ms", r.default_ms},
                 {"rel_error", r.rel_error},
@@ -76,9 +76,9 @@ TuningRecord from_json(const json& j) {
     r.knobs.accumulator = *acc;
     r.knobs.fast_math = k.at("fast_math").get<bool>();
     if (r.knobs.block_threads == 0) throw UsageError("threads per block are 0");
-    Options check;  // the same rules as the knobs a caller sets
-    apply_tuned(check, r.knobs);
-    validate_knobs(check);
+    Knobs applied;  // the same rules as the knobs a caller sets, on what the record would set
+    apply_tuned(applied, r.knobs);
+    validate_knobs(applied);
     r.ms = j.value("ms", 0.0);
     r.default_ms = j.value("default_ms", 0.0);
     r.rel_error = j.value("rel_error", 0.0);
@@ -176,46 +176,6 @@ std::string tuning_device_text(int ordinal) {
     const int major = cuda::attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     const int minor = cuda::attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     return fmt::format("{} (sm_{}{})", name, major, minor);
-}
-
-std::string describe(const TunedKnobs& k) {
-    std::string items = k.items_per_thread == 0
-                            ? std::string("items -")
-                            : fmt::format("items {} (vector {} x unroll {})", k.items_per_thread, k.vector_width,
-                                          k.items_per_thread / std::max(1, k.vector_width));
-    return fmt::format("block {}, {}, blocks/SM {}, {} accumulator, fast math {}", k.block_threads, items,
-                       k.max_blocks_per_sm == 0 ? std::string("auto") : std::to_string(k.max_blocks_per_sm),
-                       to_string(k.accumulator), k.fast_math ? "on" : "off");
-}
-
-bool apply_tuned(Options& o, const TunedKnobs& k) {
-    bool used = false;
-    if (o.block_threads == 0) {
-        o.block_threads = k.block_threads;
-        used = true;
-    }
-    if (o.unroll == 0 && o.items_per_thread == 0) {
-        o.items_per_thread = k.items_per_thread;  // 0 (strided loop): stays automatic
-        used = true;
-    }
-    if (o.vector_width == 0) {
-        // A vector width that the caller's own items per thread cannot be made of stays automatic.
-        if (k.vector_width != 4 || o.items_per_thread % 4 == 0) o.vector_width = k.vector_width;
-        used = true;
-    }
-    if (o.max_blocks_per_sm == 0) {
-        o.max_blocks_per_sm = k.max_blocks_per_sm;
-        used = true;
-    }
-    if (o.accumulator == Accumulator::Auto) {
-        o.accumulator = k.accumulator;
-        used = true;
-    }
-    if (!o.fast_math) {
-        o.fast_math = k.fast_math;
-        used = true;
-    }
-    return used;
 }
 
 TuningStore::TuningStore(std::filesystem::path file, bool writable) : file_(std::move(file)), writable_(writable) {}

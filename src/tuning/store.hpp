@@ -35,31 +35,15 @@ std::string tuning_shape_text(std::span<const std::string> names, std::span<cons
 // "NAME (sm_XY)" of a CUDA device, from the driver without creating a context. Throws CudaError.
 std::string tuning_device_text(int ordinal);
 
-// A winner, as concrete knob values (none automatic).
-struct TunedKnobs {
-    int block_threads = 256;
-    int items_per_thread = 0;  // unroll x vector width; 0 for the strided loop, which has no tiles
-    int vector_width = 0;      // 1 or 4; 0 for the strided loop
-    int max_blocks_per_sm = 0; // 0: no cap
-    Accumulator accumulator = Accumulator::Float64;
-    bool fast_math = false;
-    bool operator==(const TunedKnobs&) const = default;
-};
-std::string describe(const TunedKnobs& knobs);  // "block 512, items 16 (vector 4), blocks/SM auto, float64, fast math off"
-
 struct TuningRecord {
     TuningKey key;
-    TunedKnobs knobs;
+    Knobs knobs;            // resolved, as knobs.hpp says of a tuning record
     double ms = 0;          // the winner's median time
     double default_ms = 0;  // the default knobs' median time in the same run
     double rel_error = 0;   // the winner's error against the float64 reference (largest over the input sets)
     int variants = 0;       // how many variants the run timed
     std::string lossjit, nvrtc, when;  // versions and UTC time of the run, for people reading the file
 };
-
-// Knobs of `options` left automatic take the record's values; knobs that are set stay. Returns
-// whether any came from the record.
-bool apply_tuned(Options& options, const TunedKnobs& knobs);
 
 class TuningStore {
 public:

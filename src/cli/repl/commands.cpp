@@ -209,7 +209,7 @@ void Repl::cmd_regs(const std::string& arg) {
     std::cout << fmt::format("{} registers per thread, {} bytes of local memory (spills), {} bytes of shared memory\n",
                              info->registers, info->local_bytes, info->shared_bytes);
     std::cout << fmt::format("{} blocks of {} threads per SM ({:.0f}% occupancy), grid of {} blocks, {}\n",
-                             info->blocks_per_sm, info->block_threads, 100.0 * info->occupancy, info->grid,
+                             info->blocks_per_sm, info->knobs.block_threads, 100.0 * info->occupancy, info->grid,
                              info->target);
     std::cout << "kernel: " << info->signature << "\n";
     if (!info->tuned.empty()) std::cout << "tuned: " << info->tuned << "\n";

@@ -1,0 +1,53 @@
+// The kernel variant knobs (docs/tuning.md): one type for what a caller asks for (Options::knobs),
+// what the tuning store keeps, what a launch used (KernelInfo::knobs) and what a sweep varies.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace lossjit {
+
+// What each thread of a reduction adds its elements into (the block and grid finish is float64
+// whatever this is). docs/tuning.md has the accuracy of each.
+enum class Accumulator {
+    Auto,                // float64, unless the tuning store chose otherwise
+    Float64,             // the default: relative error ~1e-8 at any size
+    Float32,             // fastest where conversions bind; error grows with elements per thread
+    CompensatedFloat32,  // float32 with Neumaier's compensation: near float64 accuracy, no conversions
+};
+std::string_view to_string(Accumulator accumulator);  // "auto", "float64", "float32", "compensated"
+
+// The ranges validate_knobs (src/tuning/knobs.cpp) enforces, and the launch and code generation
+// rely on.
+inline constexpr int kWarpThreads = 32;          // threads per block come in whole warps
+inline constexpr int kMaxBlockThreads = 1024;    // the CUDA limit
+inline constexpr int kMaxUnroll = 64;            // tiles per thread
+inline constexpr int kMaxItemsPerThread = 64;    // elements per thread per tile (unroll x vector width)
+inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are sized for this many per SM
+
+// Every knob: 0 / Auto / nullopt is "automatic".
+//
+// Two conventions, one type:
+// - asked for (Options::knobs, a sweep's variant): any knob may be automatic. A knob left automatic
+//   takes the tuning store's value for the program, input shapes and GPU, if any, else the built-in
+//   default; a knob that is set always wins.
+// - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
+//   not Auto, fast_math set; max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows,
+//   maps: none). KernelInfo gives unroll, vector_width and items_per_thread as the kernel runs them
+//   (1 each for the strided loop, which has no tiles). A tuning record keeps items_per_thread and
+//   vector_width (unroll is implied: items / vector width), both 0 where the winner had no tiles, so
+//   applying it leaves them automatic.
+struct Knobs {
+    int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256 (small fused gradient
+                                // programs: 1024; the columns loop narrows it to the columns there are)
+    int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
+    int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
+    int vector_width = 0;       // 1, or 4 (16-byte loads and stores) where layout and alignment allow; default 4 there
+    int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
+    Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
+    std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
+
+    bool operator==(const Knobs&) const = default;
+};
+
+}  // namespace lossjit
