@@ -1,0 +1,102 @@
+#include "cli/program.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "tools/host.hpp"
+#include "tuning/knobs.hpp"
+
+namespace lossjit::cli {
+namespace {
+
+// PROGRAM is a file when it names an existing file ending in .loss, else the program text itself.
+std::pair<std::string, std::string> read_program(const std::string& arg) {
+    const std::filesystem::path path(arg);
+    const bool looks_like_file = path.extension() == ".loss";
+    if (looks_like_file) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw UsageError(fmt::format("cannot read program file '{}'", arg));
+        std::stringstream text;
+        text << in.rdbuf();
+        return {text.str(), arg};
+    }
+    return {arg, "expr"};
+}
+
+struct ProgramOptions {
+    std::string text;
+    lossjit::Options options;
+    std::vector<InputArg> inputs;
+};
+
+ProgramOptions program_options(const CommonArgs& args) {
+    auto [text, source_name] = read_program(args.program);
+    lossjit::Options options;
+    options.source_name = source_name;
+    options.device = args.device;
+    std::vector<InputArg> given;
+    for (const auto& i : args.inputs) {
+        given.push_back(parse_input_arg(i));
+        options.inputs.push_back(given.back().name);
+    }
+    // --param declares a parameter (or sets the program's `param` default); one the program never
+    // reads is a typo, not a harmless extra.
+    for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
+    for (const auto& k : args.knobs) lossjit::set_knob(options.knobs, k);
+    options.use_tuning = !args.no_tuning;
+    return {std::move(text), std::move(options), std::move(given)};
+}
+
+}  // namespace
+
+Prepared prepare(const CommonArgs& args) {
+    auto [text, options, given] = program_options(args);
+    lossjit::Loss loss = lossjit::compile(text, options);
+    for (const auto& p : options.params) {
+        if (!loss.uses(p.name))
+            throw UsageError(fmt::format("--param {}: the program does not use a parameter '{}'", p.name, p.name));
+    }
+    if (given.empty() && !loss.inputs().empty()) {
+        throw UsageError(fmt::format("the program reads {}: give each with --input NAME=SHAPE:GENERATOR "
+                                     "(e.g. --input {}=1024x1024:uniform) or --input NAME=file.npy",
+                                     fmt::join(loss.inputs(), ", "), loss.inputs().front()));
+    }
+    return {std::move(loss), std::move(given), std::move(text), std::move(options)};
+}
+
+std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
+    std::vector<TensorView> views;
+    for (const auto& i : inputs) {
+        if (i.is_file()) {
+            views.push_back(TensorView::contiguous(nullptr, lossjit::load_npy(i.spec).shape));
+        } else {
+            const std::string spec = i.spec.find(':') == std::string::npos ? i.spec + ":uniform" : i.spec;
+            views.push_back(TensorView::contiguous(nullptr, lossjit::parse_generator(spec).shape));
+        }
+    }
+    return views;
+}
+
+void add_common(CLI::App* cmd, CommonArgs& args) {
+    cmd->add_option("program", args.program, "the program text, or a .loss file holding it")->required();
+    cmd->add_option("-i,--input", args.inputs,
+                    "NAME=SHAPE:GENERATOR (uniform[lo,hi], normal[mean,std], sign, softmax, const[v], range) "
+                    "or NAME=file.npy; repeat per input")
+        ->allow_extra_args(false);
+    cmd->add_option("-p,--param", args.params, "NAME=VALUE: declare a parameter or set its default; repeatable")
+        ->allow_extra_args(false);
+    cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
+    cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+    cmd->add_option("-k,--knob", args.knobs,
+                    "KNOB=VALUE: a kernel variant knob (block, items, unroll, vector, blocks_per_sm, acc, fast_math; "
+                    "docs/tuning.md); repeatable. Set knobs override the tuning store")
+        ->allow_extra_args(false);
+    cmd->add_flag("--no-tuning", args.no_tuning, "ignore knobs stored by `lossjit tune`");
+}
+
+
+}  // namespace lossjit::cli

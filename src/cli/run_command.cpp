@@ -1,0 +1,375 @@
+#include "cli/run_command.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/program.hpp"
+#include "tools/host.hpp"
+#include "tools/json_text.hpp"
+#include "util/numeric.hpp"
+
+namespace lossjit::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using util::relative_error;
+
+// first_call_ms < 0: there was no GPU call.
+void print_timings(const lossjit::Timings& t, double first_call_ms) {
+    std::cerr << fmt::format(
+        "timings: parse {:.3f} ms, check {:.3f} ms, device {:.3f} ms, emit {:.3f} ms, cache {:.3f} ms ({}; NVRTC "
+        "{:.1f} ms), module load {:.3f} ms, target {}\n",
+        t.parse_ms, t.check_ms, t.device_ms, t.emit_ms, t.cache_ms, t.cache ? lossjit::to_string(*t.cache) : "not used",
+        t.nvrtc_ms, t.load_ms, t.target.empty() ? "-" : t.target);
+    // What the first call cost beyond lossjit's preparation is the launch and the wait for the result.
+    if (first_call_ms >= 0) {
+        std::cerr << fmt::format("timings: total {:.3f} ms before the first launch; first call {:.3f} ms "
+                                 "(launch and kernel {:.3f} ms)\n",
+                                 t.total_ms(), first_call_ms,
+                                 std::max(0.0, first_call_ms - (t.total_ms() - t.parse_ms - t.check_ms)));
+    } else {
+        std::cerr << fmt::format("timings: total {:.3f} ms\n", t.total_ms());
+    }
+    if (!t.tuned.empty()) std::cerr << "timings: tuned knobs: " << t.tuned << "\n";
+}
+
+// `--timings` after a GPU call: the kernel, its resources, and the knobs that could not be honoured.
+void print_kernel_info(const lossjit::Loss& loss) {
+    const auto info = loss.kernel_info();
+    if (!info) return;
+    std::cerr << fmt::format("kernel: {}; {} registers/thread, {} B local (spills), occupancy {:.0f}% ({} blocks/SM{}), "
+                             "grid {}\n",
+                             info->signature, info->registers, info->local_bytes, 100.0 * info->occupancy,
+                             info->blocks_per_sm, info->knobs.max_blocks_per_sm ? fmt::format(", cap {}", info->knobs.max_blocks_per_sm) : "",
+                             info->grid);
+    for (const auto& note : info->notes) std::cerr << "kernel: note: " << note << "\n";
+}
+
+struct RunArgs {
+    CommonArgs common;
+    std::vector<std::string> dumps;
+    std::vector<std::string> grads;         // inputs to differentiate with respect to
+    std::vector<std::string> output_grads;  // NAME=FILE.npy
+    std::string output;
+    std::string arch = "sm_90";
+    bool check = false;
+    bool cpu = false;
+    bool timings = false;
+    bool json = false;
+    double tolerance = 1e-5;
+};
+
+void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, const std::vector<TensorView>& shapes,
+                 const std::string& arch, const std::vector<std::string>& grads) {
+    for (const auto& stage : stages) {
+        std::cout << "// ---- " << stage << " ----\n";
+        if (stage == "ast") std::cout << loss.ast();
+        else if (stage == "checked") std::cout << loss.checked();
+        else if (stage == "grad") std::cout << loss.derivatives(grads.empty() ? loss.inputs() : grads);
+        else if (stage == "cuda") std::cout << loss.cuda_source(shapes);
+        else if (stage == "ptx") std::cout << trim_nul(loss.ptx(shapes, arch));
+    }
+}
+
+// `run --grad`: the fused gradient kernel on the GPU (a map: the gradient of sum(map), an upstream of
+// ones as y.backward(torch.ones_like(y))), or the CPU reference without one or for a broadcast the
+// GPU cannot sum yet. With --check, each GPU gradient is compared with the reference: largest
+// elementwise difference relative to the largest reference magnitude.
+int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std::vector<HostTensor>& host,
+                  const std::vector<TensorView>& host_views, const std::vector<TensorView>& device_views,
+                  const std::vector<std::string>& grads,
+                  const std::vector<std::pair<std::string, std::string>>& grad_files, nlohmann::json& report) {
+    const bool map = loss.kind() == lossjit::Kind::Map;
+    const lossjit::Shape shape = loss.output_shape(host_views);
+    const HostTensor ones{shape, std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f)};
+    auto reference = [&] { return map ? loss.reference_grad(host_views, grads, ones.view()) : loss.reference_grad(host_views, grads); };
+
+    (void)loss.derivatives(grads);  // an unknown or repeated name: the library's message, before any work
+    std::vector<lossjit::ReferenceGradient> result;
+    std::string where = "CPU reference, float64";
+    if (gpu) {
+        try {
+            std::vector<lossjit::DeviceBuffer> buffers;
+            std::vector<lossjit::OutputView> views;
+            for (const auto& name : grads) {
+                const auto it = std::find(loss.inputs().begin(), loss.inputs().end(), name);
+                if (it == loss.inputs().end()) break;  // grad() names the mistake
+                const auto& input = host[static_cast<std::size_t>(it - loss.inputs().begin())];
+                buffers.emplace_back(std::max<std::size_t>(input.values.size(), 1) * sizeof(float), args.common.device);
+                buffers.back().fill_bytes(0xFF);  // NaN: an unwritten element cannot pass a check
+                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape));
+                result.push_back({name, input.shape, {}});
+            }
+            std::optional<lossjit::DeviceBuffer> upstream;
+            if (map) {
+                upstream.emplace(std::max<std::size_t>(ones.values.size(), 1) * sizeof(float), args.common.device);
+                upstream->upload(ones.values.data(), ones.values.size() * sizeof(float));
+                loss.grad(device_views, grads, views, TensorView::contiguous(upstream->data(), shape));
+            } else {
+                loss.grad(device_views, grads, views);
+            }
+            lossjit::synchronize(args.common.device);
+            for (std::size_t k = 0; k < result.size(); ++k) {
+                std::vector<float> values(static_cast<std::size_t>(lossjit::element_count(result[k].shape)));
+                buffers[k].download(values.data(), values.size() * sizeof(float));
+                result[k].values.assign(values.begin(), values.end());
+            }
+            where = "GPU";
+        } catch (const lossjit::UnsupportedError& e) {
+            // What the GPU kernel cannot do yet (some broadcast patterns) the reference still can.
+            std::cerr << "lossjit: " << e.what() << "; computing the gradients on the CPU reference instead\n";
+            result.clear();
+        }
+    }
+    if (result.empty()) result = reference();
+
+    int status = 0;
+    std::vector<lossjit::ReferenceGradient> expected;
+    if (where == "GPU" && args.check) expected = reference();
+    for (std::size_t k = 0; k < result.size(); ++k) {
+        const auto& g = result[k];
+        nlohmann::json entry{{"shape", g.shape}, {"device", where == "GPU" ? "gpu" : "cpu-reference"}};
+        for (const auto& [name, file] : grad_files) {
+            if (name != g.input) continue;
+            lossjit::save_npy(file, HostTensor{g.shape, std::vector<float>(g.values.begin(), g.values.end())});
+            entry["output"] = file;
+        }
+        const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
+        entry["first"] = std::vector<double>(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown));
+        if (!expected.empty()) {
+            double scale = 0, worst = 0;
+            for (double r : expected[k].values) scale = std::max(scale, std::fabs(r));
+            for (std::size_t i = 0; i < g.values.size(); ++i) {
+                const double d = std::fabs(g.values[i] - expected[k].values[i]);
+                worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+            }
+            const double error = scale > 0 ? worst / scale : worst;
+            entry["rel_error"] = error;
+            if (!(error <= args.tolerance)) status = 1;
+            if (!args.json)
+                std::cerr << fmt::format("check: grad {} vs the CPU reference: largest difference {:.3g} of the largest "
+                                         "magnitude ({})\n", g.input, error, error <= args.tolerance ? "ok" : "FAILED");
+        }
+        if (!args.json) {
+            std::cout << fmt::format("grad {} of shape {} ({}){}: {:.9g}{}\n", g.input, lossjit::format_shape(g.shape),
+                                     where,
+                                     entry.contains("output") ? ", written to " + entry["output"].get<std::string>() : "",
+                                     fmt::join(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                     g.values.size() > shown ? ", ..." : "");
+        }
+        report["gradients"][g.input] = entry;
+    }
+    return status;
+}
+
+// What `run` computes on and with: the inputs on the host (and on the GPU when there is one), the
+// gradients asked for (--output-grad NAME=FILE implies --grad NAME).
+struct RunInputs {
+    bool gpu = false;
+    std::string why_no_gpu;
+    std::string arch;
+    std::vector<HostTensor> host;
+    std::vector<TensorView> host_views;
+    std::vector<lossjit::DeviceBuffer> buffers;
+    std::vector<TensorView> device_views;
+    std::vector<std::string> grads;
+    std::vector<std::pair<std::string, std::string>> grad_files;  // NAME, FILE.npy
+};
+
+RunInputs run_inputs(const RunArgs& args, const Prepared& prepared) {
+    RunInputs in;
+    in.gpu = !args.cpu && lossjit::cuda_available(&in.why_no_gpu);
+    in.arch = in.gpu ? lossjit::device_info(args.common.device).arch() : args.arch;
+    for (const auto& i : prepared.inputs) in.host.push_back(load_input(i, args.common.seed));
+    for (const auto& h : in.host) in.host_views.push_back(h.view());
+    in.grads = args.grads;
+    for (const auto& text : args.output_grads) {
+        const auto eq = text.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+            throw UsageError(fmt::format("--output-grad '{}': expected NAME=FILE.npy", text));
+        in.grad_files.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+        if (std::find(in.grads.begin(), in.grads.end(), in.grad_files.back().first) == in.grads.end())
+            in.grads.push_back(in.grad_files.back().first);
+    }
+    return in;
+}
+
+void upload_inputs(RunInputs& in, int device, nlohmann::json& report) {
+    const auto info = lossjit::device_info(device);
+    report["device"] = fmt::format("{} ({})", info.name, info.arch());
+    for (const auto& h : in.host) {
+        in.buffers.emplace_back(h.values.size() * sizeof(float), device);
+        in.buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
+        in.device_views.push_back(TensorView::contiguous(in.buffers.back().data(), h.shape));
+    }
+}
+
+// A reduction's value on the GPU or the reference; with --check on the GPU, compared with the reference.
+int run_reduction(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohmann::json& report) {
+    const bool gpu = in.gpu;
+    const auto& host_views = in.host_views;
+    const auto& device_views = in.device_views;
+    int status = 0;
+    double value = 0;
+    if (gpu) {
+        const auto start = Clock::now();
+        value = loss(device_views);
+        report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        const auto again = Clock::now();
+        loss(device_views);
+        report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
+    } else {
+        value = loss.reference(host_views);
+    }
+    report["value"] = value;
+    if (gpu && args.check) {
+        const double reference = loss.reference(host_views);
+        const double error = relative_error(value, reference);
+        report["reference"] = reference;
+        report["rel_error"] = error;
+        if (!(error <= args.tolerance)) status = 1;
+    }
+    if (!args.json) {
+        std::cout << fmt::format("{:.9g}\n", value);
+        if (report.contains("reference")) {
+            std::cerr << fmt::format("check: GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n", value,
+                                     report["reference"].get<double>(), report["rel_error"].get<double>(),
+                                     status == 0 ? "ok" : "FAILED");
+        }
+    }
+    return status;
+}
+
+// A map's values on the GPU or the reference, optionally written to --output; --check as above.
+int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohmann::json& report) {
+    const bool gpu = in.gpu;
+    const auto& host_views = in.host_views;
+    const auto& device_views = in.device_views;
+    int status = 0;
+    std::optional<lossjit::DeviceBuffer> output_buffer;
+    const lossjit::Shape shape = loss.output_shape(host_views);
+    HostTensor out{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)))};
+    if (gpu) {
+        output_buffer.emplace(out.values.size() * sizeof(float), args.common.device);
+        output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
+        const auto start = Clock::now();
+        loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape));
+        lossjit::synchronize(args.common.device);
+        report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        output_buffer->download(out.values.data(), out.values.size() * sizeof(float));
+    } else {
+        loss.reference_map(host_views, lossjit::OutputView::contiguous(out.values.data(), shape));
+    }
+    if (gpu && args.check) {
+        std::vector<float> reference(out.values.size());
+        loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
+        double worst = 0;
+        for (std::size_t i = 0; i < reference.size(); ++i) {
+            worst = std::max(worst, relative_error(out.values[i], reference[i]));
+        }
+        report["max_rel_error"] = worst;
+        if (!(worst <= args.tolerance)) status = 1;
+        if (!args.json)
+            std::cerr << fmt::format("check: max elementwise relative error vs the CPU reference {:.3g} ({})\n", worst,
+                                     status == 0 ? "ok" : "FAILED");
+    }
+    report["shape"] = shape;
+    if (!args.output.empty()) {
+        lossjit::save_npy(args.output, out);
+        report["output"] = args.output;
+    }
+    if (!args.json) {
+        std::cout << fmt::format("map of shape {}{}", lossjit::format_shape(shape),
+                                 args.output.empty() ? "" : ", written to " + args.output);
+        const std::size_t shown = std::min<std::size_t>(out.values.size(), 6);
+        std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                 out.values.size() > shown ? ", ..." : "");
+    }
+    return status;
+}
+
+// The timings and kernel in the report; the JSON, warnings and --timings output.
+void finish_report(const lossjit::Loss& loss, const RunArgs& args, nlohmann::json& report) {
+    report["timings"] = {{"parse_ms", loss.timings().parse_ms}, {"check_ms", loss.timings().check_ms},
+                         {"device_ms", loss.timings().device_ms}, {"emit_ms", loss.timings().emit_ms},
+                         {"cache_ms", loss.timings().cache_ms},   {"nvrtc_ms", loss.timings().nvrtc_ms},
+                         {"load_ms", loss.timings().load_ms},     {"total_ms", loss.timings().total_ms()},
+                         {"cache", loss.timings().cache ? std::string(lossjit::to_string(*loss.timings().cache)) : std::string()}};
+    if (!loss.timings().tuned.empty()) report["timings"]["tuned"] = loss.timings().tuned;
+    if (const auto info = loss.kernel_info()) {
+        report["kernel"] = {{"signature", info->signature},         {"registers", info->registers},
+                            {"local_bytes", info->local_bytes},     {"occupancy", info->occupancy},
+                            {"blocks_per_sm", info->blocks_per_sm}, {"grid", info->grid},
+                            {"tuned", info->tuned},                 {"notes", info->notes}};
+    }
+    if (args.json) std::cout << lossjit::json_text(report) << "\n";
+    if (!loss.timings().cache_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().cache_warning << "\n";
+    if (!loss.timings().tuning_warning.empty()) std::cerr << "lossjit: warning: " << loss.timings().tuning_warning << "\n";
+    if (args.timings) {
+        print_timings(loss.timings(), report.value("first_call_ms", -1.0));
+        print_kernel_info(loss);
+    }
+}
+
+int run_command(const RunArgs& args) {
+    Prepared prepared = prepare(args.common);
+    lossjit::Loss& loss = prepared.loss;
+    RunInputs in = run_inputs(args, prepared);
+    dump_stages(loss, args.dumps, in.host_views, in.arch, in.grads);
+    // A gradient the program cannot have (trigamma's) fails here, before any value is printed.
+    if (!in.grads.empty()) (void)loss.derivatives(in.grads);
+    nlohmann::json report;
+    report["program"] = args.common.program;
+    report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());
+    if (in.gpu) {
+        upload_inputs(in, args.common.device, report);
+    } else {
+        if (!args.cpu) std::cerr << "lossjit: " << in.why_no_gpu << "; evaluating on the CPU reference (float64)\n";
+        report["device"] = "cpu-reference";
+    }
+    int status = loss.kind() == lossjit::Kind::Reduction ? run_reduction(loss, args, in, report) : run_map(loss, args, in, report);
+    if (!in.grads.empty())
+        status = std::max(status, run_gradients(loss, args, in.gpu, in.host, in.host_views, in.device_views, in.grads,
+                                                in.grad_files, report));
+    finish_report(loss, args, report);
+    return status;
+}
+
+void add_run_options(CLI::App* cmd, RunArgs& args) {
+    cmd->add_option("--dump", args.dumps, "print a stage first: ast, checked, grad (derivatives), cuda, ptx")
+        ->check(CLI::IsMember({"ast", "checked", "grad", "cuda", "ptx"}))
+        ->allow_extra_args(false);
+    cmd->add_option("--grad", args.grads,
+                        "also compute the gradient with respect to this input (a map: of the "
+                        "sum of its output); repeatable")
+        ->allow_extra_args(false);
+    cmd->add_option("--output-grad", args.output_grads, "NAME=FILE.npy: write that gradient (float32); implies --grad NAME")
+        ->allow_extra_args(false);
+    cmd->add_option("-o,--output", args.output, "write a map's result to this .npy file");
+    cmd->add_flag("--check", args.check, "also evaluate on the CPU reference and compare (exit 1 if off)");
+    cmd->add_option("--tolerance", args.tolerance, "relative error --check accepts")->capture_default_str();
+    cmd->add_flag("--cpu", args.cpu, "use the CPU reference even if there is a GPU");
+    cmd->add_flag("--timings", args.timings, "print where the time went");
+    cmd->add_flag("--json", args.json, "print a JSON report instead of plain text");
+    cmd->add_option("--arch", args.arch, "architecture for --dump ptx when there is no GPU")->capture_default_str();
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+    auto args = std::make_shared<RunArgs>();
+    auto* cmd = app.add_subcommand("run", "evaluate a program (on the GPU, or the CPU reference without one)");
+    add_common(cmd, args->common);
+    add_run_options(cmd, *args);
+    return {cmd, [args] { return run_command(*args); }};
+}
+
+}  // namespace lossjit::cli
