@@ -22,6 +22,7 @@
 #include "cuda/driver.hpp"
 #include "tools/host.hpp"
 #include "tools/json_text.hpp"
+#include "util/numeric.hpp"
 #include "lossjit/lossjit.hpp"
 #include "cuda/timer.hpp"
 #include "tools/roofline.hpp"
@@ -199,10 +200,7 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
             std::vector<float> gpu(static_cast<std::size_t>(element_count(shape))), ref(gpu.size());
             out.download(gpu.data(), gpu.size() * sizeof(float));
             loss.reference_map(d.host_views, OutputView::contiguous(ref.data(), shape));
-            double worst = 0;
-            for (std::size_t i = 0; i < gpu.size(); ++i)
-                worst = std::max(worst, std::fabs(static_cast<double>(gpu[i]) - ref[i]) / std::max(1e-30, std::fabs(static_cast<double>(ref[i]))));
-            row["max_rel_error"] = worst;
+            row["max_rel_error"] = util::largest_relative_error(gpu, ref);
         }
     } else {
         DeviceBuffer result(sizeof(float));
@@ -218,7 +216,7 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
             const double reference = loss.reference(d.host_views);
             row["value"] = value;
             row["reference"] = reference;
-            row["rel_error"] = std::fabs(value - reference) / std::fabs(reference);
+            row["rel_error"] = util::relative_error(value, reference);
             row["same_bits_10_runs"] = same_bits;
         }
     }
@@ -271,15 +269,13 @@ json bench_value_and_grad(const Problem& problem, const std::vector<std::string>
         float v = 0;
         value.download(&v, sizeof v);
         const double reference = loss.reference(d.host_views);
-        row["rel_error"] = std::fabs(v - reference) / std::fabs(reference);
+        row["rel_error"] = util::relative_error(v, reference);
         const auto ref = loss.reference_grad(d.host_views, wrt);
         double worst = 0;
         for (std::size_t g = 0; g < wrt.size(); ++g) {
             std::vector<float> gpu(ref[g].values.size());
             buffers[g].download(gpu.data(), gpu.size() * sizeof(float));
-            double scale = 0;
-            for (double r : ref[g].values) scale = std::max(scale, std::fabs(r));
-            for (std::size_t i = 0; i < gpu.size(); ++i) worst = std::max(worst, std::fabs(gpu[i] - ref[g].values[i]) / scale);
+            worst = std::max(worst, util::largest_error_relative_to_max(gpu, ref[g].values));
         }
         row["grad_max_error_rel_to_max"] = worst;
     }

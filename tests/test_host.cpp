@@ -558,6 +558,33 @@ TEST_CASE("relative_error: the one definition every check uses, NaN and infiniti
     }
 }
 
+TEST_CASE("largest_error_relative_to_max: gradients against their largest element; mismatches never pass") {
+    const double inf = INFINITY, nan = NAN;
+    const struct {
+        std::vector<double> values, reference;
+        double expected;
+    } table[] = {
+        {{0.5, 0.0}, {1.0, 0.0}, 0.5},         // relative to the largest |reference|, not per element
+        {{1e-9, 2.0}, {0.0, 2.0}, 5e-10},      // an exact 0 in the reference is not a division by 0
+        {{nan, 1.0}, {nan, 1.0}, 0.0},         // NaN where the reference has NaN: agreed
+        {{inf, 1.0}, {inf, 2.0}, 0.5},         // the same infinity: agreed, and no scale of its own
+        {{nan, 1.0}, {0.0, 1.0}, inf},         // NaN against a number
+        {{0.0, 1.0}, {nan, 1.0}, inf},         // a number against NaN
+        {{inf, 1.0}, {-inf, 1.0}, inf},
+        {{1.0}, {1.0, 2.0}, inf},              // lengths differ
+        {{0.0, 0.0}, {0.0, 0.0}, 0.0},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.expected);
+        const double error = lossjit::util::largest_error_relative_to_max(row.values, row.reference);
+        if (std::isinf(row.expected)) CHECK(error == row.expected);
+        else CHECK(error == doctest::Approx(row.expected));
+    }
+    const std::vector<float> map{1.0f, 2.0f, 3.0f};
+    CHECK(lossjit::util::largest_relative_error(map, std::vector<double>{1.0, 2.0, 2.0}) == doctest::Approx(0.5));
+    CHECK(lossjit::util::largest_relative_error(map, std::vector<float>{1.0f, 2.0f}) == inf);
+}
+
 TEST_CASE("human_bytes: binary units, as docs/cache.md spells them") {
     const std::pair<double, const char*> table[] = {
         {0, "0 B"},           {1023, "1023 B"},           {1024, "1.0 KiB"},           {16 * 1024 + 512, "16.5 KiB"},

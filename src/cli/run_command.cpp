@@ -145,13 +145,7 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
         const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
         entry["first"] = std::vector<double>(g.values.begin(), g.values.begin() + static_cast<std::ptrdiff_t>(shown));
         if (!expected.empty()) {
-            double scale = 0, worst = 0;
-            for (double r : expected[k].values) scale = std::max(scale, std::fabs(r));
-            for (std::size_t i = 0; i < g.values.size(); ++i) {
-                const double d = std::fabs(g.values[i] - expected[k].values[i]);
-                worst = std::max(worst, std::isnan(d) ? INFINITY : d);
-            }
-            const double error = scale > 0 ? worst / scale : worst;
+            const double error = util::largest_error_relative_to_max(g.values, expected[k].values);
             entry["rel_error"] = error;
             if (!(error <= args.tolerance)) status = 1;
             if (!args.json)
@@ -271,10 +265,7 @@ int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohm
     if (gpu && args.check) {
         std::vector<float> reference(out.values.size());
         loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
-        double worst = 0;
-        for (std::size_t i = 0; i < reference.size(); ++i) {
-            worst = std::max(worst, relative_error(out.values[i], reference[i]));
-        }
+        const double worst = util::largest_relative_error(out.values, reference);
         report["max_rel_error"] = worst;
         if (!(worst <= args.tolerance)) status = 1;
         if (!args.json)
