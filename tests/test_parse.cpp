@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "lang/builtins.hpp"
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 
@@ -23,6 +24,25 @@ std::string parse_body(const std::string& text) { return sexpr(*parse(text, "exp
 }  // namespace
 
 TEST_SUITE("parse") {
+
+TEST_CASE("the grammar binds every pair of binary operators as the language table says") {
+    // The printer and the docs take precedence and associativity from the table; the grammar
+    // encodes them in its structure. This keeps the two from drifting apart.
+    for (const auto& first : builtin_table()) {
+        if (!first.is_operator() || first.arity != 2) continue;
+        for (const auto& second : builtin_table()) {
+            if (!second.is_operator() || second.arity != 2) continue;
+            const std::string a(first.op), b(second.op);
+            const bool first_binds =
+                first.precedence > second.precedence ||
+                (first.precedence == second.precedence && first.associativity == Associativity::Left);
+            const std::string expected = first_binds ? "(" + b + " (" + a + " x y) z)" : "(" + a + " x (" + b + " y z))";
+            CAPTURE(a);
+            CAPTURE(b);
+            CHECK(parse_body("x " + a + " y " + b + " z") == expected);
+        }
+    }
+}
 
 TEST_CASE("precedence and associativity") {
     const std::pair<const char*, const char*> table[] = {
