@@ -15,6 +15,7 @@
 #include "jit/compile.hpp"
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
+#include "codegen/kernel_spec.hpp"
 
 namespace lossjit::fuzz {
 namespace {

@@ -4,11 +4,12 @@
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims)
+//   kernel_spec.cpp  ir::Program + Layout + Knobs -> KernelSpec, and the launch's grid (launch policy)
 //   emit.cpp       ir::Program + KernelSpec   -> CUDA C++       (templates/ + expression printer)
 //   compile.cpp    CUDA C++                   -> CUBIN or PTX   (NVRTC)
 //   cache.cpp      source + target            -> kernel image   (memory map + disk directory)
 //   driver.cpp     the CUDA driver API, dlopen'ed at run time, and RAII owners for its handles
-//   launch.cpp     lossjit::Loss: picks the kernel for a layout, launches it
+//   runtime/       lossjit::Loss: checks the views, plans a layout, loads its kernel, launches it
 //   reference.cpp  ir::Program + host tensors -> float64 values and gradients (the CPU reference)
 //   dump.cpp       ast / ir                   -> text for `lossjit --dump`
 #pragma once
@@ -127,46 +128,7 @@ inline constexpr const char* kKernelName = "lossjit_kernel";
 // never reads are not passed to the kernel at all.
 std::vector<int> read_inputs(const ir::Program& program);
 
-// What a compiled kernel is specialised on besides the program. Part of the cache key (through the
-// source it produces; fast_math also through the NVRTC options).
-struct KernelSpec {
-    enum class Loop {
-        Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
-        Strided,  // anything else: coordinates per element
-        Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
-    };
-    Loop loop = Loop::Rows;
-    int rank = 1;
-    int vector_width = 1;            // 4: 16-byte loads and stores
-    int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
-    std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
-    std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
-    bool one_block = false;          // reductions: the whole input fits one block's tile, the grid is 1
-    int block_threads = 256;
-    // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are
-    // the same bytes as before the knob existed.
-    Accumulator accumulator = Accumulator::Float64;
-    bool fast_math = false;  // NVRTC --use_fast_math (see compile_options)
-    bool tuned = false;      // the knobs came from the tuning store; marks the signature
-    // Not part of the kernel: knobs that were asked for and could not be honoured, and why.
-    std::vector<std::string> notes;
-
-    // The fastest variant the layout and the pointers' alignment allow, within `knobs` (as asked
-    // for, after the tuning store filled what it has): knobs that are set are honoured where the
-    // layout allows (else `notes` says why not), automatic ones are chosen here. `input_data` is in
-    // program input order; null pointers count as aligned (for emitting code without data).
-    // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
-    // gradient is one more input after the program's (in `layout` and `input_data`). A derivative
-    // whose input is broadcast must be summed: supported for a row broadcast over all other
-    // dimensions (UsageError otherwise). `tuned`: some knob came from the tuning store (marks the
-    // signature). max_blocks_per_sm is a launch setting, not part of the spec.
-    static KernelSpec choose(const ir::Program& program, const Layout& layout,
-                             std::span<const void* const> input_data, const void* output_data,
-                             const Knobs& knobs = {}, bool tuned = false);
-    std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
-    // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
-    static long long blocks(const KernelSpec& spec, const Layout& layout);
-};
+struct KernelSpec;  // codegen/kernel_spec.hpp: the variant, chosen per layout and knobs
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec);
 

@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "jit/cache.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;

@@ -13,6 +13,7 @@
 
 #include "jit/cache.hpp"
 #include "lossjit/lossjit.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;

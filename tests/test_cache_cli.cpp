@@ -23,6 +23,7 @@
 
 #include "jit/cache.hpp"
 #include "paths.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 
 namespace fs = std::filesystem;

@@ -15,6 +15,7 @@
 #include "lossjit/lossjit.hpp"
 #include "builtin_calls.hpp"
 #include "paths.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 #include "ir/simplify.hpp"
 

@@ -11,6 +11,7 @@
 #include "lossjit/lossjit.hpp"
 #include "builtin_calls.hpp"
 #include "paths.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;

@@ -14,6 +14,7 @@
 #include "tuning/knobs.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;

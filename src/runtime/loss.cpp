@@ -17,6 +17,7 @@
 #include "codegen/kernel_abi.hpp"
 #include "tuning/knobs.hpp"
 #include "lossjit/lossjit.hpp"
+#include "codegen/kernel_spec.hpp"
 #include "pipeline.hpp"
 #include "tuning/store.hpp"
 
@@ -351,47 +352,17 @@ struct Loss::State {
         const bool map_backward = prog.is_map() && !prog.derivatives.empty();
         if (map_backward) plan.slots.push_back(static_cast<int>(prog.inputs.size()));  // the upstream gradient
 
-        // Reductions keep the grid resident (their partials buffer is sized for it), and so does the
-        // columns loop (its partial sums grow with the grid). Maps launch one block per tile unless
-        // capped: many short-lived blocks keep more writes in flight.
-        const int cap = plan.max_blocks_per_sm;
-        int per_sm = plan.kernel->resident_per_sm;
-        if (cap > 0) per_sm = std::min(per_sm, cap);
-        const long long resident = std::max(1, multiprocessors * std::min(std::max(per_sm, 1), kMaxBlocksPerSm));
-        long long grid_limit = resident;
-        if (prog.is_map() && cap <= 0) grid_limit = std::numeric_limits<int>::max();
+        const Occupancy occupancy{plan.kernel->resident_per_sm, plan.max_blocks_per_sm, multiprocessors};
+        const LaunchGrid grid = plan_grid(prog, plan.spec, plan.layout, occupancy);
+        plan.grid = grid.blocks;
+        plan.columns = {};
+        plan.columns.chunk_rows = grid.chunk_rows;
+        plan.columns.chunks = grid.chunks;
+        plan.columns.strip_blocks = grid.strip_blocks;
+        plan.column_partials = grid.column_partials;
+        plan.column_strips = grid.column_strips;
 
         const auto& dims = plan.layout.dims;
-        long long blocks = 1;
-        plan.column_partials = plan.column_strips = 0;
-        if (plan.spec.loop == KernelSpec::Loop::Columns) {
-            // Chunks of rows times column strips, about one resident grid: enough blocks to fill the
-            // GPU, few enough that the partial sums stay small (chunks x columns doubles).
-            const long long inner = dims.back();
-            const long long rows = plan.layout.count / inner;
-            const long long strip = static_cast<long long>(plan.spec.block_threads) * plan.spec.vector_width;
-            const long long strips = (inner + strip - 1) / strip;
-            const long long limit = resident;
-            const long long strip_blocks = std::min(strips, limit);
-            const long long chunk_rows = (rows + std::max(1LL, limit / strip_blocks) - 1) / std::max(1LL, limit / strip_blocks);
-            const long long chunks = (rows + chunk_rows - 1) / chunk_rows;
-            long long summed = 0;
-            for (int flag : plan.spec.summed) summed += flag;
-            plan.columns = {};
-            plan.columns.chunk_rows = chunk_rows;
-            plan.columns.chunks = static_cast<int>(chunks);
-            plan.columns.strip_blocks = static_cast<int>(strip_blocks);
-            plan.column_partials = static_cast<std::size_t>(summed * chunks * inner);
-            plan.column_strips = static_cast<std::size_t>(strips);
-            blocks = chunks * strip_blocks;
-        } else {
-            blocks = KernelSpec::blocks(plan.spec, plan.layout);
-        }
-        plan.grid = static_cast<unsigned>(plan.spec.loop == KernelSpec::Loop::Columns
-                                              ? blocks  // exactly chunks x strip blocks: the arrivals count on it
-                                              : std::clamp<long long>(blocks, 1, grid_limit));
-        if (plan.spec.one_block && plan.grid != 1) throw InternalError("a one-block kernel planned with a larger grid");
-
         plan.extents = {};
         plan.extents.count = plan.layout.count;
         std::copy(dims.begin(), dims.end(), plan.extents.dims);
@@ -890,13 +861,10 @@ std::optional<KernelInfo> Loss::kernel_info() const {
     KernelInfo info = plan->kernel->info;
     info.knobs.max_blocks_per_sm = plan->max_blocks_per_sm;
     info.grid = plan->grid;
-    const int sms = std::max(1, state_->multiprocessors);
-    int per_sm = info.resident_blocks_per_sm;
-    if (plan->max_blocks_per_sm > 0) per_sm = std::min(per_sm, plan->max_blocks_per_sm);
+    const Occupancy occupancy{info.resident_blocks_per_sm, plan->max_blocks_per_sm, state_->multiprocessors};
     // The launch puts at most this many blocks on one SM at once (fewer when the grid is small).
-    info.blocks_per_sm = std::min<long long>(per_sm, (static_cast<long long>(plan->grid) + sms - 1) / sms);
-    if (state_->max_threads_per_sm > 0)
-        info.occupancy = static_cast<double>(info.blocks_per_sm) * info.knobs.block_threads / state_->max_threads_per_sm;
+    info.blocks_per_sm = occupancy.blocks_per_sm(plan->grid);
+    info.occupancy = occupancy.fraction(plan->grid, info.knobs.block_threads, state_->max_threads_per_sm);
     info.tuned = plan->tuned;
     info.notes = plan->spec.notes;
     return info;

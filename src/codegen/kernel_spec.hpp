@@ -1,0 +1,92 @@
+// kernel_spec: launch policy. Which kernel variant a layout gets (KernelSpec::choose), and how it
+// is launched: the grid, and how many of its blocks run at once (Occupancy). emit.cpp turns a spec
+// into source; the runtime only carries out what is decided here, so the variant and its grid
+// cannot disagree.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lossjit/knobs.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+
+// What a compiled kernel is specialised on besides the program. Part of the cache key (through the
+// source it produces; fast_math also through the NVRTC options).
+struct KernelSpec {
+    enum class Loop {
+        Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
+        Strided,  // anything else: coordinates per element
+        Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
+    };
+    Loop loop = Loop::Rows;
+    int rank = 1;
+    int vector_width = 1;            // 4: 16-byte loads and stores
+    int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
+    std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
+    std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
+    bool one_block = false;          // reductions: the whole input fits one block's tile, the grid is 1
+    int block_threads = 256;
+    // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are
+    // the same bytes as before the knob existed.
+    Accumulator accumulator = Accumulator::Float64;
+    bool fast_math = false;  // NVRTC --use_fast_math (see compile_options)
+    bool tuned = false;      // the knobs came from the tuning store; marks the signature
+    // Not part of the kernel: knobs that were asked for and could not be honoured, and why.
+    std::vector<std::string> notes;
+
+    // The fastest variant the layout and the pointers' alignment allow, within `knobs` (as asked
+    // for, after the tuning store filled what it has): knobs that are set are honoured where the
+    // layout allows (else `notes` says why not), automatic ones are chosen here. `input_data` is in
+    // program input order; null pointers count as aligned (for emitting code without data).
+    // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
+    // gradient is one more input after the program's (in `layout` and `input_data`). A derivative
+    // whose input is broadcast must be summed: supported for a row broadcast over all other
+    // dimensions (UsageError otherwise). `tuned`: some knob came from the tuning store (marks the
+    // signature). max_blocks_per_sm is a launch setting, not part of the spec.
+    static KernelSpec choose(const ir::Program& program, const Layout& layout,
+                             std::span<const void* const> input_data, const void* output_data,
+                             const Knobs& knobs = {}, bool tuned = false);
+    std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
+    // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
+    static long long blocks(const KernelSpec& spec, const Layout& layout);
+};
+
+// How many blocks of one kernel run at once. The only place this is worked out: the grid (a
+// reduction keeps its whole grid resident) and KernelInfo's blocks per SM and occupancy both come
+// from here.
+struct Occupancy {
+    int fits_per_sm = 0;        // what one SM holds (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    int max_blocks_per_sm = 0;  // the knob; 0: no cap
+    int multiprocessors = 1;
+
+    int per_sm() const;                   // fits_per_sm under the cap
+    long long resident_blocks() const;    // the whole GPU at once: at least 1, at most kMaxBlocksPerSm per SM
+    // A launch of `grid` blocks: the blocks per SM it uses (fewer when the grid is small), and the
+    // SM's threads they occupy (0 when the SM's maximum is not known).
+    int blocks_per_sm(unsigned grid) const;
+    double fraction(unsigned grid, int block_threads, int max_threads_per_sm) const;
+};
+
+// The grid of one launch, and the scratch the columns loop needs for it.
+struct LaunchGrid {
+    unsigned blocks = 1;
+    // Columns loop only: chunks of `chunk_rows` rows times `strip_blocks` column strips, with
+    // `column_partials` doubles of partial sums and `column_strips` arrival counters.
+    long long chunk_rows = 0;
+    int chunks = 0;
+    int strip_blocks = 0;
+    std::size_t column_partials = 0;
+    std::size_t column_strips = 0;
+};
+
+// Reductions keep the grid resident (their partials are sized for it), and so does the columns
+// loop (its partial sums grow with the grid). Maps launch one block per tile unless capped: many
+// short-lived blocks keep more writes in flight.
+LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
+                     const Occupancy& occupancy);
+
+}  // namespace lossjit
