@@ -108,7 +108,7 @@ struct Loss::State {
     Layout layout_for(const ir::Program& prog, std::span<const TensorView> inputs, const OutputView* output) const {
         const auto shapes = operand_shapes(operand_names(prog), inputs);
         if (!output) return plan_layout(shapes, nullptr);
-        const OperandShape out{"output", output->shape, output->strides};
+        const OperandShape out{"output", output->shape.to_vector(), output->strides.to_vector()};
         return plan_layout(shapes, &out);
     }
 
@@ -442,7 +442,7 @@ std::vector<DeviceGradient> Loss::grad(std::span<const TensorView> inputs, std::
     std::vector<DeviceGradient> out;
     std::vector<OutputView> views;
     for (std::size_t k = 0; k < slots.size(); ++k) {
-        const Shape& shape = inputs[static_cast<std::size_t>(slots[k])].shape;
+        const Shape shape = inputs[static_cast<std::size_t>(slots[k])].shape.to_vector();
         const auto count = static_cast<std::size_t>(std::max<std::int64_t>(element_count(shape), 1));
         out.push_back({wrt[k], shape, DeviceBuffer(count * sizeof(float), state_->options.device)});
         views.push_back(out.back().view());
@@ -484,7 +484,7 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     std::optional<OperandShape> up;
     if (host_upstream) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
-        up = OperandShape{"upstream", host_upstream->shape, host_upstream->strides};
+        up = OperandShape{"upstream", host_upstream->shape.to_vector(), host_upstream->strides.to_vector()};
     }
     const GradientLayout layout =
         plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);
@@ -495,7 +495,7 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {
         const auto slot = static_cast<std::size_t>(differentiated.derivatives[k].input);
-        out.push_back({differentiated.inputs[slot], host_inputs[slot].shape, std::move(values[k])});
+        out.push_back({differentiated.inputs[slot], host_inputs[slot].shape.to_vector(), std::move(values[k])});
     }
     return out;
 }

@@ -65,7 +65,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     auto plan = std::make_shared<Plan>();
     const auto shapes = operand_shapes(*launchable.operands, inputs);
     if (output) {
-        const OperandShape out{"output", output->shape, output->strides};
+        const OperandShape out{"output", output->shape.to_vector(), output->strides.to_vector()};
         plan->layout = plan_layout(shapes, &out);
     } else {
         plan->layout = plan_layout(shapes, nullptr);
@@ -94,8 +94,10 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
         plan->shapes.push_back(v.shape);
         plan->strides.push_back(v.strides);
     }
-    plan->output_shape = output ? output->shape : Shape{};
-    plan->output_strides = output ? output->strides : std::vector<std::int64_t>{};
+    if (output) {
+        plan->output_shape = output->shape;
+        plan->output_strides = output->strides;
+    }
     plan->alignment = alignment_of(inputs, output);
     plan->has_output = output != nullptr;
     return plan;

@@ -54,10 +54,10 @@ struct Launchable {
 // Everything a launch needs that depends only on the inputs' shapes, strides and alignment.
 struct Plan {
     // The layout it was made for.
-    std::vector<Shape> shapes;
-    std::vector<std::vector<std::int64_t>> strides;
-    Shape output_shape;
-    std::vector<std::int64_t> output_strides;
+    std::vector<Dims> shapes;
+    std::vector<Dims> strides;
+    Dims output_shape;
+    Dims output_strides;
     unsigned alignment = 0;  // bit k: input k (bit 31: the output) is 16-byte aligned
     bool has_output = false;
     bool matches(std::span<const TensorView> inputs, const OutputView* output) const;

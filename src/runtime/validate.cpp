@@ -16,7 +16,8 @@ std::vector<OperandShape> operand_shapes(std::span<const std::string> names, std
     check_count(names, inputs.size());
     std::vector<OperandShape> shapes;
     shapes.reserve(inputs.size());
-    for (std::size_t k = 0; k < inputs.size(); ++k) shapes.push_back({names[k], inputs[k].shape, inputs[k].strides});
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        shapes.push_back({names[k], inputs[k].shape.to_vector(), inputs[k].strides.to_vector()});
     return shapes;
 }
 
