@@ -7,10 +7,12 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "builtin_calls.hpp"
+#include "cuda/driver.hpp"
 #include "lang/builtins.hpp"
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
@@ -506,6 +508,128 @@ TEST_CASE("more than 2^31 elements: 64-bit indices in maps and reductions" * doc
     auto sum = compile("sum(x)");
     const std::vector<TensorView> host{x.host.view()};
     CHECK(rel_error(sum(inputs), sum.reference(host)) < 1e-6);
+}
+
+// A stream of its own, not synchronising with the legacy default stream: launches on it overlap
+// with other streams' unless lossjit serialises them.
+struct OwnStream {
+    std::shared_ptr<cuda::Context> context = cuda::Context::for_device(0);
+    CUstream stream = nullptr;
+    OwnStream() {
+        cuda::ScopedContext scope(*context);
+        LOSSJIT_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    }
+    ~OwnStream() {
+        cuda::ScopedContext scope(*context);
+        cuda::api().cuStreamDestroy(stream);
+    }
+    OwnStream(const OwnStream&) = delete;
+    OwnStream& operator=(const OwnStream&) = delete;
+    void synchronize() const {
+        cuda::ScopedContext scope(*context);
+        LOSSJIT_CU(cuStreamSynchronize(stream));
+    }
+};
+
+std::vector<float> download(const DeviceBuffer& buffer, std::size_t count) {
+    std::vector<float> values(count);
+    buffer.download(values.data(), count * sizeof(float));
+    return values;
+}
+
+TEST_CASE("two threads on two streams get the single-thread results" * doctest::skip(!have_gpu())) {
+    // One Loss, two threads, each on its own stream with its own data; one of them alternates
+    // between two layouts, so plans are made and found while the other launches.
+    auto loss = compile("param beta = 1; d = abs(p - t); mean(d < beta ? 0.5 * d^2 / beta : d - 0.5 * beta)");
+    const std::vector<std::string> wrt{"p", "t"};
+    struct Set {
+        DeviceTensor p, t;
+        std::vector<TensorView> views() const { return {p.device(), t.device()}; }
+        std::size_t count() const { return p.host.values.size(); }
+    };
+    const Set sets[] = {{make("512x1024:normal", 1), make("512x1024:normal", 2)},
+                        {make("300x77:normal", 3), make("300x77:normal", 4)},
+                        {make("1024x256:normal", 5), make("1024x256:normal", 6)}};
+    // The results of one thread on the default stream, one call at a time.
+    struct Expected {
+        float value = 0;
+        std::vector<float> dp, dt;
+    };
+    std::vector<Expected> expected;
+    for (const auto& set : sets) {
+        Expected e;
+        e.value = loss(set.views());
+        DeviceBuffer dp(set.count() * sizeof(float)), dt(set.count() * sizeof(float));
+        const std::vector<OutputView> grads{OutputView::contiguous(dp.data(), set.p.host.shape),
+                                            OutputView::contiguous(dt.data(), set.t.host.shape)};
+        loss.grad(set.views(), wrt, grads);
+        synchronize();
+        e.dp = download(dp, set.count());
+        e.dt = download(dt, set.count());
+        expected.push_back(std::move(e));
+    }
+
+    constexpr int kRounds = 50;
+    struct Outcome {
+        std::vector<float> values;     // operator() per round
+        std::vector<float> evaluated;  // evaluate() into device memory, read after the rounds
+        std::vector<std::vector<float>> dp, dt;  // the last gradients of each set
+        std::string error;
+    };
+    Outcome outcomes[2];
+    auto work = [&](int thread) {
+        Outcome& out = outcomes[thread];
+        try {
+            OwnStream own;
+            DeviceBuffer results(kRounds * sizeof(float));
+            std::vector<DeviceBuffer> dp, dt;
+            for (const auto& set : sets) {
+                dp.emplace_back(set.count() * sizeof(float));
+                dt.emplace_back(set.count() * sizeof(float));
+            }
+            for (int round = 0; round < kRounds; ++round) {
+                // Thread 0 stays on set 0; thread 1 alternates between sets 1 and 2.
+                const std::size_t s = thread == 0 ? 0 : 1 + static_cast<std::size_t>(round % 2);
+                const auto views = sets[s].views();
+                out.values.push_back(loss(views, own.stream));
+                loss.evaluate(views, static_cast<float*>(results.data()) + round, own.stream);
+                const std::vector<OutputView> grads{OutputView::contiguous(dp[s].data(), sets[s].p.host.shape),
+                                                    OutputView::contiguous(dt[s].data(), sets[s].t.host.shape)};
+                loss.grad(views, wrt, grads, own.stream);
+            }
+            own.synchronize();
+            out.evaluated = download(results, kRounds);
+            for (std::size_t s = 0; s < std::size(sets); ++s) {
+                out.dp.push_back(download(dp[s], sets[s].count()));
+                out.dt.push_back(download(dt[s], sets[s].count()));
+            }
+        } catch (const std::exception& e) {
+            out.error = e.what();
+        }
+    };
+    std::thread other(work, 1);
+    work(0);
+    other.join();
+
+    for (int thread = 0; thread < 2; ++thread) {
+        CAPTURE(thread);
+        const Outcome& out = outcomes[thread];
+        REQUIRE(out.error == "");
+        REQUIRE(out.values.size() == kRounds);
+        for (int round = 0; round < kRounds; ++round) {
+            CAPTURE(round);
+            const std::size_t s = thread == 0 ? 0 : 1 + static_cast<std::size_t>(round % 2);
+            CHECK(out.values[static_cast<std::size_t>(round)] == expected[s].value);  // deterministic: the same bits
+            CHECK(out.evaluated[static_cast<std::size_t>(round)] == expected[s].value);
+        }
+        for (std::size_t s = thread == 0 ? 0 : 1; s < (thread == 0 ? 1u : 3u); ++s) {
+            CAPTURE(s);
+            CHECK(out.dp[s] == expected[s].dp);
+            CHECK(out.dt[s] == expected[s].dt);
+        }
+    }
+    REQUIRE(loss.kernel_info());  // the most recent call, on whichever stream
+    CHECK(loss.kernel_info()->grid > 0);
 }
 
 }  // TEST_SUITE

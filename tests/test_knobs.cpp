@@ -134,6 +134,10 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     set_knob(described, "block=128");
     set_knob(described, "fast_math=on");
     CHECK(describe(described) == "block 128, acc compensated, fast_math on");
+    // The help names the ranges validate_knobs checks.
+    REQUIRE(knob_help().size() == 7);
+    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256");
+    CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 
 TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where layout and alignment allow") {

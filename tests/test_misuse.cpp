@@ -241,6 +241,27 @@ static_assert(!std::is_default_constructible_v<Loss>);
 static_assert(std::is_same_v<Stream, CUstream_st*>);
 static_assert(!std::is_reference_v<decltype(std::declval<const Loss&>().timings())>);
 static_assert(!std::is_convertible_v<int*, Stream>);
+// Views hold their shape and strides in place: copying one is a memcpy, making one never allocates.
+static_assert(std::is_trivially_copyable_v<TensorView> && std::is_trivially_copyable_v<OutputView>);
+
+TEST_CASE("a view's dims: from braces or a Shape, compared with either, at most kMaxViewRank") {
+    const Shape shape{64, 32};
+    const TensorView a = TensorView::contiguous(nullptr, shape);
+    const TensorView b = TensorView::contiguous(nullptr, {64, 32});
+    CHECK(a.shape == b.shape);
+    CHECK(a.shape == shape);
+    CHECK(shape == a.shape);
+    CHECK_FALSE(a.shape == Shape{64});
+    CHECK(a.shape.to_vector() == shape);
+    CHECK(a.numel() == 2048);
+    CHECK(format_shape(a.shape) == "64x32");
+    CHECK(a.effective_strides() == Shape{32, 1});
+    const TensorView scalar = TensorView::contiguous(nullptr, {});
+    CHECK((scalar.shape.empty() && scalar.numel() == 1));
+    CHECK_NOTHROW(Dims(Shape(kMaxViewRank, 1)));
+    CHECK_THROWS_WITH_AS(Dims(Shape(kMaxViewRank + 1, 1)), "a view has 17 dimensions; lossjit takes at most 16",
+                         UsageError);
+}
 
 TEST_CASE("copies share the program, not the parameters") {
     Data d;

@@ -142,11 +142,16 @@ struct KernelBuild {
 // values, kernels, plans and workspaces, so set_param on a copy never changes the original. There
 // is no empty Loss: compile() makes one (hold a std::optional<Loss> to create it later).
 //
-// Thread safety: a Loss may be called from several threads at once. The host part of a launch
-// (checking the views, finding the plan, cuLaunchKernel: microseconds) takes a lock; the kernels
-// themselves run concurrently on their streams, and no lock is held while a call waits for the GPU
-// (operator() waits for its value after releasing it). Calls on one stream run in call order.
-// set_param takes effect for calls that start after it returns.
+// Thread safety: a Loss may be called from several threads at once. Each stream has its own lock,
+// device scratch and kernel arguments: the host part of a launch (checking the views, patching the
+// arguments, cuLaunchKernel: microseconds) holds only its stream's lock, so launches on different
+// streams do not wait for each other, and calls on one stream run in call order. The first call
+// for a layout of the inputs (planning it, and compiling and loading its kernel: milliseconds, up
+// to a second for NVRTC) takes a lock the streams share; launches of layouts a stream has seen
+// before do not. No lock is held while a call waits for the GPU (operator() waits for its value
+// after releasing its stream's lock); the one wait under a lock is a stream's own, when a larger
+// gradient layout first needs more column scratch on it and its earlier kernels must finish.
+// set_param takes effect for calls that start after it returns, and never waits for a launch.
 class Loss {
 public:
     Loss(const Loss& other);

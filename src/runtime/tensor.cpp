@@ -30,7 +30,7 @@ std::size_t size_of(DType dtype) {
     throw InternalError("size_of: invalid DType " + std::to_string(static_cast<int>(dtype)));
 }
 
-std::int64_t element_count(const Shape& shape) {
+std::int64_t element_count(std::span<const std::int64_t> shape) {
     bool empty = false;
     for (std::int64_t extent : shape) {
         if (extent < 0) {
@@ -51,7 +51,7 @@ std::int64_t element_count(const Shape& shape) {
     return count;
 }
 
-std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> shape) {
     std::vector<std::int64_t> strides(shape.size());
     std::int64_t stride = 1;
     for (std::size_t i = shape.size(); i-- > 0;) {
@@ -66,7 +66,7 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
     return strides;
 }
 
-std::string format_shape(const Shape& shape) {
+std::string format_shape(std::span<const std::int64_t> shape) {
     // "scalar" rather than "" so error messages stay readable and parse_shape can read it back.
     if (shape.empty()) return "scalar";
     std::string out;
@@ -75,6 +75,14 @@ std::string format_shape(const Shape& shape) {
         out += std::to_string(shape[i]);
     }
     return out;
+}
+
+void Dims::assign(const std::int64_t* values, std::size_t count) {
+    if (count > kMaxViewRank)
+        throw UsageError("a view has " + std::to_string(count) + " dimensions; lossjit takes at most " +
+                         std::to_string(kMaxViewRank));
+    std::copy(values, values + count, values_.begin());
+    size_ = count;
 }
 
 }  // namespace lossjit

@@ -12,15 +12,22 @@
 namespace lossjit {
 namespace {
 
-constexpr KnobHelp kKnobs[] = {
-    {"block", "threads per block: a multiple of 32 in [32, 1024]; default 256"},
-    {"items", "elements per thread per tile = unroll x vector width, [1, 64]; default per layout"},
-    {"unroll", "tiles of 16-byte (or 4-byte) loads per thread, [1, 64]; default per layout"},
-    {"vector", "1 or 4 (16-byte loads and stores where layout and alignment allow); default 4 where allowed"},
-    {"blocks_per_sm", "cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps none"},
-    {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
-    {"fast_math", "on or off: NVRTC --use_fast_math; default off"},
-};
+// The ranges come from knobs.hpp's constants, as validate_knobs checks them.
+const std::vector<KnobHelp>& knobs() {
+    static const std::vector<KnobHelp> table{
+        {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256", kWarpThreads,
+                              kWarpThreads, kMaxBlockThreads)},
+        {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",
+                              kMaxItemsPerThread)},
+        {"unroll", fmt::format("tiles of 16-byte (or 4-byte) loads per thread, [1, {}]; default per layout", kMaxUnroll)},
+        {"vector", "1 or 4 (16-byte loads and stores where layout and alignment allow); default 4 where allowed"},
+        {"blocks_per_sm", fmt::format("cap on blocks per SM, [1, {}]; default: reductions what occupancy allows, "
+                                      "maps none", kMaxBlocksPerSm)},
+        {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
+        {"fast_math", "on or off: NVRTC --use_fast_math; default off"},
+    };
+    return table;
+}
 
 struct Alias {
     const char* alias;
@@ -86,10 +93,10 @@ void validate_knobs(const Knobs& k) {
     }
 }
 
-std::span<const KnobHelp> knob_help() { return kKnobs; }
+std::span<const KnobHelp> knob_help() { return knobs(); }
 
 std::optional<std::string> knob_name(std::string_view name) {
-    for (const auto& k : kKnobs)
+    for (const auto& k : knobs())
         if (name == k.name) return std::string(k.name);
     for (const auto& a : kAliases)
         if (name == a.alias) return std::string(a.name);
@@ -107,7 +114,7 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
     const auto knob = knob_name(name);
     if (!knob) {
         std::vector<std::string> names;
-        for (const auto& k : kKnobs) names.emplace_back(k.name);
+        for (const auto& k : knobs()) names.emplace_back(k.name);
         throw UsageError(fmt::format("unknown knob '{}' (knobs: {})", printable(name), fmt::join(names, ", ")));
     }
     if (*knob == "acc") {

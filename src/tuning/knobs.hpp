@@ -20,7 +20,7 @@ void validate_knobs(const Knobs& knobs);
 
 struct KnobHelp {
     const char* name;    // as written in --knob / --sweep: "block", "items", ...
-    const char* values;  // what it takes, for messages and --help
+    std::string values;  // what it takes, for messages and --help
 };
 std::span<const KnobHelp> knob_help();
 

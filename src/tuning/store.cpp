@@ -32,9 +32,14 @@ namespace {
 using json = nlohmann::json;
 constexpr int kFormat = 1;
 
-std::string shape_text(const Shape& shape, const std::vector<std::int64_t>& strides) {
+// Strides given that are not the row-major ones.
+bool strided(const Dims& shape, const Dims& strides) {
+    return !strides.empty() && !(strides == contiguous_strides(shape));
+}
+
+std::string shape_text(const Dims& shape, const Dims& strides) {
     std::string text = format_shape(shape);
-    if (!strides.empty() && strides != contiguous_strides(shape)) text += fmt::format("@{}", fmt::join(strides, ","));
+    if (strided(shape, strides)) text += fmt::format("@{}", fmt::join(strides, ","));
     return text;
 }
 
@@ -163,7 +168,7 @@ std::string tuning_shape_text(std::span<const std::string> names, std::span<cons
     std::vector<std::string> parts;
     for (std::size_t k = 0; k < inputs.size(); ++k)
         parts.push_back(fmt::format("{}={}", k < names.size() ? names[k] : "?", shape_text(inputs[k].shape, inputs[k].strides)));
-    if (output && !output->strides.empty() && output->strides != contiguous_strides(output->shape))
+    if (output && strided(output->shape, output->strides))
         parts.push_back(fmt::format("output={}", shape_text(output->shape, output->strides)));
     return fmt::format("{}", fmt::join(parts, " "));
 }

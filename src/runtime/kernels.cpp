@@ -1,0 +1,60 @@
+// kernels: opening the device and loading kernel variants (kernels.hpp).
+#include "runtime/kernels.hpp"
+
+#include "jit/cache.hpp"
+#include "jit/compile.hpp"
+#include "tuning/store.hpp"
+#include "util/timing.hpp"
+
+namespace lossjit {
+
+DeviceFacts open_device(int ordinal) {
+    DeviceFacts facts;
+    facts.context = cuda::Context::for_device(ordinal);
+    const auto info = device_info(ordinal);
+    facts.multiprocessors = info.multiprocessors;
+    facts.max_threads_per_sm = cuda::attribute(facts.context->device(), CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    facts.target = target_for(info.major, info.minor);
+    facts.tuning_text = tuning_device_text(ordinal);
+    return facts;
+}
+
+const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec& spec, const std::string& label,
+                                   const DeviceFacts& device, Timings& timings) {
+    const std::string signature = label + spec.signature();
+    if (auto it = kernels_.find(signature); it != kernels_.end()) return it->second;
+
+    util::Stopwatch watch;
+    const std::string source = emit_cuda(program, spec);
+    timings.emit_ms = watch.lap_ms();
+
+    const CacheLookup lookup = KernelCache::process().get(source, device.target, spec.fast_math);
+    timings.cache_ms = watch.lap_ms();
+    timings.nvrtc_ms = lookup.compile_ms;
+    timings.cache = lookup.outcome;
+    timings.cache_warning = lookup.warning;
+    timings.target = device.target;
+
+    LoadedKernel kernel;
+    kernel.module = std::make_unique<cuda::Module>(device.context, lookup.image->data);
+    kernel.function = kernel.module->function(kKernelName);
+    auto& info = kernel.info;
+    LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&info.resident_blocks_per_sm, kernel.function,
+                                                           spec.block_threads, 0));
+    LOSSJIT_CU(cuFuncGetAttribute(&info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
+    LOSSJIT_CU(cuFuncGetAttribute(&info.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kernel.function));
+    LOSSJIT_CU(cuFuncGetAttribute(&info.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
+    info.signature = spec.signature();
+    info.strided = spec.loop == KernelSpec::Loop::Strided;
+    info.knobs.block_threads = spec.block_threads;
+    info.knobs.unroll = info.strided ? 1 : spec.unroll;
+    info.knobs.vector_width = info.strided ? 1 : spec.vector_width;
+    info.knobs.items_per_thread = info.knobs.unroll * info.knobs.vector_width;
+    info.knobs.accumulator = spec.accumulator;
+    info.knobs.fast_math = spec.fast_math;
+    info.target = device.target;
+    timings.load_ms = watch.lap_ms();
+    return kernels_.emplace(signature, std::move(kernel)).first->second;
+}
+
+}  // namespace lossjit

@@ -1,0 +1,170 @@
+// plans: everything a launch needs beyond the kernel and the caller's pointers, made once per
+// layout of the inputs and then reused, and the per-stream state launches work in.
+//
+// - choose_variant: the caller's knobs, filled from the tuning store, resolved for a layout.
+// - Plan: one layout's variant, loaded kernel, grid and fixed kernel arguments. Immutable once made,
+//   so any number of streams launch from one plan at once.
+// - PlanCache: a program's recent plans by layout; shared by the streams under the Loss's lock.
+// - StreamState: what belongs to one stream: its lock, its Workspace (device scratch that the
+//   stream's kernels share in stream order) and its LaunchArgs (kernel argument buffers bound to a
+//   plan and patched with each call's pointers). Launches on different streams share none of it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_abi.hpp"
+#include "codegen/kernel_spec.hpp"
+#include "cuda/driver.hpp"
+#include "lossjit/lossjit.hpp"
+#include "pipeline.hpp"
+#include "runtime/kernels.hpp"
+#include "runtime/validate.hpp"
+
+namespace lossjit {
+
+// A kernel variant for one layout: the spec, and the launch knob the kernel does not depend on.
+struct Variant {
+    KernelSpec spec;
+    int max_blocks_per_sm = 0;  // 0: reductions what occupancy allows, maps no cap
+    std::string tuned;          // the tuning store's knobs used, or ""
+    std::string warning;        // the tuning store could not be read
+};
+
+// The knobs for this program and layout: `options.knobs`, with the automatic ones taken from the
+// tuning store where it has a record for (program, shapes, GPU). `device` is the GPU's tuning text,
+// or "" for none known (then the driver is asked only if the store has the program and shapes at
+// all). Only `tunable` programs look (gradient kernels are not tuned).
+Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
+                       std::span<const TensorView> inputs, const OutputView* output, std::string device);
+
+// A program a Loss launches (the loss, or it differentiated for a list of inputs) and its plans.
+struct Launchable {
+    const ir::Program* program = nullptr;
+    const std::vector<std::string>* operands = nullptr;  // what its kernels read: the inputs (and a map's upstream)
+    std::string label;  // "" for the loss, "grad(p,t) " for gradients: keeps their kernels apart
+};
+
+// Everything a launch needs that depends only on the inputs' shapes, strides and alignment.
+struct Plan {
+    // The layout it was made for.
+    std::vector<Dims> shapes;
+    std::vector<Dims> strides;
+    Dims output_shape;
+    Dims output_strides;
+    unsigned alignment = 0;  // bit k: input k (bit 31: the output) is 16-byte aligned
+    bool has_output = false;
+    bool matches(std::span<const TensorView> inputs, const OutputView* output) const;
+
+    Layout layout;
+    KernelSpec spec;
+    int max_blocks_per_sm = 0;
+    std::string tuned;
+    const LoadedKernel* kernel = nullptr;
+    LaunchGrid grid;
+    std::vector<int> slots;  // program input slot of each kernel input (a map's upstream: one past them)
+    double divisor = 1;      // what a reduction's sum is divided by (reduction_divisor)
+    std::size_t params = 0;
+    std::size_t derivatives = 0;  // gradients the kernel writes
+    bool map_forward = false;     // writes a map's output (else a reduction's result, or gradients)
+};
+
+// Plans `inputs` (and a map's output, or the gradients' shared layout) for `launchable`: the
+// layout, the variant (knobs from the tuning store where allowed), its kernel (loaded through
+// `kernels`), the grid. Fills the tuning entries of `timings`; the kernel map fills the rest.
+std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options,
+                                      std::span<const TensorView> inputs, const OutputView* output,
+                                      const DeviceFacts& device, KernelMap& kernels, Timings& timings);
+
+// The most recent plans of one program, found by layout. Not thread-safe: the owner's lock guards it.
+class PlanCache {
+public:
+    std::shared_ptr<const Plan> find(std::span<const TensorView> inputs, const OutputView* output) const;
+    void add(std::shared_ptr<const Plan> plan);
+
+private:
+    // A few layouts alternate in practice (training and evaluation batches); more only cost a re-plan.
+    static constexpr std::size_t kPlans = 8;
+    std::vector<std::shared_ptr<const Plan>> recent_;  // most recent last
+};
+
+// Device scratch of one stream. Concurrent calls on different streams must not share it; kernels
+// on one stream run one after another, so they can.
+class Workspace {
+public:
+    // A reduction's partials (for `slots` blocks), arrival counters and result, allocated on first
+    // use and zeroed on `stream`, so that its first kernel is ordered after the zeroing even when
+    // the stream does not synchronise with the legacy default stream.
+    void ensure(const std::shared_ptr<cuda::Context>& context, int slots, Stream stream);
+    double* partials() const { return reinterpret_cast<double*>(memory_->get()); }
+    unsigned int* arrivals() const { return reinterpret_cast<unsigned int*>(memory_->get() + sizeof(double) * slots_); }
+    float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }
+
+    // The columns loop's arrival counters and partial sums, at least this many. Kernels leave every
+    // counter at 0, and the counters never move, so plans of other sizes share the buffer; it is
+    // cleared only when it is allocated. Growing it waits for the stream (rare: the first call of a
+    // larger layout on this stream).
+    void ensure_columns(const std::shared_ptr<cuda::Context>& context, std::size_t strips, std::size_t partials,
+                        Stream stream);
+    unsigned int* column_arrivals() const { return reinterpret_cast<unsigned int*>(columns_->get()); }
+    double* column_sums() const {
+        return reinterpret_cast<double*>(columns_->get() + sizeof(double) * ((column_strips_ + 1) / 2));
+    }
+
+private:
+    std::unique_ptr<cuda::Memory> memory_;  // partials (double), then arrivals, then result
+    std::size_t slots_ = 0;
+    std::unique_ptr<cuda::Memory> columns_;  // arrival counters (column_strips_ of them), then partial sums
+    std::size_t column_strips_ = 0, column_partials_ = 0;  // capacities
+};
+
+// The kernel arguments for launches from one plan: the plan's fixed values, and room for each
+// call's pointers and parameters. cuLaunchKernel copies them, so they are patched again as soon as
+// it returns. Pointers into itself: it never moves.
+class LaunchArgs {
+public:
+    LaunchArgs() = default;
+    LaunchArgs(const LaunchArgs&) = delete;
+    LaunchArgs& operator=(const LaunchArgs&) = delete;
+
+    void bind(std::shared_ptr<const Plan> plan);  // the only place that allocates
+    const std::shared_ptr<const Plan>& plan() const { return plan_; }
+    void** data() { return args_.data(); }
+
+    std::unique_ptr<abi::Inputs> inputs;
+    std::vector<float> params;
+    abi::Output output{};
+    abi::ReduceOut reduce{};
+    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale
+    abi::ColumnScratch columns{};
+
+private:
+    std::shared_ptr<const Plan> plan_;
+    abi::Extents extents_{};
+    std::vector<void*> args_;
+};
+
+// One stream's share of a Loss. Its launches hold `mutex` from finding their plan to cuLaunchKernel
+// (operator(): to queuing the result's copy), so calls on one stream are queued in call order and
+// never see each other's half-patched arguments; launches on other streams do not wait for it.
+struct StreamState {
+    struct Binding {
+        explicit Binding(int device) : pointers(device) {}
+        LaunchArgs args;
+        DevicePointers pointers;  // the pointers of this program's arguments already checked
+    };
+
+    std::mutex mutex;
+    Workspace workspace;
+    std::map<const Launchable*, Binding> bindings;  // by program
+    std::shared_ptr<const Plan> last;               // the plan of the most recent launch here
+    std::atomic<std::uint64_t> last_call{0};        // its number among the Loss's calls; 0: none yet
+};
+
+}  // namespace lossjit

@@ -1,0 +1,71 @@
+// validate: the checks of what callers pass a Loss (validate.hpp).
+#include "runtime/validate.hpp"
+
+#include "cuda/driver.hpp"
+
+namespace lossjit {
+
+void check_count(std::span<const std::string> names, std::size_t count) {
+    if (count == names.size()) return;
+    throw UsageError(fmt::format("the program takes {} input{} ({}), but {} {} given", names.size(),
+                                 names.size() == 1 ? "" : "s", fmt::join(names, ", "), count,
+                                 count == 1 ? "was" : "were"));
+}
+
+std::vector<OperandShape> operand_shapes(std::span<const std::string> names, std::span<const TensorView> inputs) {
+    check_count(names, inputs.size());
+    std::vector<OperandShape> shapes;
+    shapes.reserve(inputs.size());
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        shapes.push_back({names[k], inputs[k].shape.to_vector(), inputs[k].strides.to_vector()});
+    return shapes;
+}
+
+void check_views(std::span<const std::string> names, std::span<const TensorView> views) {
+    check_count(names, views.size());
+    for (std::size_t k = 0; k < views.size(); ++k) check_data(names[k], views[k].dtype, views[k].data, views[k].numel());
+}
+
+bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
+    if (strides.empty()) return true;
+    if (strides.size() != shape.size()) return false;
+    const auto dense = contiguous_strides(Shape(shape.begin(), shape.end()));
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && strides[d] != dense[d]) return false;
+    return true;
+}
+
+const void* check_gradients(std::span<const std::string> wrt, std::span<const int> slots,
+                            std::span<const OutputView> grads, std::span<const TensorView> inputs,
+                            const Shape& shape) {
+    const OutputView* least_aligned = nullptr;  // of the full-shape gradients, which share one layout
+    for (std::size_t k = 0; k < wrt.size(); ++k) {
+        const auto& input = inputs[static_cast<std::size_t>(slots[k])];
+        const auto& g = grads[k];
+        check_data([&] { return fmt::format("the gradient of '{}'", wrt[k]); }, g.dtype, g.data, g.numel());
+        if (g.shape != input.shape || !is_dense(g.shape, g.strides))
+            throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of its shape [{}]",
+                                         wrt[k], fmt::join(input.shape, ", ")));
+        // One gradient element per element (the input's own shape may still differ, e.g. [1, C]
+        // against [C]): stored where the output walks, with 16-byte stores if all are aligned.
+        if (element_count(input.shape) == element_count(shape)) {
+            if (!least_aligned || reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) least_aligned = &g;
+        } else if (!is_dense(input.shape, input.strides)) {
+            throw UsageError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
+                                         "needs a contiguous tensor", wrt[k], fmt::join(shape, ", ")));
+        }
+    }
+    return least_aligned ? least_aligned->data : nullptr;
+}
+
+void DevicePointers::check_pointer(const std::string& name, const void* data) const {
+    int ordinal = -1;
+    const CUresult r = cuda::api().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                         reinterpret_cast<CUdeviceptr>(data));
+    if (r != CUDA_SUCCESS) throw UsageError(fmt::format("{} is not CUDA device memory (a host pointer?)", name));
+    if (ordinal != device_)
+        throw UsageError(fmt::format("{} is memory of CUDA device {}, but this loss runs on device {}", name, ordinal,
+                                     device_));
+}
+
+}  // namespace lossjit

@@ -1,0 +1,89 @@
+// validate: what a caller hands a Loss, checked before anything reaches the GPU: the number of
+// views, their dtype, null and misaligned pointers, the shapes of gradients and of a map's upstream
+// gradient, and (through the driver) that pointers are memory of the loss's device. A mistake here
+// is a UsageError naming the argument; a bad pointer that got through would fault inside a kernel
+// and poison the context instead.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lossjit/errors.hpp"
+#include "lossjit/tensor.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+
+// UsageError unless there is one view per name.
+void check_count(std::span<const std::string> names, std::size_t count);
+
+// The shapes of `inputs` under `names`, for planning a layout (check_count first).
+std::vector<OperandShape> operand_shapes(std::span<const std::string> names, std::span<const TensorView> inputs);
+
+// A view's dtype and pointer: float32, not null unless it is empty, 4-byte aligned. `name` is a
+// string, or a callable making one: it is called only for an error message, so a per-call check
+// formats nothing.
+template <class Name>
+void check_data(const Name& name, DType dtype, const void* data, std::int64_t numel) {
+    auto text = [&]() -> std::string {
+        if constexpr (std::is_invocable_v<const Name&>) return name();
+        else return std::string(name);
+    };
+    // A DType outside the enum (a cast, a stale ABI) is the caller's mistake, not an internal one.
+    if (dtype != DType::float32 && dtype != DType::float64)
+        throw UsageError(fmt::format("'{}' has an unknown dtype ({})", text(), static_cast<int>(dtype)));
+    if (dtype != DType::float32)
+        throw UsageError(fmt::format("'{}' is {}; lossjit computes in float32 and needs float32 tensors", text(), to_string(dtype)));
+    if (numel > 0 && data == nullptr) throw UsageError(fmt::format("'{}' has no data (a null pointer)", text()));
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0)
+        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes (address {}): float32 data must be", text(), data));
+}
+
+// The count, then every view's data (check_data), named after `names`.
+void check_views(std::span<const std::string> names, std::span<const TensorView> views);
+
+// Row-major contiguous: no strides given, or the row-major ones (extent-1 dimensions may have any
+// stride, as torch gives them).
+bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides);
+
+// The gradients' views of value_and_grad() and grad(): one per input in `wrt`, each a contiguous
+// float32 tensor of its input's own shape (`inputs[slots[k]]`); an input broadcast to `shape` must
+// itself be contiguous. Returns the data the full-shape gradients' layout is planned with: the
+// least aligned of them (they share one layout), or null when there are none.
+const void* check_gradients(std::span<const std::string> wrt, std::span<const int> slots,
+                            std::span<const OutputView> grads, std::span<const TensorView> inputs,
+                            const Shape& shape);
+
+// Which pointers were found to be memory of the device, by argument position, so that a training
+// loop that reuses its buffers asks the driver once per buffer, not once per call.
+class DevicePointers {
+public:
+    explicit DevicePointers(int device) : device_(device) {}
+    // Starts a call that checks up to `positions` arguments, in the same order every time.
+    void begin(std::size_t positions) {
+        if (seen_.size() < positions) seen_.resize(positions, nullptr);
+        next_ = 0;
+    }
+    // UsageError unless `data` is memory of the device (asked only for a pointer not seen at this
+    // position before; `empty` views are not asked about). `name` makes the message's name.
+    template <class Name>
+    void check(const Name& name, const void* data, bool empty) {
+        const void*& seen = seen_[next_++];
+        if (empty || data == seen) return;
+        check_pointer(name(), data);
+        seen = data;
+    }
+
+private:
+    void check_pointer(const std::string& name, const void* data) const;
+    int device_;
+    std::vector<const void*> seen_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace lossjit

@@ -1,0 +1,148 @@
+// runtime: the parts of a launch that need no GPU. Plans are found by layout (shapes, strides,
+// alignment) among a bounded few; a stream's kernel arguments follow the kernels' parameter order;
+// and, without a GPU, calls from many threads on many streams each fail on their own, while
+// set_param and the read-only calls go on beside them.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lossjit/lossjit.hpp"
+#include "runtime/plans.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+// A plan for these shapes (contiguous) as make_plan records them: null data counts as aligned.
+std::shared_ptr<const Plan> plan_for(std::vector<Shape> shapes) {
+    auto plan = std::make_shared<Plan>();
+    for (auto& shape : shapes) {
+        plan->alignment |= 1u << plan->shapes.size();
+        plan->shapes.push_back(std::move(shape));
+        plan->strides.emplace_back();
+    }
+    return plan;
+}
+
+std::vector<TensorView> views(const std::vector<Shape>& shapes, const void* data = nullptr) {
+    std::vector<TensorView> out;
+    for (const auto& shape : shapes) out.push_back(TensorView::contiguous(data, shape));
+    return out;
+}
+
+}  // namespace
+
+TEST_SUITE("runtime") {
+
+TEST_CASE("plans are found by shapes, strides and alignment, most recent first, a few of them") {
+    PlanCache cache;
+    CHECK_FALSE(cache.find(views({{4, 4}}), nullptr));
+    const auto square = plan_for({{4, 4}});
+    cache.add(square);
+    CHECK(cache.find(views({{4, 4}}), nullptr) == square);
+    CHECK_FALSE(cache.find(views({{4, 5}}), nullptr));  // another shape
+    CHECK_FALSE(cache.find(views({{4, 4}, {4}}), nullptr));  // another number of inputs
+    TensorView transposed{nullptr, DType::float32, {4, 4}, {1, 4}};
+    CHECK_FALSE(cache.find(std::vector<TensorView>{transposed}, nullptr));  // other strides
+    alignas(16) static float data[8];
+    CHECK(cache.find(views({{4, 4}}, data), nullptr) == square);
+    CHECK_FALSE(cache.find(views({{4, 4}}, data + 1), nullptr));  // not 16-byte aligned: maybe another variant
+    const OutputView output = OutputView::contiguous(nullptr, {4, 4});
+    CHECK_FALSE(cache.find(views({{4, 4}}), &output));  // a map's plan records its output too
+
+    // Alternating layouts stay planned; past a few, the oldest is dropped.
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (std::int64_t n = 1; n <= 9; ++n) {
+        plans.push_back(plan_for({{n}}));
+        cache.add(plans.back());
+    }
+    CHECK_FALSE(cache.find(views({{4, 4}}), nullptr));
+    CHECK_FALSE(cache.find(views({{1}}), nullptr));
+    for (std::int64_t n = 2; n <= 9; ++n) CHECK(cache.find(views({{n}}), nullptr) == plans[static_cast<std::size_t>(n - 1)]);
+}
+
+TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
+    auto reduction = std::make_shared<Plan>();
+    reduction->layout.count = 12;
+    reduction->layout.dims = {3, 4};
+    reduction->layout.inputs.resize(2);
+    reduction->slots = {1};  // the program reads only its second input
+    reduction->params = 2;
+    reduction->divisor = 12;
+    LaunchArgs args;
+    args.bind(reduction);
+    // extents, inputs, one per parameter, the reduction's output
+    void** list = args.data();
+    const auto* extents = static_cast<const abi::Extents*>(list[0]);
+    CHECK(extents->count == 12);
+    CHECK((extents->dims[0] == 3 && extents->dims[1] == 4));
+    CHECK(list[2] == &args.params[0]);
+    CHECK(list[3] == &args.params[1]);
+    CHECK(list[4] == &args.reduce);
+    CHECK(args.reduce.scale == doctest::Approx(1.0 / 12));
+
+    auto gradients = std::make_shared<Plan>(*reduction);
+    gradients->derivatives = 2;
+    gradients->spec.loop = KernelSpec::Loop::Columns;
+    gradients->grid.chunks = 3;
+    gradients->grid.chunk_rows = 5;
+    gradients->grid.strip_blocks = 2;
+    args.bind(gradients);  // rebinding another plan: everything follows it
+    list = args.data();
+    CHECK(list[4] == &args.reduce);
+    CHECK(list[5] == args.grads.data());
+    CHECK(args.grads.size() == 2 + kMaxRank + 2);  // pointers, strides, upstream pointer, scale
+    CHECK(list[6] == &args.columns);
+    CHECK((args.columns.chunks == 3 && args.columns.chunk_rows == 5 && args.columns.strip_blocks == 2));
+
+    auto map = std::make_shared<Plan>(*reduction);
+    map->map_forward = true;
+    args.bind(map);
+    CHECK(args.data()[4] == &args.output);
+}
+
+TEST_CASE("without a GPU, many threads on many streams each fail on their own; nothing waits for them") {
+    std::string why;
+    if (cuda_available(&why)) return;  // on a GPU the gpu suite launches from several streams at once
+    Options options;
+    options.inputs = {"p", "t"};
+    Loss loss = compile("param beta = 1; mean(beta * (p - t)^2)", options);
+    alignas(16) static float p[64], t[64];
+    const std::vector<TensorView> good{TensorView::contiguous(p, {8, 8}), TensorView::contiguous(t, {8, 8})};
+    const std::vector<TensorView> wrong{TensorView::contiguous(p, {8, 8})};
+
+    constexpr int kThreads = 8;
+    std::atomic<int> cuda_errors{0}, usage_errors{0}, other{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+        threads.emplace_back([&, i] {
+            const auto stream = reinterpret_cast<Stream>(static_cast<std::uintptr_t>(0x1000 * (i + 1)));
+            for (int round = 0; round < 20; ++round) {
+                try {
+                    if (i % 2 == 0) (void)loss(good, stream);
+                    else loss.evaluate(wrong, reinterpret_cast<float*>(p), stream);
+                    ++other;
+                } catch (const CudaError&) {
+                    ++cuda_errors;
+                } catch (const UsageError&) {
+                    ++usage_errors;
+                }
+                loss.set_param("beta", static_cast<double>(round));
+                (void)loss.params();
+                (void)loss.timings();
+                CHECK_FALSE(loss.kernel_info());
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    CHECK(cuda_errors == kThreads / 2 * 20);   // the views are fine; there is no device
+    CHECK(usage_errors == kThreads / 2 * 20);  // one input for two: caught before the device is asked
+    CHECK(other == 0);
+    CHECK(loss.cuda_source(good).find("lossjit_kernel") != std::string::npos);  // still usable
+}
+
+}  // TEST_SUITE
