@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "lossjit/errors.hpp"
 #include "tools/host.hpp"
 
@@ -226,7 +228,7 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quote(std::string_view s) { return fmt::format("'{}'", s); }
 
 }  // namespace
 
