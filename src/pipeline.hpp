@@ -5,13 +5,14 @@
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims)
 //   kernel_spec.cpp  ir::Program + Layout + Knobs -> KernelSpec, and the launch's grid (launch policy)
-//   emit.cpp       ir::Program + KernelSpec   -> CUDA C++       (templates/ + expression printer)
+//   emit.cpp       ir::Program + KernelSpec   -> CUDA C++       (templates/ + ir/print.cpp, the one printer)
 //   compile.cpp    CUDA C++                   -> CUBIN or PTX   (NVRTC)
 //   cache.cpp      source + target            -> kernel image   (memory map + disk directory)
 //   driver.cpp     the CUDA driver API, dlopen'ed at run time, and RAII owners for its handles
 //   runtime/       lossjit::Loss: checks the views, plans a layout, loads its kernel, launches it
 //   reference.cpp  ir::Program + host tensors -> float64 values and gradients (the CPU reference)
-//   dump.cpp       ast / ir                   -> text for `lossjit --dump`
+//   dump.cpp       ast / ir                   -> text for `lossjit --dump` (and `lossjit functions`)
+//   builtins.cpp   the language table: every fact of every operator and function, one row each
 #pragma once
 
 #include <array>
