@@ -14,12 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "lossjit/dtype.hpp"
+
 namespace lossjit {
 
-enum class DType { float32, float64 };
-
-std::string_view to_string(DType dtype);
-std::size_t size_of(DType dtype);
 
 // A shape that owns its extents (outermost first): results, host tensors, gradients.
 using Shape = std::vector<std::int64_t>;

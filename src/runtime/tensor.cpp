@@ -14,22 +14,6 @@ constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
 
 }  // namespace
 
-std::string_view to_string(DType dtype) {
-    switch (dtype) {
-        case DType::float32: return "float32";
-        case DType::float64: return "float64";
-    }
-    throw InternalError("to_string: invalid DType " + std::to_string(static_cast<int>(dtype)));
-}
-
-std::size_t size_of(DType dtype) {
-    switch (dtype) {
-        case DType::float32: return 4;
-        case DType::float64: return 8;
-    }
-    throw InternalError("size_of: invalid DType " + std::to_string(static_cast<int>(dtype)));
-}
-
 std::int64_t element_count(std::span<const std::int64_t> shape) {
     bool empty = false;
     for (std::int64_t extent : shape) {
