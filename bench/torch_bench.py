@@ -44,10 +44,14 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                    help="the problems' inputs in this dtype (maps write it too); other than float32, only "
+                         "the five problems are timed")
     args = ap.parse_args()
+    dtype = getattr(torch, args.dtype)
     torch.manual_seed(0)
     torch._dynamo.config.cache_size_limit = 64
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "problems": []}
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype, "problems": []}
 
     x = torch.rand(2 << 30, device="cuda")  # 8 GiB
     out["torch_sum_read_gbps"] = x.numel() * 4 / (median_ms(lambda: x.sum(), args.reps) * 1e6)
@@ -57,7 +61,7 @@ def main():
 
     for name, make, fn in problems():
         with torch.device("cuda"):
-            inputs = make()
+            inputs = tuple(t.to(dtype) for t in make())
         compiled = torch.compile(fn)
         t0 = time.perf_counter()
         result = compiled(*inputs)
@@ -76,6 +80,11 @@ def main():
         print(json.dumps(row), flush=True)
         del inputs
         torch.cuda.empty_cache()
+
+    if dtype != torch.float32:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+        return
 
     # smooth L1 forward + backward with p requiring grad, as a training step would run it.
     with torch.device("cuda"):

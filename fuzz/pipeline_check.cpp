@@ -130,11 +130,13 @@ const NameSet& emitter_identifiers() {
     static const NameSet names = [] {
         NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
-                                "__int_as_float", "lj_square", "lj_cube", "sqrtf", "rsqrtf", "powf",
+                                "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "double",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
                                 "__device__", "__forceinline__", "inner_stride", "k", "return", "using",
-                                "Result", "operator", "x", "element", "in", "kGrads", "grad"};
+                                "Result", "operator", "x", "element", "in", "kGrads", "grad", "Value", "dtype",
+                                "kResultDType", "grad_dtype", "g", "kFloat32", "kFloat64", "kBFloat16",
+                                "kFloat16", "kInt32", "kInt64", "kUInt8", "kBool"};
         for (int b = 0; b < static_cast<int>(Builtin::Count_); ++b) {
             const std::string_view cuda = builtin_info(static_cast<Builtin>(b)).cuda;
             for (std::size_t i = 0; i < cuda.size();) {
@@ -323,6 +325,11 @@ struct TinyInputs {
     std::vector<std::vector<float>> data;
     std::vector<OperandShape> shapes;
     std::vector<const float*> pointers;
+    std::vector<HostOperand> operands() const {
+        std::vector<HostOperand> out;
+        for (const float* p : pointers) out.push_back({p, DType::float32});
+        return out;
+    }
 };
 
 TinyInputs tiny_inputs(const ir::Program& program, std::uint64_t seed) {
@@ -349,13 +356,13 @@ std::vector<double> evaluate(const ir::Program& program, const TinyInputs& input
     for (const auto& p : program.params) params.push_back(p.default_value);
     if (!program.is_map()) {
         const Layout layout = plan_layout(inputs.shapes, nullptr);
-        return {reference_reduce(program, layout, inputs.pointers, params)};
+        return {reference_reduce(program, layout, inputs.operands(), params)};
     }
     const Shape shape = broadcast_shapes(inputs.shapes);
     const OperandShape out{"output", shape, {}};
     const Layout layout = plan_layout(inputs.shapes, &out);
     std::vector<float> values(static_cast<std::size_t>(layout.count), -12345.0f);
-    reference_map(program, layout, inputs.pointers, params, values.data());
+    reference_map(program, layout, inputs.operands(), params, {values.data(), DType::float32});
     return {values.begin(), values.end()};
 }
 

@@ -151,19 +151,27 @@ std::string dump_language();
 namespace lossjit {
 
 // ---- reference (CPU, float64) ------------------------------------------------------------------
-// `inputs` are host float32 base pointers in program input order; `params` current values.
-double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+// Host data: base pointers and dtypes. Inputs in program input order; `params` current values.
+struct HostOperand {
+    const void* data;
+    DType dtype;
+};
+struct HostOutput {
+    void* data;
+    DType dtype;  // floating
+};
+double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params);
-void reference_map(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
-                   std::span<const double> params, float* output);
+void reference_map(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                   std::span<const double> params, HostOutput output);
 
 // The gradients of a differentiated program (differentiate()), one buffer per entry of
 // program.derivatives, in its input's own shape, row-major, float64. Reductions: each element's
-// derivative times upstream * gradient_scale. Maps: times that element of `upstream_map`, read
-// through layout.read.inputs.back() (`upstream` is ignored).
+// derivative times upstream * gradient_scale. Maps: `inputs` ends with the upstream gradient (read
+// through layout.read.inputs.back()), and each element's derivative is multiplied by it
+// (`upstream` is ignored).
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
-                                                     std::span<const float* const> inputs,
-                                                     std::span<const double> params, double upstream,
-                                                     const float* upstream_map);
+                                                     std::span<const HostOperand> inputs,
+                                                     std::span<const double> params, double upstream);
 
 }  // namespace lossjit

@@ -23,6 +23,7 @@ struct AccCompensated {
     __device__ __forceinline__ operator double() const { return (double)sum + (double)c; }
 };
 
+// float64 programs always accumulate in float64 (KernelSpec::choose), so values here are floats.
 __device__ __forceinline__ float value_of(float r) { return r; }
 template <class Result>
 __device__ __forceinline__ float value_of(const Result& r) { return r.value; }

@@ -9,12 +9,14 @@ namespace lj {
 template <int BLOCK, int UNROLL, int VW, int R, class F>
 __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::kInputs>& in, const F& f,
                                               const Grads<F::kGrads>& grads, const ColumnScratch& s) {
+    using T = typename F::Value;
     constexpr int N = F::kInputs;
     constexpr int S = N > 0 ? N : 1;
     constexpr int G = F::kGrads;
     constexpr long long kStrip = (long long)BLOCK * VW;
     __shared__ bool is_last;
-    const float scale = grads.total_scale();
+    const double scale64 = grads.total_scale();
+    const T scale = (T)scale64;
     const long long inner = e.dims[R - 1];
     const long long rows = inner > 0 ? e.count / inner : 0;
     const long long strips = (inner + kStrip - 1) / kStrip;
@@ -31,7 +33,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
 #pragma unroll
             for (int j = 0; j < VW; ++j) sums[g][j] = 0.0;
         for (long long r = r0; active && r < r1; r += UNROLL) {
-            float v[UNROLL][S][VW];
+            T v[UNROLL][S][VW];
             long long grad_row[UNROLL];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
@@ -46,20 +48,13 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                 grad_row[u] = offset<R - 1>(c, grads.strides);
 #pragma unroll
                 for (int k = 0; k < N; ++k) {
-                    const float* base = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
+                    const long long base = offset<R - 1>(c, in.strides[k]);
                     if (F::inner_stride(k) == 0) {
-                        const float x = __ldg(base);
+                        const T x = load1<T>(F::dtype(k), in.ptr[k], base);
 #pragma unroll
                         for (int j = 0; j < VW; ++j) v[u][k][j] = x;
-                    } else if (VW == 4) {
-                        const float4 q = __ldg(reinterpret_cast<const float4*>(base + col));
-                        v[u][k][0] = q.x;
-                        v[u][k][1] = q.y;
-                        v[u][k][2] = q.z;
-                        v[u][k][3] = q.w;
                     } else {
-#pragma unroll
-                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base + col + j);
+                        load_row<VW>(F::dtype(k), in.ptr[k], base + col, v[u][k]);
                     }
                 }
             }
@@ -69,7 +64,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                 typename F::Result res[VW];
 #pragma unroll
                 for (int j = 0; j < VW; ++j) {
-                    float x[S];
+                    T x[S];
 #pragma unroll
                     for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
                     res[j] = f(x);
@@ -83,12 +78,11 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                     if (F::summed(g)) {
 #pragma unroll
                         for (int j = 0; j < VW; ++j) sums[g][j] += (double)res[j].grad[g];
-                    } else if (VW == 4) {
-                        *reinterpret_cast<float4*>(grads.ptr[g] + grad_row[u] + col) =
-                            make_float4(scale * res[0].grad[g], scale * res[1].grad[g], scale * res[2].grad[g],
-                                        scale * res[3].grad[g]);
                     } else {
-                        grads.ptr[g][grad_row[u] + col] = scale * res[0].grad[g];
+                        T scaled[VW];
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) scaled[j] = scale * res[j].grad[g];
+                        store_row<VW>(F::grad_dtype(g), grads.ptr[g], grad_row[u] + col, scaled);
                     }
                 }
             }
@@ -120,7 +114,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                         double total = 0.0;
                         for (int c = 0; c < s.chunks; ++c)
                             total += __ldcg(s.partials + ((long long)summed * s.chunks + c) * inner + col + j);
-                        grads.ptr[g][col + j] = (float)(total * (double)scale);
+                        store1<double>(F::grad_dtype(g), grads.ptr[g], col + j, total * scale64);
                     }
                 }
                 ++summed;

@@ -19,17 +19,18 @@ __device__ __forceinline__ double block_sum(double v, double* scratch) {
 }
 
 // Each block stores its partial sum; the last block to arrive adds the partials in block order
-// (its first warp, lanes striding, then a fixed shuffle tree) and applies the scale. One launch,
+// (its first warp, lanes striding, then a fixed shuffle tree), applies the scale and stores the
+// result in its type (kResultDType). One launch,
 // no float atomics, the same bits every run. A grid of one block (small inputs) skips all that.
 // The scale is 1 / divisor, multiplied: a float64 division costs NVRTC more time than the rest of
 // the finish, and the product differs from the quotient by at most an ulp of a double.
-template <int kThreads, bool kOneBlock>
+template <int kThreads, bool kOneBlock, int kResultDType>
 __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& out) {
     __shared__ double scratch[32];
     __shared__ bool is_last;
     const double block_total = block_sum<kThreads>(acc, scratch);
     if (kOneBlock) {
-        if (threadIdx.x == 0) *out.result = (float)(block_total * out.scale);
+        if (threadIdx.x == 0) store1<double>(kResultDType, out.result, 0, block_total * out.scale);
         return;
     }
     if (threadIdx.x == 0) {
@@ -46,7 +47,7 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
     if (threadIdx.x == 0) {
-        *out.result = (float)(total * out.scale);
+        store1<double>(kResultDType, out.result, 0, total * out.scale);
         *out.arrivals = 0u;
     }
 }

@@ -1,14 +1,17 @@
 // ---- the fused gradient kernel's sink: the sum, and each gradient stored --------------------
 namespace lj {
 
-// A reduction that also writes d value / d input for G inputs, scaled, where each element lives.
-template <int G>
+// A reduction that also writes d value / d input for each of F's gradients, scaled, where each
+// element lives, in the gradient's type (F::grad_dtype).
+template <class F>
 struct GradSink {
+    using T = typename F::Value;
+    static constexpr int G = F::kGrads;
     Grads<G> grads;
-    float scale;
+    T scale;
     double acc = 0.0;
     long long row = 0;
-    __device__ __forceinline__ explicit GradSink(const Grads<G>& g) : grads(g), scale(g.total_scale()) {}
+    __device__ __forceinline__ explicit GradSink(const Grads<G>& g) : grads(g), scale((T)g.total_scale()) {}
     template <int R>
     __device__ __forceinline__ void begin_row(const long long (&c)[kMaxRank]) {
         row = offset<R - 1>(c, grads.strides);
@@ -23,14 +26,10 @@ struct GradSink {
         }
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-            float* at = grads.ptr[g] + row + col;
-            if (VW == 4) {
-                *reinterpret_cast<float4*>(at) = make_float4(scale * r[0].grad[g], scale * r[1].grad[g],
-                                                             scale * r[2].grad[g], scale * r[3].grad[g]);
-            } else {
+            T scaled[VW];
 #pragma unroll
-                for (int j = 0; j < VW; ++j) at[j] = scale * r[j].grad[g];
-            }
+            for (int j = 0; j < VW; ++j) scaled[j] = scale * r[j].grad[g];
+            store_row<VW>(F::grad_dtype(g), grads.ptr[g], row + col, scaled);
         }
     }
     template <int R, class Result>
@@ -38,7 +37,7 @@ struct GradSink {
         acc += (double)r.value;
         const long long o = offset<R>(c, grads.strides);
 #pragma unroll
-        for (int g = 0; g < G; ++g) grads.ptr[g][o] = scale * r.grad[g];
+        for (int g = 0; g < G; ++g) store1<T>(F::grad_dtype(g), grads.ptr[g], o, scale * r.grad[g]);
     }
 };
 

@@ -8,6 +8,6 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
     const lj::Output out)
 {
     const Element element{ {{PARAMETER_VALUES}} };
-    lj::StoreSink store{out};
+    lj::StoreSink<Element::kResultDType> store{out};
     {{LOOP}}(extents, in, element, store);
 }

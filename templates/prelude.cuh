@@ -11,21 +11,21 @@ struct Extents {
     long long dims[kMaxRank];   // collapsed extents, outermost first
 };
 template <int N>
-struct Inputs {                 // the inputs the program reads, in program order
-    const float* ptr[N > 0 ? N : 1];
+struct Inputs {                 // the inputs the program reads, in program order (Element::dtype(k) says of what)
+    const void* ptr[N > 0 ? N : 1];
     long long strides[N > 0 ? N : 1][kMaxRank];
 };
-struct Output {                 // where a map writes
-    float* ptr;
+struct Output {                 // where a map writes (Element::kResultDType)
+    void* ptr;
     long long strides[kMaxRank];
 };
 template <int G>
-struct Grads {                  // where the gradients go; those of full-shape inputs all laid out alike
-    float* ptr[G];
+struct Grads {                  // where the gradients go (Element::grad_dtype(g)); full-shape ones all laid out alike
+    void* ptr[G];
     long long strides[kMaxRank];
     const float* upstream;      // a device scalar the gradients are also multiplied by; may be null
-    float scale;                // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
-    __device__ __forceinline__ float total_scale() const { return upstream ? scale * *upstream : scale; }
+    double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
+    __device__ __forceinline__ double total_scale() const { return upstream ? scale * (double)*upstream : scale; }
 };
 // Gradients summed over rows (inputs broadcast along every dimension but the innermost): each block
 // sums its chunk of rows per column, the last block of a column strip adds the chunks in order.
@@ -39,7 +39,7 @@ struct ColumnScratch {
 struct ReduceOut {
     double* partials;           // one slot per block
     unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
-    float* result;
+    void* result;               // one element of Element::kResultDType
     double scale;               // 1 / (N for mean, size of dim 0 for batchmean, 1 for sum)
 };
 

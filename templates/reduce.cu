@@ -10,5 +10,5 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
     const Element element{ {{PARAMETER_VALUES}} };
     {{SUM_SINK}} sum;
     {{LOOP}}(extents, in, element, sum);
-    lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}>(sum.acc, out);
+    lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}, Element::kResultDType>(sum.acc, out);
 }

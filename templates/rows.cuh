@@ -6,6 +6,7 @@ namespace lj {
 // element. All UNROLL loads of a tile are issued before any arithmetic, to keep several in flight.
 template <int BLOCK, int UNROLL, int VW, int R, class F, class Sink>
 __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInputs>& in, const F& f, Sink& sink) {
+    using T = typename F::Value;
     constexpr int N = F::kInputs;
     constexpr int S = N > 0 ? N : 1;
     constexpr long long kTile = (long long)BLOCK * UNROLL * VW;
@@ -26,16 +27,16 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
             row /= e.dims[d];
         }
         c[0] = row;
-        const float* base[S];
-        float fixed[S];
+        long long base[S];  // in elements of input k's type
+        T fixed[S];
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            base[k] = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
-            fixed[k] = F::inner_stride(k) == 0 ? __ldg(base[k]) : 0.0f;
+            base[k] = offset<R - 1>(c, in.strides[k]);
+            fixed[k] = F::inner_stride(k) == 0 ? load1<T>(F::dtype(k), in.ptr[k], base[k]) : T(0);
         }
         sink.template begin_row<R>(c);
 
-        float v[UNROLL][S][VW];
+        T v[UNROLL][S][VW];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
@@ -45,15 +46,8 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                     if (F::inner_stride(k) == 0) {
 #pragma unroll
                         for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
-                    } else if (VW == 4) {
-                        const float4 q = __ldg(reinterpret_cast<const float4*>(base[k] + col));
-                        v[u][k][0] = q.x;
-                        v[u][k][1] = q.y;
-                        v[u][k][2] = q.z;
-                        v[u][k][3] = q.w;
                     } else {
-#pragma unroll
-                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base[k] + col + j);
+                        load_row<VW>(F::dtype(k), in.ptr[k], base[k] + col, v[u][k]);
                     }
                 }
             }
@@ -65,7 +59,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 typename F::Result r[VW];
 #pragma unroll
                 for (int j = 0; j < VW; ++j) {
-                    float x[S];
+                    T x[S];
 #pragma unroll
                     for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
                     r[j] = f(x);

@@ -1,25 +1,22 @@
 // ---- a map's sink: the output tensor --------------------------------------------------------
 namespace lj {
 
+// Stores each value into the output, of type DT (rounded there: dtype.cuh).
+template <int DT>
 struct StoreSink {
     Output out;
-    float* row = nullptr;
+    long long row = 0;
     template <int R>
     __device__ __forceinline__ void begin_row(const long long (&c)[kMaxRank]) {
-        row = out.ptr + offset<R - 1>(c, out.strides);
+        row = offset<R - 1>(c, out.strides);
     }
-    template <int VW>
-    __device__ __forceinline__ void put(const float (&r)[VW], long long col) {
-        if (VW == 4) {
-            *reinterpret_cast<float4*>(row + col) = make_float4(r[0], r[1], r[2], r[3]);
-        } else {
-#pragma unroll
-            for (int j = 0; j < VW; ++j) row[col + j] = r[j];
-        }
+    template <int VW, class T>
+    __device__ __forceinline__ void put(const T (&r)[VW], long long col) {
+        store_row<VW>(DT, out.ptr, row + col, r);
     }
-    template <int R>
-    __device__ __forceinline__ void put_at(float r, const long long (&c)[kMaxRank]) {
-        out.ptr[offset<R>(c, out.strides)] = r;
+    template <int R, class T>
+    __device__ __forceinline__ void put_at(T r, const long long (&c)[kMaxRank]) {
+        store1<T>(DT, out.ptr, offset<R>(c, out.strides), r);
     }
 };
 

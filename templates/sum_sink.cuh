@@ -5,8 +5,8 @@ struct SumSink {
     double acc = 0.0;  // float64 per thread: the result does not lose digits as the input grows
     template <int R>
     __device__ __forceinline__ void begin_row(const long long (&)[kMaxRank]) {}
-    template <int VW>
-    __device__ __forceinline__ void put(const float (&r)[VW], long long) {
+    template <int VW, class T>
+    __device__ __forceinline__ void put(const T (&r)[VW], long long) {
         if (VW == 4) {
             // One float64 conversion per four elements: conversions run at 1/8 of the FP32 rate on
             // sm_90, and a float sum of four terms loses nothing the float64 total would keep.
@@ -16,8 +16,8 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
-    template <int R>
-    __device__ __forceinline__ void put_at(float r, const long long (&)[kMaxRank]) { acc += (double)r; }
+    template <int R, class T>
+    __device__ __forceinline__ void put_at(T r, const long long (&)[kMaxRank]) { acc += (double)r; }
 };
 
 }  // namespace lj

@@ -11,5 +11,5 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
     const Element element{ {{PARAMETER_VALUES}} };
     {{GRAD_SINK}} sink{grads};
     {{LOOP}}(extents, in, element, sink);
-    if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}>(sink.acc, out);
+    if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}, Element::kResultDType>(sink.acc, out);
 }

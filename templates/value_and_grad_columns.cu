@@ -10,5 +10,5 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{
 {
     const Element element{ {{PARAMETER_VALUES}} };
     const double acc = {{LOOP}}(extents, in, element, grads, scratch);
-    if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}>(acc, out);
+    if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}, Element::kResultDType>(acc, out);
 }

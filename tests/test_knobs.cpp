@@ -32,7 +32,13 @@ Layout contiguous_layout(const ir::Program& program, Shape shape) {
 
 KernelSpec choose(const ir::Program& program, const Layout& layout, const Knobs& knobs,
                   const std::vector<const void*>& data = {}, const void* output = nullptr, bool tuned = false) {
-    return KernelSpec::choose(program, layout, data, output, knobs, tuned);
+    KernelOperands operands = KernelOperands::unplaced(program);
+    for (std::size_t k = 0; k < data.size(); ++k) operands.input_data[k] = data[k];
+    if (output) {
+        operands.written_data.push_back(output);
+        operands.written_dtypes.push_back(DType::float32);
+    }
+    return KernelSpec::choose(program, layout, operands, knobs, tuned);
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -276,7 +282,7 @@ TEST_CASE("float64 kernels are the same bytes as before the knobs; other accumul
     OperandShape out{"output", {1 << 20}, {}};
     std::vector<OperandShape> shapes{{"p", {1 << 20}, {}}, {"t", {1 << 20}, {}}};
     const std::string grad = emit_cuda(grads, choose(grads, plan_layout(shapes, &out), k));
-    CHECK(grad.find("    lj::Accumulating<lj::AccFloat32, lj::GradSink<Element::kGrads>> sink{grads};\n") != std::string::npos);
+    CHECK(grad.find("    lj::Accumulating<lj::AccFloat32, lj::GradSink<Element>> sink{grads};\n") != std::string::npos);
 }
 
 TEST_CASE("a float32 accumulator leaves no float64 sum in the loop; compensation survives fast math") {

@@ -85,16 +85,17 @@ TEST_CASE("wrong calls are UsageErrors that say what is wrong, and the Loss stil
              l.reference(views({TensorView::contiguous(odd, {2, 3}), TensorView::contiguous(d.t, {3})}));
          },
          "'p' is not aligned to 4 bytes (address 0x"},
-        {"float64 data",
+        {"float64 data not aligned to 8 bytes",
          [&](Loss& l, Data& d) {
-             l.reference(views({TensorView::contiguous(d.p, {3}, DType::float64), TensorView::contiguous(d.t, {3})}));
+             const void* odd = reinterpret_cast<const char*>(d.p) + 4 * (reinterpret_cast<std::uintptr_t>(d.p) % 8 == 0);
+             l.reference(views({TensorView::contiguous(odd, {1}, DType::float64), TensorView::contiguous(d.t, {3})}));
          },
-         "'p' is float64; lossjit computes in float32 and needs float32 tensors"},
+         "'p' is not aligned to 8 bytes"},
         {"a dtype that does not exist",
          [&](Loss& l, Data& d) {
-             l.reference(views({TensorView::contiguous(d.p, {3}, static_cast<DType>(7)), TensorView::contiguous(d.t, {3})}));
+             l.reference(views({TensorView::contiguous(d.p, {3}, static_cast<DType>(8)), TensorView::contiguous(d.t, {3})}));
          },
-         "'p' has an unknown dtype (7)"},
+         "'p' has an unknown dtype (8)"},
         {"a negative extent",
          [&](Loss& l, Data& d) { l.reference(views({TensorView::contiguous(d.p, {2, -3}), TensorView::contiguous(d.t, {3})})); },
          "negative extent"},
@@ -155,7 +156,7 @@ TEST_CASE("wrong calls are UsageErrors that say what is wrong, and the Loss stil
     CHECK(good_call(loss, data) == doctest::Approx(hinge_value()));
 }
 
-TEST_CASE("maps: the output must have the broadcast shape, distinct elements, data and float32") {
+TEST_CASE("maps: the output must have the broadcast shape, distinct elements, data and a floating dtype") {
     Loss map = compile("clamp(x + 3, 0, 6) / 6");
     Data data;
     float out[3] = {};
@@ -167,8 +168,8 @@ TEST_CASE("maps: the output must have the broadcast shape, distinct elements, da
          "the output has a zero stride"},
         {"a null output", [&](Loss& l, Data&) { l.reference_map(x, OutputView::contiguous(nullptr, {3})); },
          "'output' has no data (a null pointer)"},
-        {"a float64 output", [&](Loss& l, Data&) { l.reference_map(x, OutputView::contiguous(out, {3}, DType::float64)); },
-         "'output' is float64"},
+        {"an integer output", [&](Loss& l, Data&) { l.reference_map(x, OutputView::contiguous(out, {3}, DType::int32)); },
+         "'output' is int32; lossjit writes float32, float64, bfloat16 or float16"},
         {"a misaligned output",
          [&](Loss& l, Data&) { l.reference_map(x, OutputView::contiguous(reinterpret_cast<char*>(out) + 2, {1})); },
          "'output' is not aligned to 4 bytes"},

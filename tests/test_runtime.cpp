@@ -21,11 +21,18 @@ namespace {
 std::shared_ptr<const Plan> plan_for(std::vector<Shape> shapes) {
     auto plan = std::make_shared<Plan>();
     for (auto& shape : shapes) {
-        plan->alignment |= 1u << plan->shapes.size();
+        plan->alignment |= std::uint64_t{1} << plan->shapes.size();
+        plan->dtypes.push_back(DType::float32);
         plan->shapes.push_back(std::move(shape));
         plan->strides.emplace_back();
     }
+    plan->dtypes.push_back(DType::float32);  // the result
     return plan;
+}
+
+std::shared_ptr<const Plan> find(const PlanCache& cache, const std::vector<TensorView>& inputs,
+                                 const OutputView* output = nullptr) {
+    return cache.find(CallViews{inputs, output, DType::float32, {}});
 }
 
 std::vector<TensorView> views(const std::vector<Shape>& shapes, const void* data = nullptr) {
@@ -38,21 +45,24 @@ std::vector<TensorView> views(const std::vector<Shape>& shapes, const void* data
 
 TEST_SUITE("runtime") {
 
-TEST_CASE("plans are found by shapes, strides and alignment, most recent first, a few of them") {
+TEST_CASE("plans are found by shapes, strides, dtypes and alignment, most recent first, a few of them") {
     PlanCache cache;
-    CHECK_FALSE(cache.find(views({{4, 4}}), nullptr));
+    CHECK_FALSE(find(cache, views({{4, 4}})));
     const auto square = plan_for({{4, 4}});
     cache.add(square);
-    CHECK(cache.find(views({{4, 4}}), nullptr) == square);
-    CHECK_FALSE(cache.find(views({{4, 5}}), nullptr));  // another shape
-    CHECK_FALSE(cache.find(views({{4, 4}, {4}}), nullptr));  // another number of inputs
+    CHECK(find(cache, views({{4, 4}})) == square);
+    CHECK_FALSE(find(cache, views({{4, 5}})));  // another shape
+    CHECK_FALSE(find(cache, views({{4, 4}, {4}})));  // another number of inputs
     TensorView transposed{nullptr, DType::float32, {4, 4}, {1, 4}};
-    CHECK_FALSE(cache.find(std::vector<TensorView>{transposed}, nullptr));  // other strides
+    CHECK_FALSE(find(cache, std::vector<TensorView>{transposed}));  // other strides
+    const TensorView bf16{nullptr, DType::bfloat16, {4, 4}, {}};
+    CHECK_FALSE(find(cache, std::vector<TensorView>{bf16}));  // another dtype: another kernel
+    CHECK_FALSE(cache.find(CallViews{views({{4, 4}}), nullptr, DType::float64, {}}));  // another result dtype
     alignas(16) static float data[8];
-    CHECK(cache.find(views({{4, 4}}, data), nullptr) == square);
-    CHECK_FALSE(cache.find(views({{4, 4}}, data + 1), nullptr));  // not 16-byte aligned: maybe another variant
+    CHECK(find(cache, views({{4, 4}}, data)) == square);
+    CHECK_FALSE(find(cache, views({{4, 4}}, data + 1)));  // not 16-byte aligned: maybe another variant
     const OutputView output = OutputView::contiguous(nullptr, {4, 4});
-    CHECK_FALSE(cache.find(views({{4, 4}}), &output));  // a map's plan records its output too
+    CHECK_FALSE(find(cache, views({{4, 4}}), &output));  // a map's plan records its output too
 
     // Alternating layouts stay planned; past a few, the oldest is dropped.
     std::vector<std::shared_ptr<const Plan>> plans;
@@ -60,9 +70,9 @@ TEST_CASE("plans are found by shapes, strides and alignment, most recent first, 
         plans.push_back(plan_for({{n}}));
         cache.add(plans.back());
     }
-    CHECK_FALSE(cache.find(views({{4, 4}}), nullptr));
-    CHECK_FALSE(cache.find(views({{1}}), nullptr));
-    for (std::int64_t n = 2; n <= 9; ++n) CHECK(cache.find(views({{n}}), nullptr) == plans[static_cast<std::size_t>(n - 1)]);
+    CHECK_FALSE(find(cache, views({{4, 4}})));
+    CHECK_FALSE(find(cache, views({{1}})));
+    for (std::int64_t n = 2; n <= 9; ++n) CHECK(find(cache, views({{n}})) == plans[static_cast<std::size_t>(n - 1)]);
 }
 
 TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {

@@ -86,12 +86,13 @@ struct ReferenceGradient {
 };
 
 
-// A gradient in device memory that Loss::grad allocated: float32, contiguous, the input's shape.
+// A gradient in device memory that Loss::grad allocated: contiguous, the input's shape and dtype.
 struct DeviceGradient {
     std::string input;
     Shape shape;
+    DType dtype = DType::float32;
     DeviceBuffer buffer;
-    OutputView view() const { return OutputView::contiguous(buffer.data(), shape); }
+    OutputView view() const { return OutputView::contiguous(buffer.data(), shape, dtype); }
 };
 
 // The gradient flowing into a reduction from what is computed after it (d final / d loss): a
@@ -165,19 +166,29 @@ public:
     void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile
     bool uses(std::string_view name) const;    // does the program read this input or parameter?
 
-    // ---- on the GPU; inputs are float32 device tensors in the order of inputs() ----
+    // ---- on the GPU; inputs are device tensors in the order of inputs() ----
+    // Inputs may be of any DType, mixed freely (docs/language.md, "Types"): 16-bit floats, integers
+    // and bools are widened to float32 as they are loaded, and the program computes in float32, or
+    // in float64 if it reads a float64 input. What lossjit writes (a map's output, a result, a
+    // gradient) is of a floating dtype the caller chooses: rounded once, from the computed value.
     // Reduction: launch, wait, return the value.
     float operator()(std::span<const TensorView> inputs, Stream stream = nullptr);
     float operator()(std::initializer_list<TensorView> inputs) { return (*this)(std::span(inputs.begin(), inputs.size())); }
     // Reduction: launch only; the float lands in device memory at `device_result` when `stream` gets there.
     void evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream = nullptr);
+    // The same into one element of any floating dtype (a bfloat16 loss for bfloat16 inputs, say).
+    void evaluate(std::span<const TensorView> inputs, const OutputView& device_result, Stream stream = nullptr);
     // Map: launch only; writes every element of `output` (its shape must be the broadcast shape).
     void map(std::span<const TensorView> inputs, const OutputView& output, Stream stream = nullptr);
 
     // The broadcast shape of these inputs: the shape of a map's output. Only shapes are read.
     Shape output_shape(std::span<const TensorView> inputs) const;
+    // The dtype a map's output (or a result) gets by default for inputs of these dtypes: the
+    // promoted floating type of the inputs the program reads (result_dtype, lossjit/dtype.hpp).
+    DType output_dtype(std::span<const TensorView> inputs) const;
 
-    // ---- the CPU reference: float64 arithmetic on float32 host tensors ----
+    // ---- the CPU reference: float64 arithmetic on host tensors of any dtype, widened and rounded
+    // exactly as the GPU widens and rounds them ----
     double reference(std::span<const TensorView> host_inputs) const;
     void reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const;
     // Reduction: d (upstream * loss) / d input for each input named in `wrt`, in that order.
@@ -185,7 +196,7 @@ public:
     // the conventions are PyTorch autograd's (docs/language.md, "Gradients").
     std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
                                                   std::span<const std::string> wrt, double upstream = 1.0) const;
-    // Map: the vector-Jacobian product with `host_upstream`, a float32 tensor of the output's shape
+    // Map: the vector-Jacobian product with `host_upstream`, a tensor of the output's shape
     // (what y.backward(upstream) gives in torch).
     std::vector<ReferenceGradient> reference_grad(std::span<const TensorView> host_inputs,
                                                   std::span<const std::string> wrt,
@@ -193,7 +204,8 @@ public:
     // ---- gradients on the GPU ----
     // One kernel computes the loss and d (upstream * loss) / d input for each input named in `wrt`,
     // reading every input once and writing each gradient once. `grads[k]` receives the gradient of
-    // wrt[k]: a contiguous float32 device tensor of that input's own shape. An input broadcast as one
+    // wrt[k]: a contiguous device tensor of that input's own shape and any floating dtype (an
+    // integer or bool input has no gradient: UsageError). An input broadcast as one
     // row against all the others (hinge's t: [C] against [N, C]) gets its per-element derivatives
     // summed over the rows, deterministically; other broadcast patterns are refused (UsageError; the
     // CPU reference_grad computes any). The loss lands at `device_value` (may be null). Asynchronous
@@ -201,16 +213,20 @@ public:
     void value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                         std::span<const OutputView> grads, float* device_value, Stream stream = nullptr,
                         Upstream upstream = {});
+    // The same, with the loss stored in one element of any floating dtype.
+    void value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                        std::span<const OutputView> grads, const OutputView& device_value, Stream stream = nullptr,
+                        Upstream upstream = {});
     // The same kernel without keeping the value.
     void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
               Stream stream = nullptr, Upstream upstream = {});
     // The same, into device memory this call allocates (on the loss's device): one gradient per
-    // input in `wrt`, each of that input's shape. The kernel runs on `stream`: synchronise it before
+    // input in `wrt`, each of that input's shape and dtype. The kernel runs on `stream`: synchronise it before
     // reading the buffers (DeviceBuffer::download copies on the legacy stream). It allocates on every
     // call; a training loop should pass its own views to the overload above.
     std::vector<DeviceGradient> grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                      Stream stream = nullptr, Upstream upstream = {});
-    // Map: the vector-Jacobian product with `upstream`, a float32 device tensor of the output's shape
+    // Map: the vector-Jacobian product with `upstream`, a device tensor of the output's shape (any dtype)
     // (what y.backward(upstream) gives in torch), in one pass over the inputs and `upstream`.
     void grad(std::span<const TensorView> inputs, std::span<const std::string> wrt, std::span<const OutputView> grads,
               const TensorView& upstream, Stream stream = nullptr);

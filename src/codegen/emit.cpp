@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,24 @@ std::string print_expression(const ir::Program& program, int node) {
     return ExpressionPrinter(program, PrintStyle::Cuda).print(node);
 }
 
+namespace {
+
+std::string_view kernel_dtype(DType dtype) {
+    switch (dtype) {
+        case DType::float32: return "lj::kFloat32";
+        case DType::float64: return "lj::kFloat64";
+        case DType::bfloat16: return "lj::kBFloat16";
+        case DType::float16: return "lj::kFloat16";
+        case DType::int32: return "lj::kInt32";
+        case DType::int64: return "lj::kInt64";
+        case DType::uint8: return "lj::kUInt8";
+        case DType::boolean: return "lj::kBool";
+    }
+    throw InternalError("kernel_dtype: invalid DType");
+}
+
+}  // namespace
+
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const auto slots = read_inputs(program);
     const std::size_t grads = program.derivatives.size();
@@ -91,20 +110,44 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         throw InternalError(fmt::format("kernel spec with unroll {}", spec.unroll));
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
     if (spec.accumulator == Accumulator::Auto) throw InternalError("kernel spec with an automatic accumulator");
+    if (!spec.input_dtypes.empty() && spec.input_dtypes.size() != n)
+        throw InternalError("kernel spec and program disagree on the inputs' dtypes");
+    if (!spec.grad_dtypes.empty() && spec.grad_dtypes.size() != grads)
+        throw InternalError("kernel spec and program disagree on the gradients' dtypes");
+    if (spec.compute != DType::float32 && spec.compute != DType::float64)
+        throw InternalError("kernel spec computing in a type other than float32 or float64");
+    const bool f64 = spec.compute == DType::float64;
+    const char* value_type = f64 ? "double" : "float";
 
-    ExpressionPrinter printer(program, PrintStyle::Cuda);
+    ExpressionPrinter printer(program, f64 ? PrintStyle::Cuda64 : PrintStyle::Cuda);
     const std::size_t array = std::max<std::size_t>(n, 1);
 
     // The program for one element, as a functor the loop templates call.
+    // A chain of conditionals over k, for per-input (or per-gradient) constants: after the loops
+    // unroll, k is a constant and the chain folds.
+    auto per_index = [](std::span<const std::string> values, const std::string& fallback, const char* k) {
+        std::string text = fallback;
+        for (std::size_t i = values.size(); i-- > 0;)
+            if (values[i] != fallback) text = fmt::format("{} == {} ? {} : {}", k, i, values[i], text);
+        return text;
+    };
+    std::vector<std::string> dtypes;
+    for (DType d : spec.input_dtypes) dtypes.emplace_back(kernel_dtype(d));
+
     std::string element = "// The program for one element; x[k] is the k-th input it reads.\nstruct Element {\n";
+    element += fmt::format("    using Value = {};  // what the program computes in\n", value_type);
     element += fmt::format("    static constexpr int kInputs = {};\n", n);
+    element += fmt::format("    __host__ __device__ static constexpr int dtype(int k) {{ return {}; }}\n",
+                           per_index(dtypes, "lj::kFloat32", "k"));
+    element += fmt::format("    static constexpr int kResultDType = {};  // a map's output, a reduction's result\n",
+                           kernel_dtype(spec.result_dtype));
     std::string inner = "1";  // innermost stride of input k: 1 contiguous, 0 one value per row
     for (std::size_t k = spec.inner_strides.size(); k-- > 0;)
         if (spec.inner_strides[k] == 0) inner = fmt::format("k == {} ? 0 : {}", k, inner);
     element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n", inner);
-    for (const auto& p : program.params) element += fmt::format("    float {};\n", cuda_param_name(p.name));
+    for (const auto& p : program.params) element += fmt::format("    Value {};\n", cuda_param_name(p.name));
     if (grads == 0) {
-        element += "    using Result = float;\n";
+        element += "    using Result = Value;\n";
     } else {  // the value and d value / d input for each input differentiated, at one element
         element += fmt::format("    static constexpr int kGrads = {};\n", grads);
         element += fmt::format("    static constexpr bool kReduces = {};\n", program.is_map() ? "false" : "true");
@@ -114,23 +157,27 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         if (summed.empty()) summed.push_back("false");
         element += fmt::format("    __host__ __device__ static constexpr bool summed(int g) {{ return {}; }}\n",
                                fmt::join(summed, " || "));
-        element += fmt::format("    struct Result {{ float value; float grad[{}]; }};\n", grads);
+        std::vector<std::string> grad_dtypes;
+        for (DType d : spec.grad_dtypes) grad_dtypes.emplace_back(kernel_dtype(d));
+        element += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
+                               per_index(grad_dtypes, "lj::kFloat32", "g"));
+        element += fmt::format("    struct Result {{ Value value; Value grad[{}]; }};\n", grads);
     }
-    element += fmt::format("    __device__ __forceinline__ Result operator()(const float (&x)[{}]) const {{\n", array);
+    element += fmt::format("    __device__ __forceinline__ Result operator()(const Value (&x)[{}]) const {{\n", array);
     const std::string indent(8, ' ');
     for (std::size_t k = 0; k < slots.size(); ++k) {
-        element += fmt::format("{}const float {} = x[{}];\n", indent,
+        element += fmt::format("{}const Value {} = x[{}];\n", indent,
                                cuda_input_name(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
     // Input names are identifiers, so no input can be called this.
     const std::string upstream = "upstream_";
-    if (map_backward) element += fmt::format("{}const float {} = x[{}];\n", indent, upstream, slots.size());
+    if (map_backward) element += fmt::format("{}const Value {} = x[{}];\n", indent, upstream, slots.size());
     // Locals, in node order: the bindings, and (with derivatives) every subexpression used more than
     // once, so the value and the gradients share their common terms.
     std::vector<std::pair<int, std::string>> locals;
     for (const auto& b : program.bindings) {
         const bool is_bool = program.node(b.node).type == ValueType::Bool;
-        locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float",
+        locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "Value",
                                                 cuda_binding_name(b.name), without_outer_parens(printer.print(b.node))));
     }
     if (grads > 0) {
@@ -139,7 +186,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         for (int id : shared_nodes(program, roots)) {
             const bool is_bool = program.node(id).type == ValueType::Bool;
             const std::string name = fmt::format("s{}", id);
-            locals.emplace_back(id, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "float", name,
+            locals.emplace_back(id, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "Value", name,
                                                 without_outer_parens(printer.define(id))));
             printer.name(id, name);
         }
@@ -161,8 +208,9 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
 
     std::string parameters, parameter_values;
     for (const auto& p : program.params) {
-        parameters += fmt::format(",\n    const float {}", cuda_param_name(p.name));
-        parameter_values += (parameter_values.empty() ? "" : ", ") + cuda_param_name(p.name);
+        // Passed as double whatever the program computes in; converted once per thread.
+        parameters += fmt::format(",\n    const double {}", cuda_param_name(p.name));
+        parameter_values += (parameter_values.empty() ? "" : ", ") + fmt::format("(Element::Value){}", cuda_param_name(p.name));
     }
 
     std::string loop;
@@ -184,6 +232,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     // reductions and gradients, the finish. Less for NVRTC to read, for the cache key to hash, and
     // for a person reading `lossjit emit` to skip.
     std::string prelude(templates::prelude_cuh);
+    prelude += templates::dtype_cuh;
     prelude += function_helpers(program);
     if (grads > 0) {
         if (spec.loop != KernelSpec::Loop::Columns) prelude += templates::grad_sink_cuh;
@@ -199,7 +248,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
 
     // Accumulators other than float64 wrap the sink (templates/accumulate.cuh, appended to the prelude
     // only for them).
-    std::string sum_sink = "lj::SumSink", grad_sink = "lj::GradSink<Element::kGrads>";
+    std::string sum_sink = "lj::SumSink", grad_sink = "lj::GradSink<Element>";
     if (!program.is_map() && spec.accumulator != Accumulator::Float64) {
         prelude += templates::accumulate_cuh;
         const char* acc = spec.accumulator == Accumulator::Float32 ? "lj::AccFloat32" : "lj::AccCompensated";

@@ -20,7 +20,7 @@ struct Output {
 struct ReduceOut {
     double* partials;
     unsigned int* arrivals;
-    float* result;
+    void* result;  // one element of the kernel's result dtype
     double scale;  // 1 / divisor
 };
 

@@ -27,8 +27,19 @@ int automatic_block_threads(const ir::Program& program) {
 
 }  // namespace
 
-KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
-                              std::span<const void* const> input_data, const void* output_data,
+KernelOperands KernelOperands::unplaced(const ir::Program& program, DType dtype) {
+    KernelOperands operands;
+    // A map's backward reads its upstream gradient after the inputs.
+    const std::size_t inputs = program.inputs.size() + (program.is_map() && !program.derivatives.empty() ? 1 : 0);
+    operands.input_data.assign(inputs, nullptr);
+    operands.input_dtypes.assign(inputs, dtype);
+    const DType written = is_floating(dtype) ? dtype : DType::float32;
+    operands.result_dtype = written;
+    operands.grad_dtypes.assign(program.derivatives.size(), written);
+    return operands;
+}
+
+KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                               const Knobs& knobs, bool tuned) {
     KernelSpec spec;
     spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : automatic_block_threads(program);
@@ -47,10 +58,21 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
     auto read = slots;
     if (program.is_map() && gradients) read.push_back(static_cast<int>(program.inputs.size()));  // upstream
     bool rows = !writes || layout.output.strides[inner] == 1 || layout.count <= 1;
+    if (operands.input_dtypes.size() < read.size() || operands.input_data.size() < read.size() ||
+        operands.grad_dtypes.size() != program.derivatives.size())
+        throw InternalError("kernel operands do not match the program");
     for (int slot : read) {
         const auto s = layout.inputs[static_cast<std::size_t>(slot)].strides[inner];
         rows = rows && (s == 0 || s == 1);
         spec.inner_strides.push_back(s == 0 ? 0 : 1);
+        spec.input_dtypes.push_back(operands.input_dtypes[static_cast<std::size_t>(slot)]);
+    }
+    spec.compute = compute_dtype(spec.input_dtypes);
+    spec.result_dtype = operands.result_dtype;
+    spec.grad_dtypes = operands.grad_dtypes;
+    if (spec.compute == DType::float64 && spec.accumulator != Accumulator::Float64) {
+        spec.notes.push_back("a float64 program accumulates in float64");
+        spec.accumulator = Accumulator::Float64;
     }
 
     // A gradient of a broadcast input sums over the dimensions it is broadcast along. The Columns
@@ -78,7 +100,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         if (any_summed)
             throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
         spec.loop = Loop::Strided;
-        spec.inner_strides.clear();
+        spec.inner_strides.clear();  // (input_dtypes stay: every loop loads through them)
         spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
         if (knobs.unroll > 0 || knobs.items_per_thread > 0 || knobs.vector_width > 0)
             spec.notes.push_back("an operand is not contiguous along the last dimension: the strided loop has no "
@@ -93,9 +115,9 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         }
     }
 
-    // 16-byte accesses need every row of every contiguous operand to start 16-byte aligned.
-    auto aligned = [&](const void* data, const OperandAccess& access) {
-        if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0) return false;
+    // Vector accesses need every row of every contiguous operand to start aligned for its type.
+    auto aligned = [&](const void* data, DType dtype, const OperandAccess& access) {
+        if (reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) != 0) return false;
         for (std::size_t d = 0; d < inner; ++d)
             if (access.strides[d] % 4 != 0) return false;
         return true;
@@ -105,14 +127,18 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout,
         why_scalar = fmt::format("the last dimension ({}) is not a multiple of 4", layout.dims[inner]);
     for (std::size_t k = 0; k < read.size() && why_scalar.empty(); ++k) {
         const auto slot = static_cast<std::size_t>(read[k]);
-        if (spec.inner_strides[k] == 1 &&
-            !aligned(slot < input_data.size() ? input_data[slot] : nullptr, layout.inputs[slot]))
-            why_scalar = fmt::format("the rows of '{}' do not all start 16-byte aligned",
-                                     slot < program.inputs.size() ? program.inputs[slot] : std::string("upstream"));
+        if (spec.inner_strides[k] == 1 && !aligned(operands.input_data[slot], spec.input_dtypes[k], layout.inputs[slot]))
+            why_scalar = fmt::format("the rows of '{}' do not all start {}-byte aligned",
+                                     slot < program.inputs.size() ? program.inputs[slot] : std::string("upstream"),
+                                     vector_alignment(spec.input_dtypes[k]));
     }
-    if (writes && why_scalar.empty() && !aligned(output_data, layout.output))
-        why_scalar = fmt::format("the rows of the {} do not all start 16-byte aligned",
-                                 program.is_map() ? "output" : "gradients");
+    if (operands.written_data.size() != operands.written_dtypes.size())
+        throw InternalError("kernel operands: written data and dtypes differ in number");
+    for (std::size_t k = 0; k < operands.written_data.size() && writes && why_scalar.empty(); ++k)
+        if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output))
+            why_scalar = fmt::format("the rows of the {} do not all start {}-byte aligned",
+                                     program.is_map() && program.derivatives.empty() ? "output" : "gradients",
+                                     vector_alignment(operands.written_dtypes[k]));
     bool vector = why_scalar.empty();
     if (knobs.vector_width == 1) vector = false;
     if (knobs.vector_width == 4 && !vector)
@@ -177,6 +203,20 @@ std::string KernelSpec::signature() const {
     if (fast_math) knobs += ", fast math";
     if (tuned) knobs += ", tuned";
     if (one_block) knobs += ", one block";
+    // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
+    auto named = [](std::span<const DType> dtypes) {
+        std::vector<std::string_view> names;
+        for (DType d : dtypes) names.push_back(short_name(d));
+        return fmt::format("{}", fmt::join(names, " "));
+    };
+    bool typed = compute != DType::float32 || result_dtype != DType::float32;
+    for (DType d : input_dtypes) typed = typed || d != DType::float32;
+    for (DType d : grad_dtypes) typed = typed || d != DType::float32;
+    if (typed) {
+        knobs += fmt::format(", inputs [{}] -> {}", named(input_dtypes), short_name(result_dtype));
+        if (!grad_dtypes.empty()) knobs += fmt::format(", gradients [{}]", named(grad_dtypes));
+        if (compute == DType::float64) knobs += ", float64 arithmetic";
+    }
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
     if (loop == Loop::Columns)
         return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",

@@ -4,15 +4,38 @@
 // cannot disagree.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "lossjit/dtype.hpp"
 #include "lossjit/knobs.hpp"
 #include "pipeline.hpp"
 
 namespace lossjit {
+
+// A vector access moves 4 elements: 16 bytes of float32, 8 of bfloat16, 4 of uint8; 8-byte types
+// take two 16-byte accesses. Its start must be aligned to this many bytes.
+inline std::size_t vector_alignment(DType dtype) { return std::min<std::size_t>(16, 4 * size_of(dtype)); }
+
+// What a launch passes besides shapes: where the data is (its alignment decides vector accesses)
+// and its element types.
+struct KernelOperands {
+    // Program input order; for a map's backward, the upstream gradient after them.
+    std::vector<const void*> input_data;
+    std::vector<DType> input_dtypes;
+    // The tensors written where each element lives: a map's output, or the full-shape gradients.
+    std::vector<const void*> written_data;
+    std::vector<DType> written_dtypes;
+    DType result_dtype = DType::float32;  // a map's output, or a reduction's result
+    std::vector<DType> grad_dtypes;       // per derivative, in program.derivatives' order
+
+    // Every input of `dtype`, without data (emitting code for no particular call: all aligned);
+    // what is written is of `dtype` too if it is a floating type, else float32.
+    static KernelOperands unplaced(const ir::Program& program, DType dtype = DType::float32);
+};
 
 // What a compiled kernel is specialised on besides the program. Part of the cache key (through the
 // source it produces; fast_math also through the NVRTC options).
@@ -24,10 +47,15 @@ struct KernelSpec {
     };
     Loop loop = Loop::Rows;
     int rank = 1;
-    int vector_width = 1;            // 4: 16-byte loads and stores
+    int vector_width = 1;            // 4: four elements per access (16 bytes of float32)
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
     std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
+    // Element types. Empty lists mean all float32 (what a spec made by hand, in tests, gets).
+    std::vector<DType> input_dtypes; // per read input (as inner_strides), then a map's upstream gradient
+    DType result_dtype = DType::float32;  // a map's output, or a reduction's result
+    std::vector<DType> grad_dtypes;  // per derivative
+    DType compute = DType::float32;  // what the program computes in: compute_dtype() of its inputs
     bool one_block = false;          // reductions: the whole input fits one block's tile, the grid is 1
     int block_threads = 256;
     // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are
@@ -40,15 +68,14 @@ struct KernelSpec {
 
     // The fastest variant the layout and the pointers' alignment allow, within `knobs` (as asked
     // for, after the tuning store filled what it has): knobs that are set are honoured where the
-    // layout allows (else `notes` says why not), automatic ones are chosen here. `input_data` is in
-    // program input order; null pointers count as aligned (for emitting code without data).
+    // layout allows (else `notes` says why not), automatic ones are chosen here. Null pointers in
+    // `operands` count as aligned (for emitting code without data).
     // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
-    // gradient is one more input after the program's (in `layout` and `input_data`). A derivative
+    // gradient is one more input after the program's (in `layout` and `operands`). A derivative
     // whose input is broadcast must be summed: supported for a row broadcast over all other
     // dimensions (UsageError otherwise). `tuned`: some knob came from the tuning store (marks the
     // signature). max_blocks_per_sm is a launch setting, not part of the spec.
-    static KernelSpec choose(const ir::Program& program, const Layout& layout,
-                             std::span<const void* const> input_data, const void* output_data,
+    static KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                              const Knobs& knobs = {}, bool tuned = false);
     std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
     // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).

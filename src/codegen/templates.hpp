@@ -4,7 +4,8 @@
 #include <string_view>
 
 namespace lossjit::templates {
-extern const std::string_view prelude_cuh;  // every kernel; then the pieces it uses:
+extern const std::string_view prelude_cuh;  // every kernel, followed by dtype_cuh; then the pieces it uses:
+extern const std::string_view dtype_cuh;
 extern const std::string_view sum_sink_cuh;
 extern const std::string_view grad_sink_cuh;
 extern const std::string_view store_sink_cuh;

@@ -49,6 +49,19 @@ std::string float_literal(double value) {
     return f < 0 || (f == 0 && std::signbit(f)) ? "(" + text + ")" : text;
 }
 
+std::string double_literal(double value) {
+    if (std::isnan(value)) return "__longlong_as_double(0x7ff8000000000000ll)";
+    if (std::isinf(value))
+        return value > 0 ? "__longlong_as_double(0x7ff0000000000000ll)" : "(-__longlong_as_double(0x7ff0000000000000ll))";
+    std::string text = fmt::format("{}", value);  // the shortest text that reads back as this double
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    return value < 0 || (value == 0 && std::signbit(value)) ? "(" + text + ")" : text;
+}
+
+std::string ExpressionPrinter::literal(double value) const {
+    return style_ == PrintStyle::Cuda64 ? double_literal(value) : float_literal(value);
+}
+
 std::string ExpressionPrinter::print(int id) const {
     if (const auto it = names_.find(id); it != names_.end()) return it->second;
     return define(id);
@@ -56,12 +69,12 @@ std::string ExpressionPrinter::print(int id) const {
 
 std::string ExpressionPrinter::define(int id) const {
     const ir::Node& n = program_.node(id);
-    const bool cuda = style_ == PrintStyle::Cuda;
+    const bool cuda = style_ != PrintStyle::Language;
     switch (n.kind) {
         case ir::NodeKind::Constant:
             if (!cuda) return number_text(n.value);
             if (n.type == ValueType::Bool) return n.value != 0.0 ? "true" : "false";
-            return float_literal(n.value);
+            return literal(n.value);
         case ir::NodeKind::Input: {
             const auto& name = program_.inputs[static_cast<std::size_t>(n.slot)];
             return cuda ? cuda_input_name(name) : name;
@@ -119,8 +132,8 @@ std::string ExpressionPrinter::language_apply(const ir::Node& n) const {
 
 std::string ExpressionPrinter::cuda_as(int id, char wanted) const {
     const std::string text = print(id);
-    if (wanted == 'b' && program_.node(id).type == ValueType::Float) return "(" + text + " != 0.0f)";
-    return text;  // bool -> float converts implicitly in C++, to 0.0f or 1.0f
+    if (wanted == 'b' && program_.node(id).type == ValueType::Float) return "(" + text + " != " + literal(0) + ")";
+    return text;  // bool -> float converts implicitly in C++, to 0 or 1
 }
 
 std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
@@ -132,10 +145,10 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
         if (e == 1.0) return base;
         if (e == 2.0) return "lj_square(" + base + ")";
         if (e == 3.0) return "lj_cube(" + base + ")";
-        if (e == 0.5) return "sqrtf(" + base + ")";
-        if (e == -0.5) return "rsqrtf(" + base + ")";
-        if (e == -1.0) return "(1.0f / " + base + ")";
-        if (e == -2.0) return "(1.0f / lj_square(" + base + "))";
+        if (e == 0.5) return "sqrt(" + base + ")";
+        if (e == -0.5) return "rsqrt(" + base + ")";
+        if (e == -1.0) return "(" + literal(1) + " / " + base + ")";
+        if (e == -2.0) return "(" + literal(1) + " / lj_square(" + base + "))";
     }
     std::array<std::string, 3> args;
     for (int i = 0; i < n.arity; ++i) {

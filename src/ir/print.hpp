@@ -10,7 +10,9 @@
 
 namespace lossjit {
 
-enum class PrintStyle { Language, Cuda };
+// Language: the dumps. Cuda: a float32 kernel. Cuda64: a float64 kernel (a program that reads a
+// float64 input): the same spellings (the table's patterns are overloaded), literals as doubles.
+enum class PrintStyle { Language, Cuda, Cuda64 };
 
 class ExpressionPrinter {
 public:
@@ -30,6 +32,8 @@ private:
     std::string cuda_as(int id, char wanted) const;
     int precedence(int id) const;
 
+    std::string literal(double value) const;  // in the kernel's value type
+
     const ir::Program& program_;
     PrintStyle style_;
     std::map<int, std::string> names_;
@@ -39,6 +43,8 @@ private:
 std::string number_text(double value);
 // A float literal as CUDA spells it, exactly the float the kernel computes with.
 std::string float_literal(double value);
+// The same for a float64 kernel: every digit of the double.
+std::string double_literal(double value);
 // "(a + b)" -> "a + b" where the text sits alone (a call's argument, a statement).
 std::string without_outer_parens(const std::string& text);
 

@@ -40,61 +40,61 @@ double nan_min(double a, double b) {
     return b < a ? b : a;
 }
 
-// Helpers with a `lj_` prefix exist where CUDA's own function differs from PyTorch (fmaxf drops
+// Helpers with a `lj_` prefix exist where CUDA's own function differs from PyTorch (fmax drops
 // NaN, fmodf is not Python's %, ...).
 constexpr std::string_view kModHelper =
-    "__device__ __forceinline__ float lj_mod(float a, float b) {  // Python / torch.remainder semantics\n"
-    "    float r = fmodf(a, b);\n"
-    "    if (r != 0.0f && ((b < 0.0f) != (r < 0.0f))) r += b;\n"
+    "template <class T> __device__ __forceinline__ T lj_mod(T a, T b) {  // Python / torch.remainder semantics\n"
+    "    T r = fmod(a, b);\n"
+    "    if (r != T(0) && ((b < T(0)) != (r < T(0)))) r += b;\n"
     "    return r;\n"
     "}\n";
 // pow prints small constant exponents as the exact forms torch uses (codegen: the CUDA printer).
 constexpr std::string_view kPowHelper =
-    "__device__ __forceinline__ float lj_square(float x) { return x * x; }\n"
-    "__device__ __forceinline__ float lj_cube(float x) { return x * x * x; }\n";
+    "template <class T> __device__ __forceinline__ T lj_square(T x) { return x * x; }\n"
+    "template <class T> __device__ __forceinline__ T lj_cube(T x) { return x * x * x; }\n";
 // As torch.maximum / torch.minimum: a nan argument wins (fmaxf alone would drop it); otherwise
 // fmaxf / fminf, which order -0 below +0 (max(-0, 0) is +0 in either order, min gives -0).
 constexpr std::string_view kMaxHelper =
-    "__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }\n";
+    "template <class T> __device__ __forceinline__ T lj_max(T a, T b) { return a != a ? a : (b != b ? b : fmax(a, b)); }\n";
 constexpr std::string_view kMinHelper =
-    "__device__ __forceinline__ float lj_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }\n";
+    "template <class T> __device__ __forceinline__ T lj_min(T a, T b) { return a != a ? a : (b != b ? b : fmin(a, b)); }\n";
 constexpr std::string_view kXlogyHelper =
-    "__device__ __forceinline__ float lj_xlogy(float x, float y) {\n"
+    "template <class T> __device__ __forceinline__ T lj_xlogy(T x, T y) {\n"
     "    if (y != y) return y;\n"
-    "    return x == 0.0f ? 0.0f : x * logf(y);\n"
+    "    return x == T(0) ? T(0) : x * log(y);\n"
     "}\n";
 
 // digamma and trigamma: CUDA has neither. Reflection below 0 (0.5 for trigamma), the recurrence up
-// to 6, then the asymptotic series in 1/x^2 (Abramowitz & Stegun 6.3.18 and 6.4.12), whose next
-// term is below 1e-10 there. The reflection's tan / sin run in double on the exact fraction: in
+// to 6 (16 in float64), then the asymptotic series in 1/x^2 (Abramowitz & Stegun 6.3.18 and
+// 6.4.12), whose next term is below 1e-10 there (1e-15 in float64). The reflection's tan / sin run in double on the exact fraction: in
 // float the argument pi * x loses the bits that decide the result near the poles.
 constexpr std::string_view kDigammaHelper =
-    "__device__ float lj_digamma(float x) {\n"
-    "    if (x == 0.0f) return copysignf(__int_as_float(0x7f800000), -x);  // torch: -inf at +0\n"
-    "    float result = 0.0f;\n"
-    "    if (x < 0.0f) {\n"
-    "        if (x == truncf(x)) return __int_as_float(0x7fffffff);  // the poles, and -inf\n"
+    "template <class T> __device__ T lj_digamma(T x) {\n"
+    "    if (x == T(0)) return copysign((T)__int_as_float(0x7f800000), -x);  // torch: -inf at +0\n"
+    "    T result = T(0);\n"
+    "    if (x < T(0)) {\n"
+    "        if (x == trunc(x)) return (T)__int_as_float(0x7fffffff);  // the poles, and -inf\n"
     "        const double fraction = (double)x - trunc((double)x);\n"
-    "        result = (float)(-3.14159265358979323846 / tan(3.14159265358979323846 * fraction));\n"
-    "        x = 1.0f - x;\n"
+    "        result = (T)(-3.14159265358979323846 / tan(3.14159265358979323846 * fraction));\n"
+    "        x = T(1) - x;\n"
     "    }\n"
-    "    for (; x < 6.0f; x += 1.0f) result -= 1.0f / x;\n"
-    "    const float z = 1.0f / (x * x);\n"
-    "    const float series = z * (1.0f / 12 - z * (1.0f / 120 - z * (1.0f / 252 - z * (1.0f / 240 - z * (1.0f / 132)))));\n"
-    "    return result + logf(x) - 0.5f / x - series;\n"
+    "    for (const T start = sizeof(T) == 8 ? T(16) : T(6); x < start; x += T(1)) result -= T(1) / x;\n"
+    "    const T z = T(1) / (x * x);\n"
+    "    const T series = z * (T(1) / 12 - z * (T(1) / 120 - z * (T(1) / 252 - z * (T(1) / 240 - z * (T(1) / 132)))));\n"
+    "    return result + log(x) - T(0.5) / x - series;\n"
     "}\n";
 constexpr std::string_view kTrigammaHelper =
-    "__device__ float lj_trigamma(float x) {\n"
-    "    float sign = 1.0f, result = 0.0f;\n"
-    "    if (x < 0.5f) {  // trigamma(x) = pi^2 / sin^2(pi x) - trigamma(1 - x): inf at the poles\n"
+    "template <class T> __device__ T lj_trigamma(T x) {\n"
+    "    T sign = T(1), result = T(0);\n"
+    "    if (x < T(0.5)) {  // trigamma(x) = pi^2 / sin^2(pi x) - trigamma(1 - x): inf at the poles\n"
     "        const double s = sinpi((double)x);\n"
-    "        result = (float)(-9.86960440108935861883 / (s * s));\n"
-    "        sign = -1.0f;\n"
-    "        x = 1.0f - x;\n"
+    "        result = (T)(-9.86960440108935861883 / (s * s));\n"
+    "        sign = T(-1);\n"
+    "        x = T(1) - x;\n"
     "    }\n"
-    "    for (; x < 6.0f; x += 1.0f) result += 1.0f / (x * x);\n"
-    "    const float z = 1.0f / (x * x);\n"
-    "    result += (1.0f + 0.5f / x + z * (1.0f / 6 - z * (1.0f / 30 - z * (1.0f / 42 - z * (1.0f / 30))))) / x;\n"
+    "    for (const T start = sizeof(T) == 8 ? T(16) : T(6); x < start; x += T(1)) result += T(1) / (x * x);\n"
+    "    const T z = T(1) / (x * x);\n"
+    "    result += (T(1) + T(0.5) / x + z * (T(1) / 6 - z * (T(1) / 30 - z * (T(1) / 42 - z * (T(1) / 30))))) / x;\n"
     "    return sign * result;\n"
     "}\n";
 
@@ -150,7 +150,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      {"g", "-(g * floor(x / y))"},  // torch.remainder: other gets -grad * floor_divide(self, other)
      "remainder with the sign of the divisor (torch.remainder, Python %)"},
     // pow's derivative depends on whether the exponent is a constant (torch's pow(Tensor, Scalar)).
-    {Builtin::Pow, "pow", "^", 9, R, 2, false, "ff", F, "powf({0}, {1})", kPowHelper, kNoNeeds,
+    {Builtin::Pow, "pow", "^", 9, R, 2, false, "ff", F, "pow({0}, {1})", kPowHelper, kNoNeeds,
      [](double a, double b, double) { return std::pow(a, b); }, Trans, Gradient::Rule, {},
      "power, right-associative"},
     {Builtin::Lt, "", "<", 5, L, 2, false, "ff", B, "({0} < {1})", "", kNoNeeds,
@@ -174,73 +174,73 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      [](double a, double b, double c) { return truth(a) ? b : c; }, Cheap, Gradient::Formula,
      {"", "x ? g : 0", "x ? 0 : g"},  // the condition gets none
      "c ? a : b, where(c, a, b): a where c != 0, else b"},
-    {Builtin::Abs, "abs", "", 0, L, 1, false, "f", F, "fabsf({0})", "", kNoNeeds,
+    {Builtin::Abs, "abs", "", 0, L, 1, false, "f", F, "fabs({0})", "", kNoNeeds,
      [](double a, double, double) { return std::fabs(a); }, Cheap, Gradient::Formula, {"g * sign(x)"}, "absolute value"},
     {Builtin::Sign, "sign", "", 0, L, 1, false, "f", F, "lj_sign({0})",
-     "__device__ __forceinline__ float lj_sign(float x) { return (float)((0.0f < x) - (x < 0.0f)); }\n", kNoNeeds,
+     "template <class T> __device__ __forceinline__ T lj_sign(T x) { return (T)((T(0) < x) - (x < T(0))); }\n", kNoNeeds,
      [](double a, double, double) { return static_cast<double>((0.0 < a) - (a < 0.0)); }, Cheap, Gradient::None, {},
      "-1, 0 or 1 (0 for nan, like torch.sign)"},
-    {Builtin::Sqrt, "sqrt", "", 0, L, 1, false, "f", F, "sqrtf({0})", "", kNoNeeds,
+    {Builtin::Sqrt, "sqrt", "", 0, L, 1, false, "f", F, "sqrt({0})", "", kNoNeeds,
      [](double a, double, double) { return std::sqrt(a); }, Cheap, Gradient::Formula, {"g / (2 * self)"}, "square root"},
-    {Builtin::Rsqrt, "rsqrt", "", 0, L, 1, false, "f", F, "rsqrtf({0})", "", kNoNeeds,
+    {Builtin::Rsqrt, "rsqrt", "", 0, L, 1, false, "f", F, "rsqrt({0})", "", kNoNeeds,
      [](double a, double, double) { return 1.0 / std::sqrt(a); }, Cheap, Gradient::Formula, {"-0.5 * g * self ^ 3"},
      "1 / sqrt(x)"},
-    {Builtin::Exp, "exp", "", 0, L, 1, false, "f", F, "expf({0})", "", kNoNeeds,
+    {Builtin::Exp, "exp", "", 0, L, 1, false, "f", F, "exp({0})", "", kNoNeeds,
      [](double a, double, double) { return std::exp(a); }, Trans, Gradient::Formula, {"g * self"}, "e^x"},
-    {Builtin::Exp2, "exp2", "", 0, L, 1, false, "f", F, "exp2f({0})", "", kNoNeeds,
+    {Builtin::Exp2, "exp2", "", 0, L, 1, false, "f", F, "exp2({0})", "", kNoNeeds,
      [](double a, double, double) { return std::exp2(a); }, Trans, Gradient::Formula, {"g * self * log(2)"}, "2^x"},
-    {Builtin::Expm1, "expm1", "", 0, L, 1, false, "f", F, "expm1f({0})", "", kNoNeeds,
+    {Builtin::Expm1, "expm1", "", 0, L, 1, false, "f", F, "expm1({0})", "", kNoNeeds,
      [](double a, double, double) { return std::expm1(a); }, Trans, Gradient::Formula, {"g * (self + 1)"},
      "e^x - 1, accurate near 0"},
-    {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "logf({0})", "", kNoNeeds,
+    {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "log({0})", "", kNoNeeds,
      [](double a, double, double) { return std::log(a); }, Trans, Gradient::Formula, {"g / x"},
      "natural logarithm (nan below 0, -inf at 0)"},
-    {Builtin::Log2, "log2", "", 0, L, 1, false, "f", F, "log2f({0})", "", kNoNeeds,
+    {Builtin::Log2, "log2", "", 0, L, 1, false, "f", F, "log2({0})", "", kNoNeeds,
      [](double a, double, double) { return std::log2(a); }, Trans, Gradient::Formula, {"g / (x * log(2))"},
      "base-2 logarithm"},
-    {Builtin::Log10, "log10", "", 0, L, 1, false, "f", F, "log10f({0})", "", kNoNeeds,
+    {Builtin::Log10, "log10", "", 0, L, 1, false, "f", F, "log10({0})", "", kNoNeeds,
      [](double a, double, double) { return std::log10(a); }, Trans, Gradient::Formula, {"g / (x * log(10))"},
      "base-10 logarithm"},
-    {Builtin::Log1p, "log1p", "", 0, L, 1, false, "f", F, "log1pf({0})", "", kNoNeeds,
+    {Builtin::Log1p, "log1p", "", 0, L, 1, false, "f", F, "log1p({0})", "", kNoNeeds,
      [](double a, double, double) { return std::log1p(a); }, Trans, Gradient::Formula, {"g / (x + 1)"},
      "log(1 + x), accurate near 0"},
-    {Builtin::Sin, "sin", "", 0, L, 1, false, "f", F, "sinf({0})", "", kNoNeeds,
+    {Builtin::Sin, "sin", "", 0, L, 1, false, "f", F, "sin({0})", "", kNoNeeds,
      [](double a, double, double) { return std::sin(a); }, Trans, Gradient::Formula, {"g * cos(x)"}, "sine"},
-    {Builtin::Cos, "cos", "", 0, L, 1, false, "f", F, "cosf({0})", "", kNoNeeds,
+    {Builtin::Cos, "cos", "", 0, L, 1, false, "f", F, "cos({0})", "", kNoNeeds,
      [](double a, double, double) { return std::cos(a); }, Trans, Gradient::Formula, {"g * -sin(x)"}, "cosine"},
-    {Builtin::Tan, "tan", "", 0, L, 1, false, "f", F, "tanf({0})", "", kNoNeeds,
+    {Builtin::Tan, "tan", "", 0, L, 1, false, "f", F, "tan({0})", "", kNoNeeds,
      [](double a, double, double) { return std::tan(a); }, Trans, Gradient::Formula, {"g * (1 + self ^ 2)"}, "tangent"},
-    {Builtin::Tanh, "tanh", "", 0, L, 1, false, "f", F, "tanhf({0})", "", kNoNeeds,
+    {Builtin::Tanh, "tanh", "", 0, L, 1, false, "f", F, "tanh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::tanh(a); }, Trans, Gradient::Formula, {"g * (1 - self * self)"},
      "hyperbolic tangent"},
     {Builtin::Sigmoid, "sigmoid", "", 0, L, 1, false, "f", F, "lj_sigmoid({0})",
-     "__device__ __forceinline__ float lj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n", kNoNeeds,
+     "template <class T> __device__ __forceinline__ T lj_sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }\n", kNoNeeds,
      [](double a, double, double) { return 1.0 / (1.0 + std::exp(-a)); }, Trans, Gradient::Formula,
      {"g * (1 - self) * self"}, "1 / (1 + e^-x)"},
     {Builtin::Softplus, "softplus", "", 0, L, 1, false, "f", F, "lj_softplus({0})",
-     "__device__ __forceinline__ float lj_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }\n", kNoNeeds,
+     "template <class T> __device__ __forceinline__ T lj_softplus(T x) { return x > T(20) ? x : log1p(exp(x)); }\n", kNoNeeds,
      [](double a, double, double) { return a > 20.0 ? a : std::log1p(std::exp(a)); }, Trans, Gradient::Formula,
      {"x > 20 ? g : g * exp(x) / (exp(x) + 1)"},  // beta 1, threshold 20: exactly grad above it
      "log(1 + e^x); x itself above 20 (torch's threshold)"},
     {Builtin::Relu, "relu", "", 0, L, 1, false, "f", F, "lj_relu({0})",
-     "__device__ __forceinline__ float lj_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }\n", kNoNeeds,
+     "template <class T> __device__ __forceinline__ T lj_relu(T x) { return x != x ? x : (x > T(0) ? x : T(0)); }\n", kNoNeeds,
      [](double a, double, double) { return std::isnan(a) ? a : (a > 0.0 ? a : 0.0); }, Cheap, Gradient::Formula,
      {"self <= 0 ? 0 : g"},  // threshold_backward(grad, result, 0): nothing where result <= 0
      "max(x, 0), nan stays nan"},
-    {Builtin::Erf, "erf", "", 0, L, 1, false, "f", F, "erff({0})", "", kNoNeeds,
+    {Builtin::Erf, "erf", "", 0, L, 1, false, "f", F, "erf({0})", "", kNoNeeds,
      [](double a, double, double) { return std::erf(a); }, Trans, Gradient::Formula,
      {"2 / sqrt(pi) * exp(-x ^ 2) * g"}, "error function"},
-    {Builtin::Erfc, "erfc", "", 0, L, 1, false, "f", F, "erfcf({0})", "", kNoNeeds,
+    {Builtin::Erfc, "erfc", "", 0, L, 1, false, "f", F, "erfc({0})", "", kNoNeeds,
      [](double a, double, double) { return std::erfc(a); }, Trans, Gradient::Formula,
      {"-2 / sqrt(pi) * exp(-x ^ 2) * g"}, "1 - erf(x)"},
-    {Builtin::Floor, "floor", "", 0, L, 1, false, "f", F, "floorf({0})", "", kNoNeeds,
+    {Builtin::Floor, "floor", "", 0, L, 1, false, "f", F, "floor({0})", "", kNoNeeds,
      [](double a, double, double) { return std::floor(a); }, Cheap, Gradient::None, {}, "round down"},
-    {Builtin::Ceil, "ceil", "", 0, L, 1, false, "f", F, "ceilf({0})", "", kNoNeeds,
+    {Builtin::Ceil, "ceil", "", 0, L, 1, false, "f", F, "ceil({0})", "", kNoNeeds,
      [](double a, double, double) { return std::ceil(a); }, Cheap, Gradient::None, {}, "round up"},
-    {Builtin::Round, "round", "", 0, L, 1, false, "f", F, "rintf({0})", "", kNoNeeds,
+    {Builtin::Round, "round", "", 0, L, 1, false, "f", F, "rint({0})", "", kNoNeeds,
      [](double a, double, double) { return std::nearbyint(a); }, Cheap, Gradient::None, {},
      "round half to even (torch.round)"},
-    {Builtin::Trunc, "trunc", "", 0, L, 1, false, "f", F, "truncf({0})", "", kNoNeeds,
+    {Builtin::Trunc, "trunc", "", 0, L, 1, false, "f", F, "trunc({0})", "", kNoNeeds,
      [](double a, double, double) { return std::trunc(a); }, Cheap, Gradient::None, {}, "round toward zero"},
     // min / max: torch.maximum / torch.minimum give half to each side of a tie; a nan side takes it
     // all. A rule, not a formula: the tie term is shared between the two sides.
@@ -251,7 +251,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      [](double a, double b, double) { return nan_max(a, b); }, Cheap, Gradient::Rule, {},
      "largest argument (2 or more); nan if any is nan"},
     {Builtin::Clamp, "clamp", "", 0, L, 3, false, "fff", F, "lj_clamp({0}, {1}, {2})",
-     "__device__ __forceinline__ float lj_clamp(float x, float lo, float hi) { return lj_min(lj_max(x, lo), hi); }\n",
+     "template <class T> __device__ __forceinline__ T lj_clamp(T x, T lo, T hi) { return lj_min(lj_max(x, lo), hi); }\n",
      {Builtin::Min, Builtin::Max},
      [](double a, double b, double c) { return nan_min(nan_max(a, b), c); }, Cheap, Gradient::Formula,
      // clamp_backward and clamp_backward_min_max
@@ -268,38 +268,38 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      },
      Trans, Gradient::Formula, {"x == 0 && y <= 0 ? 0 : xlogy(g, y)", "g * x / y"},
      "x * log(y), 0 where x == 0 (unless y is nan)"},
-    {Builtin::Cosh, "cosh", "", 0, L, 1, false, "f", F, "coshf({0})", "", kNoNeeds,
+    {Builtin::Cosh, "cosh", "", 0, L, 1, false, "f", F, "cosh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::cosh(a); }, Trans, Gradient::Formula, {"g * sinh(x)"},
      "hyperbolic cosine"},
-    {Builtin::Sinh, "sinh", "", 0, L, 1, false, "f", F, "sinhf({0})", "", kNoNeeds,
+    {Builtin::Sinh, "sinh", "", 0, L, 1, false, "f", F, "sinh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::sinh(a); }, Trans, Gradient::Formula, {"g * cosh(x)"},
      "hyperbolic sine"},
-    {Builtin::Asinh, "asinh", "", 0, L, 1, false, "f", F, "asinhf({0})", "", kNoNeeds,
+    {Builtin::Asinh, "asinh", "", 0, L, 1, false, "f", F, "asinh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::asinh(a); }, Trans, Gradient::Formula, {"g * rsqrt(x * x + 1)"},
      "inverse hyperbolic sine"},
-    {Builtin::Acosh, "acosh", "", 0, L, 1, false, "f", F, "acoshf({0})", "", kNoNeeds,
+    {Builtin::Acosh, "acosh", "", 0, L, 1, false, "f", F, "acosh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::acosh(a); }, Trans, Gradient::Formula, {"g * rsqrt(x * x - 1)"},
      "inverse hyperbolic cosine (nan below 1)"},
-    {Builtin::Atanh, "atanh", "", 0, L, 1, false, "f", F, "atanhf({0})", "", kNoNeeds,
+    {Builtin::Atanh, "atanh", "", 0, L, 1, false, "f", F, "atanh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::atanh(a); }, Trans, Gradient::Formula, {"g / (1 - x * x)"},
      "inverse hyperbolic tangent (±inf at ±1, nan beyond)"},
-    {Builtin::Asin, "asin", "", 0, L, 1, false, "f", F, "asinf({0})", "", kNoNeeds,
+    {Builtin::Asin, "asin", "", 0, L, 1, false, "f", F, "asin({0})", "", kNoNeeds,
      [](double a, double, double) { return std::asin(a); }, Trans, Gradient::Formula, {"g * rsqrt(1 - x * x)"},
      "arc sine (nan beyond ±1)"},
-    {Builtin::Acos, "acos", "", 0, L, 1, false, "f", F, "acosf({0})", "", kNoNeeds,
+    {Builtin::Acos, "acos", "", 0, L, 1, false, "f", F, "acos({0})", "", kNoNeeds,
      [](double a, double, double) { return std::acos(a); }, Trans, Gradient::Formula, {"-(g * rsqrt(1 - x * x))"},
      "arc cosine (nan beyond ±1)"},
-    {Builtin::Atan, "atan", "", 0, L, 1, false, "f", F, "atanf({0})", "", kNoNeeds,
+    {Builtin::Atan, "atan", "", 0, L, 1, false, "f", F, "atan({0})", "", kNoNeeds,
      [](double a, double, double) { return std::atan(a); }, Trans, Gradient::Formula, {"g / (x * x + 1)"},
      "arc tangent"},
-    {Builtin::Atan2, "atan2", "", 0, L, 2, false, "ff", F, "atan2f({0}, {1})", "", kNoNeeds,
+    {Builtin::Atan2, "atan2", "", 0, L, 2, false, "ff", F, "atan2({0}, {1})", "", kNoNeeds,
      [](double a, double b, double) { return std::atan2(a, b); }, Trans, Gradient::Formula,
      {"g * y / (x * x + y * y)", "-(g * x) / (x * x + y * y)"},  // atan2_backward
      "atan2(y, x): the angle of the point (x, y), in [-pi, pi]"},
-    {Builtin::Hypot, "hypot", "", 0, L, 2, false, "ff", F, "hypotf({0}, {1})", "", kNoNeeds,
+    {Builtin::Hypot, "hypot", "", 0, L, 2, false, "ff", F, "hypot({0}, {1})", "", kNoNeeds,
      [](double a, double b, double) { return std::hypot(a, b); }, Trans, Gradient::Formula,
      {"g * x / self", "g * y / self"}, "sqrt(x^2 + y^2) without overflow"},
-    {Builtin::Lgamma, "lgamma", "", 0, L, 1, false, "f", F, "lgammaf({0})", "", kNoNeeds,
+    {Builtin::Lgamma, "lgamma", "", 0, L, 1, false, "f", F, "lgamma({0})", "", kNoNeeds,
      [](double a, double, double) { return log_gamma(a); }, Trans, Gradient::Formula, {"g * digamma(x)"},
      "log |gamma(x)| (inf at 0 and the negative integers)"},
     {Builtin::Digamma, "digamma", "", 0, L, 1, false, "f", F, "lj_digamma({0})", kDigammaHelper, kNoNeeds,

@@ -57,6 +57,8 @@ struct BuiltinInfo {
     bool variadic;               // min / max: a call passes `arity` or more, folded pairwise
     std::string_view arg_types;  // one letter per argument: 'f' float, 'b' bool (converted as needed)
     ValueType result;
+    // The CUDA spelling serves float32 and float64 programs alike: overloaded math functions (exp,
+    // not expf: CUDA has float overloads) and helpers templated on the value type T.
     std::string_view cuda;         // fmt pattern over the printed arguments {0} {1} {2}
     std::string_view cuda_helper;  // __device__ definition(s) the pattern needs; "" for none
     std::array<Builtin, 2> needs;  // rows whose helpers this helper calls (Builtin::Count_: none)

@@ -1,8 +1,9 @@
 // reference: the checked program evaluated on the CPU in float64, from the same node list the
 // emitter prints, with the builtins' float64 definitions. It is what GPU results are tested against
-// and what `lossjit run` uses where there is no GPU; gradients have no GPU kernel yet, so for them
-// it is the only evaluator. Evaluation is column-at-a-time over chunks, so
-// a billion elements take seconds, not minutes.
+// and what `lossjit run` uses where there is no GPU. Inputs of any dtype are widened as a kernel
+// widens them, and outputs rounded as a kernel rounds them (lossjit/dtype.hpp), so the two see the
+// same data. Evaluation is column-at-a-time over chunks, so a billion elements take seconds, not
+// minutes.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -21,6 +22,15 @@ constexpr std::int64_t kChunk = 2048;
 
 static_assert(std::numeric_limits<float>::is_iec559, "out-of-range double -> float must give inf, as on the GPU");
 double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
+
+// What the kernel for these operands computes in (emit: Element::Value), from the dtypes of the
+// inputs the program reads (and a map's upstream gradient).
+DType program_compute(const ir::Program& program, std::span<const HostOperand> inputs) {
+    std::vector<DType> read;
+    for (int slot : read_inputs(program)) read.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
+    if (inputs.size() > program.inputs.size()) read.push_back(inputs.back().dtype);
+    return compute_dtype(read);
+}
 
 // Walks linear element indices of one operand, turning them into memory offsets without a division
 // per element (a carry-propagating counter over the collapsed dims).
@@ -64,9 +74,10 @@ class ChunkEvaluator {
 public:
     // `elements`: how many this evaluator will see in all; small tensors get small columns, which
     // matters when a program has thousands of nodes and the tensors a handful of elements.
-    ChunkEvaluator(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+    ChunkEvaluator(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                    std::span<const double> params, std::int64_t elements)
         : program_(program), layout_(layout), inputs_(inputs), params_(params),
+          float64_(program_compute(program, inputs) == DType::float64),
           live_(program.nodes.size(), false), source_(program.nodes.size()), columns_(program.nodes.size()) {
         // Both passes are loops, not recursion: a program of 50 000 chained bindings is legal and
         // must not cost 50 000 stack frames. They rely on arguments (and bound values) coming
@@ -96,14 +107,22 @@ public:
             const ir::Node& n = program_.nodes[id];
             double* out = columns_[id].data();
             switch (n.kind) {
-                // Constants and parameters reach the kernel as float32 (a literal, a kernel argument), so
-                // they meet the data rounded; folded constants beyond float32's range become inf there.
-                case ir::NodeKind::Constant: std::fill_n(out, count, as_float32(n.value)); break;
-                case ir::NodeKind::Param: std::fill_n(out, count, as_float32(params_[static_cast<std::size_t>(n.slot)])); break;
+                // Constants and parameters reach a float32 kernel as float32 (a literal, a value of the
+                // element functor), so they meet the data rounded; folded constants beyond float32's
+                // range become inf there. A float64 kernel keeps them as they are.
+                case ir::NodeKind::Constant: std::fill_n(out, count, rounded(n.value)); break;
+                case ir::NodeKind::Param: std::fill_n(out, count, rounded(params_[static_cast<std::size_t>(n.slot)])); break;
                 case ir::NodeKind::Input: {
-                    const float* base = inputs_[static_cast<std::size_t>(n.slot)];
+                    const HostOperand& input = inputs_[static_cast<std::size_t>(n.slot)];
                     OffsetWalker walk(layout_, layout_.inputs[static_cast<std::size_t>(n.slot)], start);
-                    for (std::int64_t i = 0; i < count; ++i, walk.next()) out[i] = base[walk.offset()];
+                    if (input.dtype == DType::float32) {  // the common case, without a dtype switch per element
+                        const auto* base = static_cast<const float*>(input.data);
+                        for (std::int64_t i = 0; i < count; ++i, walk.next()) out[i] = base[walk.offset()];
+                    } else {
+                        const DType compute = float64_ ? DType::float64 : DType::float32;
+                        for (std::int64_t i = 0; i < count; ++i, walk.next())
+                            out[i] = load_as_double(input.data, input.dtype, walk.offset(), compute);
+                    }
                     break;
                 }
                 case ir::NodeKind::Binding: break;  // never live: read through source_
@@ -123,11 +142,13 @@ public:
     const double* column(int id) const { return columns_[source_[static_cast<std::size_t>(id)]].data(); }
 
 private:
+    double rounded(double v) const { return float64_ ? v : as_float32(v); }
 
     const ir::Program& program_;
     const Layout& layout_;
-    std::span<const float* const> inputs_;
+    std::span<const HostOperand> inputs_;
     std::span<const double> params_;
+    bool float64_;
     std::vector<bool> live_;            // never true for a Binding node: its source_ is live instead
     std::vector<std::size_t> source_;   // the node whose column holds this node's values
     std::vector<std::vector<double>> columns_;
@@ -178,7 +199,7 @@ void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
 
 }  // namespace
 
-double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
+double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params) {
     std::vector<CompensatedSum> partial(std::max(1u, std::thread::hardware_concurrency()));
     std::size_t threads = 0;
@@ -203,8 +224,8 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
     return total.value() / reduction_divisor(program, layout.shape);
 }
 
-void reference_map(const ir::Program& program, const Layout& layout, std::span<const float* const> inputs,
-                   std::span<const double> params, float* output) {
+void reference_map(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                   std::span<const double> params, HostOutput output) {
     std::size_t threads = 0;
     parallel_ranges(
         layout.count,
@@ -214,20 +235,21 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
             for (std::int64_t s = begin; s < end; s += kChunk) {
                 const std::int64_t n = std::min(kChunk, end - s);
                 const double* values = eval.evaluate(s, n);
-                for (std::int64_t i = 0; i < n; ++i, out.next()) output[out.offset()] = static_cast<float>(values[i]);
+                for (std::int64_t i = 0; i < n; ++i, out.next())
+                    store_from_double(output.data, output.dtype, out.offset(), values[i]);
             }
         },
         &threads);
 }
 
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
-                                                     std::span<const float* const> inputs,
-                                                     std::span<const double> params, double upstream,
-                                                     const float* upstream_map) {
+                                                     std::span<const HostOperand> inputs,
+                                                     std::span<const double> params, double upstream) {
     const Layout& read = layout.read;
     const Layout& write = layout.write;
-    if (program.is_map() && (!upstream_map || read.inputs.size() != program.inputs.size() + 1))
-        throw InternalError("reference_gradients: a map needs its upstream gradient as the last operand");
+    if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||
+        read.inputs.size() != inputs.size())
+        throw InternalError("reference_gradients: a map, and only a map, has its upstream gradient as the last operand");
     const double scale = program.is_map() ? 1.0 : upstream * gradient_scale(program, read.shape);
 
     const std::size_t count = program.derivatives.size();
@@ -250,6 +272,7 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
             std::vector<double> factor(static_cast<std::size_t>(kChunk), scale);
             std::optional<OffsetWalker> up;
             if (program.is_map()) up.emplace(read, read.inputs.back(), begin);
+            const DType compute = program_compute(program, inputs);
             std::vector<OffsetWalker> targets;
             auto& mine = partial[t];
             mine.resize(count);
@@ -262,7 +285,9 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
                 const std::int64_t n = std::min(kChunk, end - s);
                 eval.evaluate(s, n);
                 if (up)
-                    for (std::int64_t i = 0; i < n; ++i, up->next()) factor[static_cast<std::size_t>(i)] = upstream_map[up->offset()];
+                    for (std::int64_t i = 0; i < n; ++i, up->next())
+                        factor[static_cast<std::size_t>(i)] =
+                            load_as_double(inputs.back().data, inputs.back().dtype, up->offset(), compute);
                 for (std::size_t k = 0; k < count; ++k) {
                     const double* d = eval.column(program.derivatives[k].node);
                     double* out = broadcast[k] ? mine[k].data() : grads[k].data();

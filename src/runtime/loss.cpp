@@ -38,6 +38,15 @@
 #include "util/timing.hpp"
 
 namespace lossjit {
+namespace {
+
+std::vector<HostOperand> host_operands(std::span<const TensorView> views) {
+    std::vector<HostOperand> operands;
+    for (const auto& v : views) operands.push_back({v.data, v.dtype});
+    return operands;
+}
+
+}  // namespace
 
 // What compile() produced; never changes afterwards, so copies of a Loss share it.
 struct Loss::Compiled {
@@ -114,9 +123,8 @@ struct Loss::State {
 
     // The kernel a call would run, without a GPU (no tuning record is looked up for a GPU that was
     // not asked for).
-    KernelSpec spec_for(const ir::Program& prog, const Layout& layout, std::span<const TensorView> inputs,
-                        const OutputView* output, bool tunable) const {
-        return choose_variant(options, prog, tunable, layout, inputs, output, "").spec;
+    KernelSpec spec_for(const ir::Program& prog, const Layout& layout, const CallViews& views, bool tunable) const {
+        return choose_variant(options, prog, tunable, layout, views, "").spec;
     }
 
     struct Emitted {
@@ -182,19 +190,27 @@ struct Loss::State {
         StreamState* stream = nullptr;
     };
 
-    Launched run(std::span<const TensorView> inputs, const OutputView* output, float* result, Stream stream) {
+    Launched run(std::span<const TensorView> inputs, const OutputView* output, const OutputView* result,
+                 Stream stream) {
         return run(loss, inputs, output, result, stream, {}, {});
     }
 
     // Validates, finds (or makes) the plan and launches once. `output` is a map's output or, with
-    // gradients, the layout the full-shape gradients share (its data: the least aligned of them, or
-    // null). `inputs` ends with the upstream gradient for a map's backward.
+    // gradients, the layout the full-shape gradients share (no data). `result`: where a reduction's
+    // value goes (null: the stream's workspace, as float32). `inputs` ends with the upstream
+    // gradient for a map's backward.
     Launched run(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
-                 float* result, Stream stream, std::span<const OutputView> grads, Upstream upstream) {
+                 const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream) {
         const ir::Program& prog = *what.program;
         const bool map_forward = prog.is_map() && prog.derivatives.empty();
         check_views(*what.operands, inputs);
-        if (output && map_forward) check_data("output", output->dtype, output->data, output->numel());
+        if (output && map_forward) check_data("output", output->dtype, output->data, output->numel(), true);
+        if (result) {
+            check_data("the result", result->dtype, result->data, 1, true);
+            if (result->numel() != 1)
+                throw UsageError(fmt::format("the result must be one element, not [{}]", fmt::join(result->shape, ", ")));
+        }
+        const CallViews views{inputs, output, result ? result->dtype : DType::float32, grads};
         const DeviceFacts& dev = ensure_device();
         cuda::ScopedContext scope(*dev.context);
         StreamState& here = stream_state(stream);
@@ -203,14 +219,14 @@ struct Loss::State {
         auto binding = here.bindings.find(&what);
         if (binding == here.bindings.end()) binding = here.bindings.try_emplace(&what, options.device).first;
         LaunchArgs& args = binding->second.args;
-        if (!args.plan() || !args.plan()->matches(inputs, output)) {
+        if (!args.plan() || !args.plan()->matches(views)) {
             std::shared_ptr<const Plan> plan;
             {
                 std::lock_guard lock(mutex);
                 PlanCache& cache = plans[&what];
-                plan = cache.find(inputs, output);
+                plan = cache.find(views);
                 if (!plan) {
-                    plan = make_plan(what, options, inputs, output, dev, kernels, timings);
+                    plan = make_plan(what, options, views, dev, kernels, timings);
                     cache.add(plan);
                 }
             }
@@ -245,16 +261,16 @@ struct Loss::State {
             pointers.check([&] { return fmt::format("the gradient {}", g); }, grads[g].data, p.layout.count == 0);
         auto named = [](const char* text) { return [text] { return std::string(text); }; };
         if (map_forward) pointers.check(named("the output"), output->data, p.layout.count == 0);
-        if (result) pointers.check(named("the result pointer"), result, false);
+        if (result) pointers.check(named("the result pointer"), result->data, false);
         if (upstream.device) pointers.check(named("the upstream gradient"), upstream.device, false);
-        for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = static_cast<float>(param_values[i].load());
+        for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = param_values[i].load();
         if (map_forward) {
             args.output.ptr = output->data;
         } else if (!prog.is_map()) {
             here.workspace.ensure(dev.context, workspace_slots(), stream);
             args.reduce.partials = here.workspace.partials();
             args.reduce.arrivals = here.workspace.arrivals();
-            args.reduce.result = result ? result : here.workspace.result();
+            args.reduce.result = result ? result->data : here.workspace.result();
         }
         if (p.spec.loop == KernelSpec::Loop::Columns) {
             here.workspace.ensure_columns(dev.context, p.grid.column_strips, p.grid.column_partials, stream);
@@ -265,7 +281,7 @@ struct Loss::State {
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
         if (g_count > 0) {
             args.grads[g_count + kMaxRank] = reinterpret_cast<std::int64_t>(upstream.device);
-            const float scale = static_cast<float>(upstream.value / p.divisor);
+            const double scale = static_cast<double>(upstream.value) / p.divisor;
             std::memcpy(&args.grads.back(), &scale, sizeof scale);
         }
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid.blocks, 1, 1, static_cast<unsigned>(p.spec.block_threads),
@@ -276,8 +292,8 @@ struct Loss::State {
     // value_and_grad() and grad(): validates the gradients' views, differentiates once per list of
     // inputs, and runs that list's fused kernel.
     void run_gradients(std::span<const TensorView> inputs, const TensorView* upstream_tensor,
-                       std::span<const std::string> wrt, std::span<const OutputView> grads, float* device_value,
-                       Stream stream, Upstream upstream) {
+                       std::span<const std::string> wrt, std::span<const OutputView> grads,
+                       const OutputView* device_value, Stream stream, Upstream upstream) {
         if (wrt.empty()) throw UsageError("a gradient needs at least one input to differentiate");
         if (grads.size() != wrt.size())
             throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
@@ -290,8 +306,8 @@ struct Loss::State {
                                          fmt::join(upstream_tensor->shape, ", "), fmt::join(shape, ", ")));
         std::vector<int> slots;
         for (const auto& d : what.program->derivatives) slots.push_back(d.input);
-        const void* least_aligned = check_gradients(wrt, slots, grads, inputs, shape);
-        const OutputView layout_view = OutputView::contiguous(const_cast<void*>(least_aligned), shape);
+        check_gradients(wrt, slots, grads, inputs, shape);
+        const OutputView layout_view = OutputView::contiguous(nullptr, shape);
         std::vector<TensorView> operands;
         if (upstream_tensor) {
             operands.assign(inputs.begin(), inputs.end());
@@ -387,6 +403,13 @@ bool Loss::uses(std::string_view name) const {
     return false;
 }
 
+DType Loss::output_dtype(std::span<const TensorView> inputs) const {
+    check_count(state_->program.inputs, inputs.size());
+    std::vector<DType> dtypes;
+    for (int slot : read_inputs(state_->program)) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
+    return result_dtype(dtypes);
+}
+
 Shape Loss::output_shape(std::span<const TensorView> inputs) const {
     return broadcast_shapes(operand_shapes(state_->program.inputs, inputs));
 }
@@ -408,9 +431,14 @@ float Loss::operator()(std::span<const TensorView> inputs, Stream stream) {
 }
 
 void Loss::evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream) {
-    if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
     if (!device_result) throw UsageError("evaluate() needs a device pointer for the result");
-    state_->run(inputs, nullptr, device_result, stream);
+    evaluate(inputs, OutputView{device_result, DType::float32, {}, {}}, stream);
+}
+
+void Loss::evaluate(std::span<const TensorView> inputs, const OutputView& device_result, Stream stream) {
+    if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
+    if (!device_result.data) throw UsageError("evaluate() needs a device pointer for the result");
+    state_->run(inputs, nullptr, &device_result, stream);
 }
 
 void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Stream stream) {
@@ -421,9 +449,19 @@ void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Str
 
 void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                           std::span<const OutputView> grads, float* device_value, Stream stream, Upstream upstream) {
+    const OutputView value{device_value, DType::float32, {}, {}};
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: call grad() with an upstream gradient tensor");
-    state_->run_gradients(inputs, nullptr, wrt, grads, device_value, stream, upstream);
+    state_->run_gradients(inputs, nullptr, wrt, grads, device_value ? &value : nullptr, stream, upstream);
+}
+
+void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                          std::span<const OutputView> grads, const OutputView& device_value, Stream stream,
+                          Upstream upstream) {
+    if (kind() != Kind::Reduction)
+        throw UsageError("this program is an elementwise map: call grad() with an upstream gradient tensor");
+    if (!device_value.data) throw UsageError("value_and_grad() needs a device pointer for the value");
+    state_->run_gradients(inputs, nullptr, wrt, grads, &device_value, stream, upstream);
 }
 
 void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
@@ -442,9 +480,11 @@ std::vector<DeviceGradient> Loss::grad(std::span<const TensorView> inputs, std::
     std::vector<DeviceGradient> out;
     std::vector<OutputView> views;
     for (std::size_t k = 0; k < slots.size(); ++k) {
-        const Shape shape = inputs[static_cast<std::size_t>(slots[k])].shape.to_vector();
+        const TensorView& input = inputs[static_cast<std::size_t>(slots[k])];
+        check_differentiable(wrt[k], input.dtype);
+        const Shape shape = input.shape.to_vector();
         const auto count = static_cast<std::size_t>(std::max<std::int64_t>(element_count(shape), 1));
-        out.push_back({wrt[k], shape, DeviceBuffer(count * sizeof(float), state_->options.device)});
+        out.push_back({wrt[k], shape, input.dtype, DeviceBuffer(count * size_of(input.dtype), state_->options.device)});
         views.push_back(out.back().view());
     }
     grad(inputs, wrt, views, stream, upstream);
@@ -462,25 +502,27 @@ double Loss::reference(std::span<const TensorView> host_inputs) const {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: use reference_map()");
     check_views(state_->program.inputs, host_inputs);
     const Layout layout = state_->layout_for(state_->program, host_inputs, nullptr);
-    std::vector<const float*> data;
-    for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    return reference_reduce(state_->program, layout, data, state_->params_now());
+    return reference_reduce(state_->program, layout, host_operands(host_inputs), state_->params_now());
 }
 
 void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const {
     if (kind() != Kind::Map) throw UsageError("this program is a reduction: use reference()");
     check_views(state_->program.inputs, host_inputs);
-    check_data("output", host_output.dtype, host_output.data, host_output.numel());
+    check_data("output", host_output.dtype, host_output.data, host_output.numel(), true);
     const Layout layout = state_->layout_for(state_->program, host_inputs, &host_output);
-    std::vector<const float*> data;
-    for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    lossjit::reference_map(state_->program, layout, data, state_->params_now(), static_cast<float*>(host_output.data));
+    lossjit::reference_map(state_->program, layout, host_operands(host_inputs), state_->params_now(),
+                           {host_output.data, host_output.dtype});
 }
 
 std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const TensorView> host_inputs,
                                                              std::span<const std::string> wrt, double upstream,
                                                              const TensorView* host_upstream) const {
-    const ir::Program differentiated = differentiate(program, gradient_slots(program, wrt));
+    const auto slots = gradient_slots(program, wrt);
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+        const TensorView& input = host_inputs[static_cast<std::size_t>(slots[k])];
+        check_differentiable(wrt[k], input.dtype);
+    }
+    const ir::Program differentiated = differentiate(program, slots);
     std::optional<OperandShape> up;
     if (host_upstream) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
@@ -488,10 +530,9 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     }
     const GradientLayout layout =
         plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);
-    std::vector<const float*> data;
-    for (const auto& v : host_inputs) data.push_back(static_cast<const float*>(v.data));
-    auto values = reference_gradients(differentiated, layout, data, params_now(), upstream,
-                                      host_upstream ? static_cast<const float*>(host_upstream->data) : nullptr);
+    std::vector<HostOperand> data = host_operands(host_inputs);
+    if (host_upstream) data.push_back({host_upstream->data, host_upstream->dtype});
+    auto values = reference_gradients(differentiated, layout, data, params_now(), upstream);
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {
         const auto slot = static_cast<std::size_t>(differentiated.derivatives[k].input);
@@ -527,10 +568,15 @@ std::string Loss::checked() const { return dump_checked(state_->program); }
 Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) const {
     // A map's output is taken to be contiguous, as the CLI allocates it.
     std::optional<OutputView> output;
-    if (program.is_map()) output = OutputView::contiguous(nullptr, broadcast_shapes(operand_shapes(program.inputs, inputs)));
+    if (program.is_map()) {
+        const Shape shape = broadcast_shapes(operand_shapes(program.inputs, inputs));
+        std::vector<DType> dtypes;
+        for (int slot : read_inputs(program)) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
+        output = OutputView::contiguous(nullptr, shape, result_dtype(dtypes));
+    }
     const OutputView* out = output ? &*output : nullptr;
     const Layout layout = layout_for(program, inputs, out);
-    const KernelSpec spec = spec_for(program, layout, inputs, out, true);
+    const KernelSpec spec = spec_for(program, layout, CallViews{inputs, out, DType::float32, {}}, true);
     return {emit_cuda(program, spec), spec.fast_math};
 }
 
@@ -542,9 +588,10 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<cons
     const Shape shape = output_shape(inputs);
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
-    if (program.is_map()) operands.push_back(TensorView::contiguous(nullptr, shape));  // the upstream gradient
+    if (program.is_map())  // the upstream gradient, in the output's dtype as torch passes it
+        operands.push_back(TensorView::contiguous(nullptr, shape, output_dtype(inputs)));
     const Layout layout = state_->layout_for(program, operands, &gradients);
-    return emit_cuda(program, state_->spec_for(program, layout, operands, &gradients, false));
+    return emit_cuda(program, state_->spec_for(program, layout, CallViews{operands, &gradients, DType::float32, {}}, false));
 }
 
 std::string Loss::cuda_source() const {

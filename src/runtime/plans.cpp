@@ -11,18 +11,75 @@
 namespace lossjit {
 namespace {
 
-unsigned alignment_of(std::span<const TensorView> inputs, const OutputView* output) {
-    unsigned bits = 0;
-    for (std::size_t k = 0; k < inputs.size() && k < 31; ++k)
-        if (reinterpret_cast<std::uintptr_t>(inputs[k].data) % 16 == 0) bits |= 1u << k;
-    if (output && reinterpret_cast<std::uintptr_t>(output->data) % 16 == 0) bits |= 1u << 31;
+// Bit k: input k allows vector accesses of its dtype; bits 48 and up: gradient g; bit 63: a map's
+// output. (More than 48 inputs or 15 gradients share bits: a plan is then reused only for the same
+// alignment of the first ones, which is still right: choose() decides from the views themselves.)
+std::uint64_t alignment_of(const CallViews& views) {
+    auto aligned = [](const void* data, DType dtype) {
+        return reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) == 0;
+    };
+    std::uint64_t bits = 0;
+    for (std::size_t k = 0; k < views.inputs.size(); ++k)
+        if (aligned(views.inputs[k].data, views.inputs[k].dtype)) bits |= std::uint64_t{1} << (k % 48);
+    for (std::size_t g = 0; g < views.grads.size(); ++g)
+        if (aligned(views.grads[g].data, views.grads[g].dtype)) bits |= std::uint64_t{1} << (48 + g % 15);
+    if (views.output && aligned(views.output->data, views.output->dtype)) bits |= std::uint64_t{1} << 63;
     return bits;
+}
+
+// Plan::dtypes, in its order.
+std::size_t dtype_count(const CallViews& views) { return views.inputs.size() + 1 + views.grads.size(); }
+DType dtype_at(const CallViews& views, std::size_t i) {
+    if (i < views.inputs.size()) return views.inputs[i].dtype;
+    if (i == views.inputs.size()) return views.output && views.grads.empty() ? views.output->dtype : views.result;
+    return views.grads[i - views.inputs.size() - 1].dtype;
+}
+
+}  // namespace
+
+KernelOperands kernel_operands(const ir::Program& program, const Layout& layout, const CallViews& views) {
+    KernelOperands ops;
+    for (const auto& v : views.inputs) {
+        ops.input_data.push_back(v.data);
+        ops.input_dtypes.push_back(v.dtype);
+    }
+    const bool map_forward = program.is_map() && program.derivatives.empty();
+    if (map_forward && views.output) {
+        ops.written_data.push_back(views.output->data);
+        ops.written_dtypes.push_back(views.output->dtype);
+        ops.result_dtype = views.output->dtype;
+    } else {
+        ops.result_dtype = views.result;
+    }
+    for (std::size_t g = 0; g < program.derivatives.size(); ++g) {
+        if (g < views.grads.size()) {
+            const OutputView& grad = views.grads[g];
+            ops.grad_dtypes.push_back(grad.dtype);
+            if (grad.numel() == layout.count) {  // stored where each element lives, with vector stores
+                ops.written_data.push_back(grad.data);
+                ops.written_dtypes.push_back(grad.dtype);
+            }
+        } else {  // emitting code only: the gradient of a floating input in its own dtype
+            const DType d = views.inputs[static_cast<std::size_t>(program.derivatives[g].input)].dtype;
+            ops.grad_dtypes.push_back(is_floating(d) ? d : DType::float32);
+        }
+    }
+    return ops;
+}
+
+namespace {
+
+// The tuning store's dtype text: the inputs', in order ("f32,f32"; "bf16,i64").
+std::string tuning_dtypes(std::span<const TensorView> inputs) {
+    std::vector<std::string_view> names;
+    for (const auto& v : inputs) names.push_back(short_name(v.dtype));
+    return fmt::format("{}", fmt::join(names, ","));
 }
 
 }  // namespace
 
 Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
-                       std::span<const TensorView> inputs, const OutputView* output, std::string device) {
+                       const CallViews& views, std::string device) {
     Variant v;
     Knobs knobs = options.knobs;
     const bool automatic = knobs.block_threads == 0 || (knobs.unroll == 0 && knobs.items_per_thread == 0) ||
@@ -30,7 +87,8 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
                            knobs.accumulator == Accumulator::Auto || !knobs.fast_math;
     TuningStore* store = options.use_tuning && automatic && tunable ? TuningStore::process() : nullptr;
     if (store) {
-        TuningKey key{tuning_program_text(program), tuning_shape_text(program.inputs, inputs, output), "float32", ""};
+        TuningKey key{tuning_program_text(program), tuning_shape_text(program.inputs, views.inputs, views.output),
+                      tuning_dtypes(views.inputs), ""};
         if (device.empty() && store->has_program(key.program, key.shapes)) {
             try {
                 if (cuda_available()) device = tuning_device_text(options.device);
@@ -43,25 +101,28 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
                 v.tuned = fmt::format("{} (from {})", describe(record->knobs), store->file().string());
         }
     }
-    std::vector<const void*> data;
-    for (const auto& view : inputs) data.push_back(view.data);
-    v.spec = KernelSpec::choose(program, layout, data, output ? output->data : nullptr, knobs, !v.tuned.empty());
+    v.spec = KernelSpec::choose(program, layout, kernel_operands(program, layout, views), knobs, !v.tuned.empty());
     v.max_blocks_per_sm = knobs.max_blocks_per_sm;
     return v;
 }
 
-bool Plan::matches(std::span<const TensorView> inputs, const OutputView* output) const {
-    if (inputs.size() != shapes.size() || (output != nullptr) != has_output) return false;
+bool Plan::matches(const CallViews& views) const {
+    const auto& inputs = views.inputs;
+    if (inputs.size() != shapes.size() || (views.output != nullptr) != has_output) return false;
     for (std::size_t k = 0; k < inputs.size(); ++k)
         if (inputs[k].shape != shapes[k] || inputs[k].strides != strides[k]) return false;
-    if (output && (output->shape != output_shape || output->strides != output_strides)) return false;
-    return alignment_of(inputs, output) == alignment;
+    if (views.output && (views.output->shape != output_shape || views.output->strides != output_strides)) return false;
+    if (dtype_count(views) != dtypes.size()) return false;
+    for (std::size_t i = 0; i < dtypes.size(); ++i)
+        if (dtype_at(views, i) != dtypes[i]) return false;
+    return alignment_of(views) == alignment;
 }
 
-std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options,
-                                      std::span<const TensorView> inputs, const OutputView* output,
+std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options, const CallViews& views,
                                       const DeviceFacts& device, KernelMap& kernels, Timings& timings) {
     const ir::Program& program = *launchable.program;
+    const auto& inputs = views.inputs;
+    const OutputView* output = views.output;
     auto plan = std::make_shared<Plan>();
     const auto shapes = operand_shapes(*launchable.operands, inputs);
     if (output) {
@@ -70,8 +131,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     } else {
         plan->layout = plan_layout(shapes, nullptr);
     }
-    Variant chosen = choose_variant(options, program, launchable.label.empty(), plan->layout, inputs, output,
-                                    device.tuning_text);
+    Variant chosen = choose_variant(options, program, launchable.label.empty(), plan->layout, views, device.tuning_text);
     plan->spec = std::move(chosen.spec);
     plan->max_blocks_per_sm = chosen.max_blocks_per_sm;
     plan->tuned = chosen.tuned;
@@ -98,14 +158,15 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
         plan->output_shape = output->shape;
         plan->output_strides = output->strides;
     }
-    plan->alignment = alignment_of(inputs, output);
+    for (std::size_t i = 0; i < dtype_count(views); ++i) plan->dtypes.push_back(dtype_at(views, i));
+    plan->alignment = alignment_of(views);
     plan->has_output = output != nullptr;
     return plan;
 }
 
-std::shared_ptr<const Plan> PlanCache::find(std::span<const TensorView> inputs, const OutputView* output) const {
+std::shared_ptr<const Plan> PlanCache::find(const CallViews& views) const {
     for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
-        if ((*it)->matches(inputs, output)) return *it;
+        if ((*it)->matches(views)) return *it;
     return nullptr;
 }
 
@@ -153,7 +214,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(), output.strides);
     reduce = {};
     reduce.scale = 1.0 / p.divisor;
-    params.assign(p.params, 0.0f);
+    params.assign(p.params, 0.0);
     const std::size_t g = p.derivatives;
     grads.assign(g + kMaxRank + 2, 0);
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(),

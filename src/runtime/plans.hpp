@@ -37,12 +37,25 @@ struct Variant {
     std::string warning;        // the tuning store could not be read
 };
 
+// What one call hands a kernel, as far as planning cares.
+struct CallViews {
+    std::span<const TensorView> inputs;  // program input order; a map's backward: the upstream gradient last
+    // A map's output; with gradients, the layout the full-shape gradients share (its data unused).
+    const OutputView* output = nullptr;
+    DType result = DType::float32;       // a reduction's result
+    std::span<const OutputView> grads;   // per derivative; empty when only emitting code
+};
+
+// The data and dtypes of a call as the kernel spec sees them (the full-shape gradients are the
+// ones with `layout.count` elements). Without gradient views, a derivative gets its input's dtype.
+KernelOperands kernel_operands(const ir::Program& program, const Layout& layout, const CallViews& views);
+
 // The knobs for this program and layout: `options.knobs`, with the automatic ones taken from the
-// tuning store where it has a record for (program, shapes, GPU). `device` is the GPU's tuning text,
-// or "" for none known (then the driver is asked only if the store has the program and shapes at
-// all). Only `tunable` programs look (gradient kernels are not tuned).
+// tuning store where it has a record for (program, shapes, dtypes, GPU). `device` is the GPU's
+// tuning text, or "" for none known (then the driver is asked only if the store has the program
+// and shapes at all). Only `tunable` programs look (gradient kernels are not tuned).
 Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
-                       std::span<const TensorView> inputs, const OutputView* output, std::string device);
+                       const CallViews& views, std::string device);
 
 // A program a Loss launches (the loss, or it differentiated for a list of inputs) and its plans.
 struct Launchable {
@@ -58,9 +71,10 @@ struct Plan {
     std::vector<Dims> strides;
     Dims output_shape;
     Dims output_strides;
-    unsigned alignment = 0;  // bit k: input k (bit 31: the output) is 16-byte aligned
+    std::vector<DType> dtypes;  // the inputs', then the result's, then the gradients'
+    std::uint64_t alignment = 0;  // which views allow vector accesses (alignment_of in plans.cpp)
     bool has_output = false;
-    bool matches(std::span<const TensorView> inputs, const OutputView* output) const;
+    bool matches(const CallViews& views) const;
 
     Layout layout;
     KernelSpec spec;
@@ -78,14 +92,13 @@ struct Plan {
 // Plans `inputs` (and a map's output, or the gradients' shared layout) for `launchable`: the
 // layout, the variant (knobs from the tuning store where allowed), its kernel (loaded through
 // `kernels`), the grid. Fills the tuning entries of `timings`; the kernel map fills the rest.
-std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options,
-                                      std::span<const TensorView> inputs, const OutputView* output,
+std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options, const CallViews& views,
                                       const DeviceFacts& device, KernelMap& kernels, Timings& timings);
 
 // The most recent plans of one program, found by layout. Not thread-safe: the owner's lock guards it.
 class PlanCache {
 public:
-    std::shared_ptr<const Plan> find(std::span<const TensorView> inputs, const OutputView* output) const;
+    std::shared_ptr<const Plan> find(const CallViews& views) const;
     void add(std::shared_ptr<const Plan> plan);
 
 private:
@@ -104,7 +117,7 @@ public:
     void ensure(const std::shared_ptr<cuda::Context>& context, int slots, Stream stream);
     double* partials() const { return reinterpret_cast<double*>(memory_->get()); }
     unsigned int* arrivals() const { return reinterpret_cast<unsigned int*>(memory_->get() + sizeof(double) * slots_); }
-    float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }
+    float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }  // float32
 
     // The columns loop's arrival counters and partial sums, at least this many. Kernels leave every
     // counter at 0, and the counters never move, so plans of other sizes share the buffer; it is
@@ -138,10 +151,10 @@ public:
     void** data() { return args_.data(); }
 
     std::unique_ptr<abi::Inputs> inputs;
-    std::vector<float> params;
+    std::vector<double> params;
     abi::Output output{};
     abi::ReduceOut reduce{};
-    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale
+    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale (double)
     abi::ColumnScratch columns{};
 
 private:

@@ -21,6 +21,11 @@ std::vector<OperandShape> operand_shapes(std::span<const std::string> names, std
     return shapes;
 }
 
+void check_differentiable(const std::string& name, DType dtype) {
+    if (!is_floating(dtype))
+        throw UsageError(fmt::format("'{}' is {}: an integer or bool input has no gradient", name, to_string(dtype)));
+}
+
 void check_views(std::span<const std::string> names, std::span<const TensorView> views) {
     check_count(names, views.size());
     for (std::size_t k = 0; k < views.size(); ++k) check_data(names[k], views[k].dtype, views[k].data, views[k].numel());
@@ -35,27 +40,22 @@ bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t>
     return true;
 }
 
-const void* check_gradients(std::span<const std::string> wrt, std::span<const int> slots,
-                            std::span<const OutputView> grads, std::span<const TensorView> inputs,
-                            const Shape& shape) {
-    const OutputView* least_aligned = nullptr;  // of the full-shape gradients, which share one layout
+void check_gradients(std::span<const std::string> wrt, std::span<const int> slots, std::span<const OutputView> grads,
+                     std::span<const TensorView> inputs, const Shape& shape) {
     for (std::size_t k = 0; k < wrt.size(); ++k) {
         const auto& input = inputs[static_cast<std::size_t>(slots[k])];
         const auto& g = grads[k];
-        check_data([&] { return fmt::format("the gradient of '{}'", wrt[k]); }, g.dtype, g.data, g.numel());
+        check_differentiable(wrt[k], input.dtype);
+        check_data([&] { return fmt::format("the gradient of '{}'", wrt[k]); }, g.dtype, g.data, g.numel(), true);
         if (g.shape != input.shape || !is_dense(g.shape, g.strides))
             throw UsageError(fmt::format("the gradient of '{}' must be a contiguous tensor of its shape [{}]",
                                          wrt[k], fmt::join(input.shape, ", ")));
-        // One gradient element per element (the input's own shape may still differ, e.g. [1, C]
-        // against [C]): stored where the output walks, with 16-byte stores if all are aligned.
-        if (element_count(input.shape) == element_count(shape)) {
-            if (!least_aligned || reinterpret_cast<std::uintptr_t>(g.data) % 16 != 0) least_aligned = &g;
-        } else if (!is_dense(input.shape, input.strides)) {
+        // An input with fewer elements than the output is summed into: on the GPU its own view must
+        // be contiguous (the columns loop reads it as one row).
+        if (element_count(input.shape) != element_count(shape) && !is_dense(input.shape, input.strides))
             throw UsageError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
                                          "needs a contiguous tensor", wrt[k], fmt::join(shape, ", ")));
-        }
     }
-    return least_aligned ? least_aligned->data : nullptr;
 }
 
 void DevicePointers::check_pointer(const std::string& name, const void* data) const {

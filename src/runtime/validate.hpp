@@ -25,24 +25,31 @@ void check_count(std::span<const std::string> names, std::size_t count);
 // The shapes of `inputs` under `names`, for planning a layout (check_count first).
 std::vector<OperandShape> operand_shapes(std::span<const std::string> names, std::span<const TensorView> inputs);
 
-// A view's dtype and pointer: float32, not null unless it is empty, 4-byte aligned. `name` is a
-// string, or a callable making one: it is called only for an error message, so a per-call check
-// formats nothing.
+// A view's dtype and pointer: a dtype lossjit knows (a floating one if lossjit writes it: a map's
+// output, a result, a gradient), not null unless it is empty, aligned to its element size. `name`
+// is a string, or a callable making one: it is called only for an error message, so a per-call
+// check formats nothing.
 template <class Name>
-void check_data(const Name& name, DType dtype, const void* data, std::int64_t numel) {
+void check_data(const Name& name, DType dtype, const void* data, std::int64_t numel, bool written = false) {
     auto text = [&]() -> std::string {
         if constexpr (std::is_invocable_v<const Name&>) return name();
         else return std::string(name);
     };
     // A DType outside the enum (a cast, a stale ABI) is the caller's mistake, not an internal one.
-    if (dtype != DType::float32 && dtype != DType::float64)
+    if (static_cast<std::size_t>(dtype) >= kDTypeCount)
         throw UsageError(fmt::format("'{}' has an unknown dtype ({})", text(), static_cast<int>(dtype)));
-    if (dtype != DType::float32)
-        throw UsageError(fmt::format("'{}' is {}; lossjit computes in float32 and needs float32 tensors", text(), to_string(dtype)));
+    if (written && !is_floating(dtype))
+        throw UsageError(fmt::format("'{}' is {}; lossjit writes float32, float64, bfloat16 or float16", text(),
+                                     to_string(dtype)));
     if (numel > 0 && data == nullptr) throw UsageError(fmt::format("'{}' has no data (a null pointer)", text()));
-    if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0)
-        throw UsageError(fmt::format("'{}' is not aligned to 4 bytes (address {}): float32 data must be", text(), data));
+    if (reinterpret_cast<std::uintptr_t>(data) % size_of(dtype) != 0)
+        throw UsageError(fmt::format("'{}' is not aligned to {} bytes (address {}): {} data must be", text(),
+                                     size_of(dtype), data, to_string(dtype)));
 }
+
+// UsageError unless an input of this dtype can have a gradient (a floating one; torch refuses
+// requires_grad on integer tensors too).
+void check_differentiable(const std::string& name, DType dtype);
 
 // The count, then every view's data (check_data), named after `names`.
 void check_views(std::span<const std::string> names, std::span<const TensorView> views);
@@ -52,12 +59,11 @@ void check_views(std::span<const std::string> names, std::span<const TensorView>
 bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides);
 
 // The gradients' views of value_and_grad() and grad(): one per input in `wrt`, each a contiguous
-// float32 tensor of its input's own shape (`inputs[slots[k]]`); an input broadcast to `shape` must
-// itself be contiguous. Returns the data the full-shape gradients' layout is planned with: the
-// least aligned of them (they share one layout), or null when there are none.
-const void* check_gradients(std::span<const std::string> wrt, std::span<const int> slots,
-                            std::span<const OutputView> grads, std::span<const TensorView> inputs,
-                            const Shape& shape);
+// tensor of a floating dtype and its input's own shape (`inputs[slots[k]]`), whose input is of a
+// floating dtype too (an integer input has no gradient); an input broadcast to `shape` must itself
+// be contiguous.
+void check_gradients(std::span<const std::string> wrt, std::span<const int> slots, std::span<const OutputView> grads,
+                     std::span<const TensorView> inputs, const Shape& shape);
 
 // Which pointers were found to be memory of the device, by argument position, so that a training
 // loop that reuses its buffers asks the driver once per buffer, not once per call.

@@ -13,21 +13,21 @@ struct Extents {
     long long dims[kMaxRank];   // collapsed extents, outermost first
 };
 template <int N>
-struct Inputs {                 // the inputs the program reads, in program order
-    const float* ptr[N > 0 ? N : 1];
+struct Inputs {                 // the inputs the program reads, in program order (Element::dtype(k) says of what)
+    const void* ptr[N > 0 ? N : 1];
     long long strides[N > 0 ? N : 1][kMaxRank];
 };
-struct Output {                 // where a map writes
-    float* ptr;
+struct Output {                 // where a map writes (Element::kResultDType)
+    void* ptr;
     long long strides[kMaxRank];
 };
 template <int G>
-struct Grads {                  // where the gradients go; those of full-shape inputs all laid out alike
-    float* ptr[G];
+struct Grads {                  // where the gradients go (Element::grad_dtype(g)); full-shape ones all laid out alike
+    void* ptr[G];
     long long strides[kMaxRank];
     const float* upstream;      // a device scalar the gradients are also multiplied by; may be null
-    float scale;                // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
-    __device__ __forceinline__ float total_scale() const { return upstream ? scale * *upstream : scale; }
+    double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
+    __device__ __forceinline__ double total_scale() const { return upstream ? scale * (double)*upstream : scale; }
 };
 // Gradients summed over rows (inputs broadcast along every dimension but the innermost): each block
 // sums its chunk of rows per column, the last block of a column strip adds the chunks in order.
@@ -41,7 +41,7 @@ struct ColumnScratch {
 struct ReduceOut {
     double* partials;           // one slot per block
     unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
-    float* result;
+    void* result;               // one element of Element::kResultDType
     double scale;               // 1 / (N for mean, size of dim 0 for batchmean, 1 for sum)
 };
 
@@ -67,8 +67,167 @@ __device__ __forceinline__ long long offset(const long long (&c)[kMaxRank], cons
 }  // namespace lj
 
 // ---- end of prelude -----------------------------------------------------------------------------
+// ---- element types: loads that widen to the program's value type, stores that round ----------
+// The numbers follow lossjit::DType (include/lossjit/dtype.hpp); src/codegen/emit.cpp names them.
+// Loads and stores take the dtype as a value, not a template argument: the loops call them with
+// Element::dtype(k) inside unrolled loops over k, where it is a constant after unrolling, and the
+// switch folds away. The rounding is what the CPU reference does (src/runtime/dtype.cpp).
+namespace lj {
+
+enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
+
+__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ float f16_to_float(unsigned int bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
+    return f;
+}
+// Round to nearest even, as the host's float_to_bfloat16; a NaN stays a NaN.
+__device__ __forceinline__ unsigned int float_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    const unsigned int b = __float_as_uint(f);
+    if (f != f) return (b >> 16) | 0x40u;
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+#endif
+}
+__device__ __forceinline__ unsigned int float_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Element i of `p`, of type `dt`, as a T (float or double). Integers convert with rounding to
+// nearest, bools to 0 or 1.
+template <class T>
+__device__ __forceinline__ T load1(int dt, const void* p, long long i) {
+    switch (dt) {
+        case kFloat32: return (T)__ldg(static_cast<const float*>(p) + i);
+        case kFloat64: return (T)__ldg(static_cast<const double*>(p) + i);
+        case kBFloat16: return (T)bf16_to_float(__ldg(static_cast<const unsigned short*>(p) + i));
+        case kFloat16: return (T)f16_to_float(__ldg(static_cast<const unsigned short*>(p) + i));
+        case kInt32: return (T)__ldg(static_cast<const int*>(p) + i);
+        case kInt64: return (T)__ldg(static_cast<const long long*>(p) + i);
+        case kUInt8: return (T)__ldg(static_cast<const unsigned char*>(p) + i);
+        default: return __ldg(static_cast<const unsigned char*>(p) + i) != 0 ? T(1) : T(0);
+    }
+}
+
+// Elements i .. i+3 in as few loads as the type allows (one of 4 to 16 bytes; two of 16 for 8-byte
+// types). i is a multiple of 4 and the row 4-element aligned (checked at launch: vector_alignment).
+template <class T>
+__device__ __forceinline__ void load4(int dt, const void* p, long long i, T (&v)[4]) {
+    switch (dt) {
+        case kFloat32: {
+            const float4 q = __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(p) + i));
+            v[0] = (T)q.x, v[1] = (T)q.y, v[2] = (T)q.z, v[3] = (T)q.w;
+            return;
+        }
+        case kFloat64: {
+            const double2 a = __ldg(reinterpret_cast<const double2*>(static_cast<const double*>(p) + i));
+            const double2 b = __ldg(reinterpret_cast<const double2*>(static_cast<const double*>(p) + i + 2));
+            v[0] = (T)a.x, v[1] = (T)a.y, v[2] = (T)b.x, v[3] = (T)b.y;
+            return;
+        }
+        case kBFloat16: {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(p) + i));
+            v[0] = (T)__uint_as_float(q.x << 16), v[1] = (T)__uint_as_float(q.x & 0xffff0000u);
+            v[2] = (T)__uint_as_float(q.y << 16), v[3] = (T)__uint_as_float(q.y & 0xffff0000u);
+            return;
+        }
+        case kFloat16: {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(p) + i));
+            v[0] = (T)f16_to_float(q.x & 0xffffu), v[1] = (T)f16_to_float(q.x >> 16);
+            v[2] = (T)f16_to_float(q.y & 0xffffu), v[3] = (T)f16_to_float(q.y >> 16);
+            return;
+        }
+        case kInt32: {
+            const int4 q = __ldg(reinterpret_cast<const int4*>(static_cast<const int*>(p) + i));
+            v[0] = (T)q.x, v[1] = (T)q.y, v[2] = (T)q.z, v[3] = (T)q.w;
+            return;
+        }
+        case kInt64: {
+            const longlong2 a = __ldg(reinterpret_cast<const longlong2*>(static_cast<const long long*>(p) + i));
+            const longlong2 b = __ldg(reinterpret_cast<const longlong2*>(static_cast<const long long*>(p) + i + 2));
+            v[0] = (T)a.x, v[1] = (T)a.y, v[2] = (T)b.x, v[3] = (T)b.y;
+            return;
+        }
+        default: {  // uint8, bool: one 4-byte load
+            const unsigned int q = __ldg(reinterpret_cast<const unsigned int*>(static_cast<const unsigned char*>(p) + i));
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned int byte = (q >> (8 * j)) & 0xffu;
+                v[j] = dt == kBool ? (byte != 0 ? T(1) : T(0)) : (T)byte;
+            }
+            return;
+        }
+    }
+}
+
+// Stores x at element i of `p`, of floating type `dt` (the runtime refuses other outputs). float64
+// values bound for a 16-bit type go through float32, as the host's store_from_double does.
+template <class T>
+__device__ __forceinline__ void store1(int dt, void* p, long long i, T x) {
+    switch (dt) {
+        case kFloat64: static_cast<double*>(p)[i] = (double)x; return;
+        case kBFloat16: static_cast<unsigned short*>(p)[i] = (unsigned short)float_to_bf16((float)x); return;
+        case kFloat16: static_cast<unsigned short*>(p)[i] = (unsigned short)float_to_f16((float)x); return;
+        default: static_cast<float*>(p)[i] = (float)x; return;
+    }
+}
+
+template <class T>
+__device__ __forceinline__ void store4(int dt, void* p, long long i, const T (&x)[4]) {
+    switch (dt) {
+        case kFloat64: {
+            double2* q = reinterpret_cast<double2*>(static_cast<double*>(p) + i);
+            q[0] = make_double2((double)x[0], (double)x[1]);
+            q[1] = make_double2((double)x[2], (double)x[3]);
+            return;
+        }
+        case kBFloat16:
+            *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p) + i) =
+                make_uint2(float_to_bf16((float)x[0]) | (float_to_bf16((float)x[1]) << 16),
+                           float_to_bf16((float)x[2]) | (float_to_bf16((float)x[3]) << 16));
+            return;
+        case kFloat16:
+            *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p) + i) =
+                make_uint2(float_to_f16((float)x[0]) | (float_to_f16((float)x[1]) << 16),
+                           float_to_f16((float)x[2]) | (float_to_f16((float)x[3]) << 16));
+            return;
+        default:
+            *reinterpret_cast<float4*>(static_cast<float*>(p) + i) =
+                make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
+            return;
+    }
+}
+
+// VW elements from i: one vector access where VW is 4, else element by element.
+template <int VW, class T>
+__device__ __forceinline__ void load_row(int dt, const void* p, long long i, T (&v)[VW]) {
+    if constexpr (VW == 4) {
+        load4<T>(dt, p, i, v);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) v[j] = load1<T>(dt, p, i + j);
+    }
+}
+template <int VW, class T>
+__device__ __forceinline__ void store_row(int dt, void* p, long long i, const T (&x)[VW]) {
+    if constexpr (VW == 4) {
+        store4<T>(dt, p, i, x);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) store1<T>(dt, p, i + j, x[j]);
+    }
+}
+
+}  // namespace lj
 // Functions whose CUDA counterpart differs from PyTorch's definition (src/lang/builtins.cpp).
-__device__ __forceinline__ float lj_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
+template <class T> __device__ __forceinline__ T lj_max(T a, T b) { return a != a ? a : (b != b ? b : fmax(a, b)); }
 // ---- a reduction's sink: the sum of the values ----------------------------------------------
 namespace lj {
 
@@ -76,8 +235,8 @@ struct SumSink {
     double acc = 0.0;  // float64 per thread: the result does not lose digits as the input grows
     template <int R>
     __device__ __forceinline__ void begin_row(const long long (&)[kMaxRank]) {}
-    template <int VW>
-    __device__ __forceinline__ void put(const float (&r)[VW], long long) {
+    template <int VW, class T>
+    __device__ __forceinline__ void put(const T (&r)[VW], long long) {
         if (VW == 4) {
             // One float64 conversion per four elements: conversions run at 1/8 of the FP32 rate on
             // sm_90, and a float sum of four terms loses nothing the float64 total would keep.
@@ -87,8 +246,8 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
-    template <int R>
-    __device__ __forceinline__ void put_at(float r, const long long (&)[kMaxRank]) { acc += (double)r; }
+    template <int R, class T>
+    __device__ __forceinline__ void put_at(T r, const long long (&)[kMaxRank]) { acc += (double)r; }
 };
 
 }  // namespace lj
@@ -100,6 +259,7 @@ namespace lj {
 // element. All UNROLL loads of a tile are issued before any arithmetic, to keep several in flight.
 template <int BLOCK, int UNROLL, int VW, int R, class F, class Sink>
 __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInputs>& in, const F& f, Sink& sink) {
+    using T = typename F::Value;
     constexpr int N = F::kInputs;
     constexpr int S = N > 0 ? N : 1;
     constexpr long long kTile = (long long)BLOCK * UNROLL * VW;
@@ -120,16 +280,16 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
             row /= e.dims[d];
         }
         c[0] = row;
-        const float* base[S];
-        float fixed[S];
+        long long base[S];  // in elements of input k's type
+        T fixed[S];
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            base[k] = in.ptr[k] + offset<R - 1>(c, in.strides[k]);
-            fixed[k] = F::inner_stride(k) == 0 ? __ldg(base[k]) : 0.0f;
+            base[k] = offset<R - 1>(c, in.strides[k]);
+            fixed[k] = F::inner_stride(k) == 0 ? load1<T>(F::dtype(k), in.ptr[k], base[k]) : T(0);
         }
         sink.template begin_row<R>(c);
 
-        float v[UNROLL][S][VW];
+        T v[UNROLL][S][VW];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
@@ -139,15 +299,8 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                     if (F::inner_stride(k) == 0) {
 #pragma unroll
                         for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
-                    } else if (VW == 4) {
-                        const float4 q = __ldg(reinterpret_cast<const float4*>(base[k] + col));
-                        v[u][k][0] = q.x;
-                        v[u][k][1] = q.y;
-                        v[u][k][2] = q.z;
-                        v[u][k][3] = q.w;
                     } else {
-#pragma unroll
-                        for (int j = 0; j < VW; ++j) v[u][k][j] = __ldg(base[k] + col + j);
+                        load_row<VW>(F::dtype(k), in.ptr[k], base[k] + col, v[u][k]);
                     }
                 }
             }
@@ -159,7 +312,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 typename F::Result r[VW];
 #pragma unroll
                 for (int j = 0; j < VW; ++j) {
-                    float x[S];
+                    T x[S];
 #pragma unroll
                     for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
                     r[j] = f(x);
@@ -192,17 +345,18 @@ __device__ __forceinline__ double block_sum(double v, double* scratch) {
 }
 
 // Each block stores its partial sum; the last block to arrive adds the partials in block order
-// (its first warp, lanes striding, then a fixed shuffle tree) and applies the scale. One launch,
+// (its first warp, lanes striding, then a fixed shuffle tree), applies the scale and stores the
+// result in its type (kResultDType). One launch,
 // no float atomics, the same bits every run. A grid of one block (small inputs) skips all that.
 // The scale is 1 / divisor, multiplied: a float64 division costs NVRTC more time than the rest of
 // the finish, and the product differs from the quotient by at most an ulp of a double.
-template <int kThreads, bool kOneBlock>
+template <int kThreads, bool kOneBlock, int kResultDType>
 __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& out) {
     __shared__ double scratch[32];
     __shared__ bool is_last;
     const double block_total = block_sum<kThreads>(acc, scratch);
     if (kOneBlock) {
-        if (threadIdx.x == 0) *out.result = (float)(block_total * out.scale);
+        if (threadIdx.x == 0) store1<double>(kResultDType, out.result, 0, block_total * out.scale);
         return;
     }
     if (threadIdx.x == 0) {
@@ -219,7 +373,7 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
     if (threadIdx.x == 0) {
-        *out.result = (float)(total * out.scale);
+        store1<double>(kResultDType, out.result, 0, total * out.scale);
         *out.arrivals = 0u;
     }
 }
@@ -228,12 +382,15 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
 
 // The program for one element; x[k] is the k-th input it reads.
 struct Element {
+    using Value = float;  // what the program computes in
     static constexpr int kInputs = 2;
+    __host__ __device__ static constexpr int dtype(int k) { return lj::kFloat32; }
+    static constexpr int kResultDType = lj::kFloat32;  // a map's output, a reduction's result
     __host__ __device__ static constexpr int inner_stride(int k) { return 1; }
-    using Result = float;
-    __device__ __forceinline__ Result operator()(const float (&x)[2]) const {
-        const float x_p = x[0];
-        const float x_t = x[1];
+    using Result = Value;
+    __device__ __forceinline__ Result operator()(const Value (&x)[2]) const {
+        const Value x_p = x[0];
+        const Value x_t = x[1];
         return lj_max(0.0f, 1.0f - (x_p * x_t));
     }
 };
@@ -245,5 +402,5 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in,
     const Element element{  };
     lj::SumSink sum;
     lj::for_rows<256, 8, 4, 2>(extents, in, element, sum);
-    lj::finish_reduction<256, false>(sum.acc, out);
+    lj::finish_reduction<256, false, Element::kResultDType>(sum.acc, out);
 }

@@ -1,0 +1,159 @@
+// ---- element types: loads that widen to the program's value type, stores that round ----------
+// The numbers follow lossjit::DType (include/lossjit/dtype.hpp); src/codegen/emit.cpp names them.
+// Loads and stores take the dtype as a value, not a template argument: the loops call them with
+// Element::dtype(k) inside unrolled loops over k, where it is a constant after unrolling, and the
+// switch folds away. The rounding is what the CPU reference does (src/runtime/dtype.cpp).
+namespace lj {
+
+enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
+
+__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ float f16_to_float(unsigned int bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
+    return f;
+}
+// Round to nearest even, as the host's float_to_bfloat16; a NaN stays a NaN.
+__device__ __forceinline__ unsigned int float_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    const unsigned int b = __float_as_uint(f);
+    if (f != f) return (b >> 16) | 0x40u;
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+#endif
+}
+__device__ __forceinline__ unsigned int float_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Element i of `p`, of type `dt`, as a T (float or double). Integers convert with rounding to
+// nearest, bools to 0 or 1.
+template <class T>
+__device__ __forceinline__ T load1(int dt, const void* p, long long i) {
+    switch (dt) {
+        case kFloat32: return (T)__ldg(static_cast<const float*>(p) + i);
+        case kFloat64: return (T)__ldg(static_cast<const double*>(p) + i);
+        case kBFloat16: return (T)bf16_to_float(__ldg(static_cast<const unsigned short*>(p) + i));
+        case kFloat16: return (T)f16_to_float(__ldg(static_cast<const unsigned short*>(p) + i));
+        case kInt32: return (T)__ldg(static_cast<const int*>(p) + i);
+        case kInt64: return (T)__ldg(static_cast<const long long*>(p) + i);
+        case kUInt8: return (T)__ldg(static_cast<const unsigned char*>(p) + i);
+        default: return __ldg(static_cast<const unsigned char*>(p) + i) != 0 ? T(1) : T(0);
+    }
+}
+
+// Elements i .. i+3 in as few loads as the type allows (one of 4 to 16 bytes; two of 16 for 8-byte
+// types). i is a multiple of 4 and the row 4-element aligned (checked at launch: vector_alignment).
+template <class T>
+__device__ __forceinline__ void load4(int dt, const void* p, long long i, T (&v)[4]) {
+    switch (dt) {
+        case kFloat32: {
+            const float4 q = __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(p) + i));
+            v[0] = (T)q.x, v[1] = (T)q.y, v[2] = (T)q.z, v[3] = (T)q.w;
+            return;
+        }
+        case kFloat64: {
+            const double2 a = __ldg(reinterpret_cast<const double2*>(static_cast<const double*>(p) + i));
+            const double2 b = __ldg(reinterpret_cast<const double2*>(static_cast<const double*>(p) + i + 2));
+            v[0] = (T)a.x, v[1] = (T)a.y, v[2] = (T)b.x, v[3] = (T)b.y;
+            return;
+        }
+        case kBFloat16: {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(p) + i));
+            v[0] = (T)__uint_as_float(q.x << 16), v[1] = (T)__uint_as_float(q.x & 0xffff0000u);
+            v[2] = (T)__uint_as_float(q.y << 16), v[3] = (T)__uint_as_float(q.y & 0xffff0000u);
+            return;
+        }
+        case kFloat16: {
+            const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(p) + i));
+            v[0] = (T)f16_to_float(q.x & 0xffffu), v[1] = (T)f16_to_float(q.x >> 16);
+            v[2] = (T)f16_to_float(q.y & 0xffffu), v[3] = (T)f16_to_float(q.y >> 16);
+            return;
+        }
+        case kInt32: {
+            const int4 q = __ldg(reinterpret_cast<const int4*>(static_cast<const int*>(p) + i));
+            v[0] = (T)q.x, v[1] = (T)q.y, v[2] = (T)q.z, v[3] = (T)q.w;
+            return;
+        }
+        case kInt64: {
+            const longlong2 a = __ldg(reinterpret_cast<const longlong2*>(static_cast<const long long*>(p) + i));
+            const longlong2 b = __ldg(reinterpret_cast<const longlong2*>(static_cast<const long long*>(p) + i + 2));
+            v[0] = (T)a.x, v[1] = (T)a.y, v[2] = (T)b.x, v[3] = (T)b.y;
+            return;
+        }
+        default: {  // uint8, bool: one 4-byte load
+            const unsigned int q = __ldg(reinterpret_cast<const unsigned int*>(static_cast<const unsigned char*>(p) + i));
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned int byte = (q >> (8 * j)) & 0xffu;
+                v[j] = dt == kBool ? (byte != 0 ? T(1) : T(0)) : (T)byte;
+            }
+            return;
+        }
+    }
+}
+
+// Stores x at element i of `p`, of floating type `dt` (the runtime refuses other outputs). float64
+// values bound for a 16-bit type go through float32, as the host's store_from_double does.
+template <class T>
+__device__ __forceinline__ void store1(int dt, void* p, long long i, T x) {
+    switch (dt) {
+        case kFloat64: static_cast<double*>(p)[i] = (double)x; return;
+        case kBFloat16: static_cast<unsigned short*>(p)[i] = (unsigned short)float_to_bf16((float)x); return;
+        case kFloat16: static_cast<unsigned short*>(p)[i] = (unsigned short)float_to_f16((float)x); return;
+        default: static_cast<float*>(p)[i] = (float)x; return;
+    }
+}
+
+template <class T>
+__device__ __forceinline__ void store4(int dt, void* p, long long i, const T (&x)[4]) {
+    switch (dt) {
+        case kFloat64: {
+            double2* q = reinterpret_cast<double2*>(static_cast<double*>(p) + i);
+            q[0] = make_double2((double)x[0], (double)x[1]);
+            q[1] = make_double2((double)x[2], (double)x[3]);
+            return;
+        }
+        case kBFloat16:
+            *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p) + i) =
+                make_uint2(float_to_bf16((float)x[0]) | (float_to_bf16((float)x[1]) << 16),
+                           float_to_bf16((float)x[2]) | (float_to_bf16((float)x[3]) << 16));
+            return;
+        case kFloat16:
+            *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p) + i) =
+                make_uint2(float_to_f16((float)x[0]) | (float_to_f16((float)x[1]) << 16),
+                           float_to_f16((float)x[2]) | (float_to_f16((float)x[3]) << 16));
+            return;
+        default:
+            *reinterpret_cast<float4*>(static_cast<float*>(p) + i) =
+                make_float4((float)x[0], (float)x[1], (float)x[2], (float)x[3]);
+            return;
+    }
+}
+
+// VW elements from i: one vector access where VW is 4, else element by element.
+template <int VW, class T>
+__device__ __forceinline__ void load_row(int dt, const void* p, long long i, T (&v)[VW]) {
+    if constexpr (VW == 4) {
+        load4<T>(dt, p, i, v);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) v[j] = load1<T>(dt, p, i + j);
+    }
+}
+template <int VW, class T>
+__device__ __forceinline__ void store_row(int dt, void* p, long long i, const T (&x)[VW]) {
+    if constexpr (VW == 4) {
+        store4<T>(dt, p, i, x);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VW; ++j) store1<T>(dt, p, i + j, x[j]);
+    }
+}
+
+}  // namespace lj
