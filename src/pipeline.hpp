@@ -81,6 +81,10 @@ double reduction_divisor(const ir::Program& program, const Shape& shape);
 // What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
 double gradient_scale(const ir::Program& program, const Shape& shape);
 
+// The dtype a map's output gets unless the caller chooses: result_dtype() of the inputs the
+// program reads (`inputs` in program input order; only dtypes are read).
+DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs);
+
 // ---- layout ------------------------------------------------------------------------------------
 constexpr int kMaxRank = 8;  // dimensions left after collapsing; the kernel ABI holds this many
 

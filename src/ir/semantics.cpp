@@ -1,4 +1,5 @@
-// semantics: the meaning of a program's reduction, shared by the kernel launch and the CPU reference.
+// semantics: what a program means beyond its nodes (what its reduction divides by, the dtype of its
+// output), shared by the kernel launch and the CPU reference.
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 
@@ -18,5 +19,12 @@ double reduction_divisor(const ir::Program& program, const Shape& shape) {
 }
 
 double gradient_scale(const ir::Program& program, const Shape& shape) { return 1.0 / reduction_divisor(program, shape); }
+
+DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs) {
+    std::vector<DType> dtypes;
+    for (int slot : read_inputs(program))
+        if (static_cast<std::size_t>(slot) < inputs.size()) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
+    return result_dtype(dtypes);
+}
 
 }  // namespace lossjit

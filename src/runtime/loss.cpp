@@ -405,9 +405,7 @@ bool Loss::uses(std::string_view name) const {
 
 DType Loss::output_dtype(std::span<const TensorView> inputs) const {
     check_count(state_->program.inputs, inputs.size());
-    std::vector<DType> dtypes;
-    for (int slot : read_inputs(state_->program)) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
-    return result_dtype(dtypes);
+    return default_output_dtype(state_->program, inputs);
 }
 
 Shape Loss::output_shape(std::span<const TensorView> inputs) const {
@@ -570,9 +568,7 @@ Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) c
     std::optional<OutputView> output;
     if (program.is_map()) {
         const Shape shape = broadcast_shapes(operand_shapes(program.inputs, inputs));
-        std::vector<DType> dtypes;
-        for (int slot : read_inputs(program)) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
-        output = OutputView::contiguous(nullptr, shape, result_dtype(dtypes));
+        output = OutputView::contiguous(nullptr, shape, default_output_dtype(program, inputs));
     }
     const OutputView* out = output ? &*output : nullptr;
     const Layout layout = layout_for(program, inputs, out);

@@ -67,17 +67,6 @@ KernelOperands kernel_operands(const ir::Program& program, const Layout& layout,
     return ops;
 }
 
-namespace {
-
-// The tuning store's dtype text: the inputs', in order ("f32,f32"; "bf16,i64").
-std::string tuning_dtypes(std::span<const TensorView> inputs) {
-    std::vector<std::string_view> names;
-    for (const auto& v : inputs) names.push_back(short_name(v.dtype));
-    return fmt::format("{}", fmt::join(names, ","));
-}
-
-}  // namespace
-
 Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
                        const CallViews& views, std::string device) {
     Variant v;
@@ -88,7 +77,7 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
     TuningStore* store = options.use_tuning && automatic && tunable ? TuningStore::process() : nullptr;
     if (store) {
         TuningKey key{tuning_program_text(program), tuning_shape_text(program.inputs, views.inputs, views.output),
-                      tuning_dtypes(views.inputs), ""};
+                      tuning_dtype_text(views.inputs, views.output, default_output_dtype(program, views.inputs)), ""};
         if (device.empty() && store->has_program(key.program, key.shapes)) {
             try {
                 if (cuda_available()) device = tuning_device_text(options.device);

@@ -173,6 +173,18 @@ std::string tuning_shape_text(std::span<const std::string> names, std::span<cons
     return fmt::format("{}", fmt::join(parts, " "));
 }
 
+std::string tuning_dtype_text(std::span<const TensorView> inputs, const OutputView* output, DType default_output) {
+    bool all_float32 = true;
+    std::vector<std::string_view> names;
+    for (const auto& v : inputs) {
+        names.push_back(to_string(v.dtype));
+        all_float32 = all_float32 && v.dtype == DType::float32;
+    }
+    std::string text = all_float32 ? std::string("float32") : fmt::format("{}", fmt::join(names, ","));
+    if (output && output->dtype != default_output) text += fmt::format(" -> {}", to_string(output->dtype));
+    return text;
+}
+
 std::string tuning_device_text(int ordinal) {
     CUdevice device = 0;
     LOSSJIT_CU(cuDeviceGet(&device, ordinal));

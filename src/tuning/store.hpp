@@ -32,6 +32,11 @@ std::string tuning_program_text(const ir::Program& program);
 // The shapes' part: every input (and a map's output, where it is not contiguous) in program order.
 std::string tuning_shape_text(std::span<const std::string> names, std::span<const TensorView> inputs,
                               const OutputView* output);
+// The dtypes' part: "float32" when every input is float32 (what records written before other dtypes
+// existed say), else each input's dtype, in program order ("bfloat16,int64"). A map's output dtype
+// is added where it is not the default one (output_dtype).
+std::string tuning_dtype_text(std::span<const TensorView> inputs, const OutputView* output = nullptr,
+                              DType default_output = DType::float32);
 // "NAME (sm_XY)" of a CUDA device, from the driver without creating a context. Throws CudaError.
 std::string tuning_device_text(int ordinal);
 
