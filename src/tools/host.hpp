@@ -22,8 +22,10 @@ struct HostTensor {
     std::vector<unsigned char> bytes;  // numel() * size_of(dtype)
 
     HostTensor() = default;
-    HostTensor(Shape shape, DType dtype);  // zero-filled
-    static HostTensor from_floats(Shape shape, std::vector<float> values);  // float32
+    // Zero-filled; UsageError (naming shape and dtype) where the memory cannot be had.
+    HostTensor(Shape shape, DType dtype);
+    // float32; UsageError if values does not hold element_count(shape) elements.
+    static HostTensor from_floats(Shape shape, std::vector<float> values);
 
     std::int64_t numel() const { return element_count(shape); }
     TensorView view() const { return TensorView{bytes.data(), dtype, shape, {}}; }
