@@ -82,9 +82,9 @@ Device upload(const std::vector<std::pair<std::string, std::string>>& specs, std
     Device d;
     for (const auto& [name, spec] : specs) d.host.push_back(generate(parse_generator(spec), seed_for(seed, name)));
     for (const auto& h : d.host) {
-        d.buffers.emplace_back(h.values.size() * sizeof(float));
-        d.buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
-        d.views.push_back(TensorView::contiguous(d.buffers.back().data(), h.shape));
+        d.buffers.emplace_back(h.bytes.size());
+        d.buffers.back().upload(h.bytes.data(), h.bytes.size());
+        d.views.push_back(TensorView::contiguous(d.buffers.back().data(), h.shape, h.dtype));
         d.host_views.push_back(h.view());
     }
     return d;
@@ -186,7 +186,7 @@ const std::vector<Problem> kProblems = {
 json bench_problem(const Problem& problem, const Device& d, int reps, const Options& options, bool check_accuracy) {
     auto loss = compile(read_example(problem.file), options);
     double bytes = 0;
-    for (const auto& h : d.host) bytes += static_cast<double>(h.values.size()) * sizeof(float);
+    for (const auto& h : d.host) bytes += static_cast<double>(h.bytes.size());
     json row = {{"problem", problem.name}};
 
     if (loss.kind() == Kind::Map) {
@@ -234,13 +234,15 @@ json bench_value_and_grad(const Problem& problem, const std::vector<std::string>
     std::vector<DeviceBuffer> buffers;
     std::vector<OutputView> grads;
     double bytes = 0;
-    for (const auto& h : d.host) bytes += static_cast<double>(h.values.size()) * sizeof(float);
+    for (const auto& h : d.host) bytes += static_cast<double>(h.bytes.size());
     for (const auto& name : wrt) {
         std::size_t k = 0;
         while (problem.inputs[k].first != name) ++k;
-        buffers.emplace_back(d.host[k].values.size() * sizeof(float));
+        // Gradients are float32, whatever the input's dtype.
+        const auto grad_bytes = static_cast<std::size_t>(d.host[k].numel()) * sizeof(float);
+        buffers.emplace_back(grad_bytes);
         grads.push_back(OutputView::contiguous(buffers.back().data(), d.host[k].shape));
-        bytes += static_cast<double>(d.host[k].values.size()) * sizeof(float);
+        bytes += static_cast<double>(grad_bytes);
     }
     DeviceBuffer value(sizeof(float));
     auto time_variant = [&](const Options& options) {

@@ -102,13 +102,14 @@ TEST_CASE("a map writes its output as .npy") {
     CHECK(r.status == 0);
     const auto y = lossjit::load_npy(out);
     CHECK(y.shape == lossjit::Shape{4, 5});
-    for (float v : y.values) CHECK((v >= 0.0f && v <= 1.0f));
+    CHECK(y.dtype == lossjit::DType::float32);
+    for (float v : y.floats()) CHECK((v >= 0.0f && v <= 1.0f));
 }
 
 TEST_CASE("inputs from .npy files") {
     TempDir dir;
     const std::string p = (dir.path / "p.npy").string();
-    lossjit::save_npy(p, lossjit::HostTensor{{2, 2}, {1, 2, 3, 4}});
+    lossjit::save_npy(p, lossjit::HostTensor::from_floats({2, 2}, {1, 2, 3, 4}));
     const auto r = run("run 'sum(p * 2)' -i p=" + p + " --cpu");
     CHECK(r.status == 0);
     CHECK(std::stod(r.output) == 20.0);
@@ -171,7 +172,8 @@ TEST_CASE("--grad computes gradients on the CPU reference; --output-grad writes 
     const auto t_data = lossjit::generate(lossjit::parse_generator("3:sign"), lossjit::seed_for(0, "t"));
     const std::vector<lossjit::TensorView> views{p_data.view(), t_data.view()};
     const auto grads = loss.reference_grad(views, std::vector<std::string>{"t"});
-    for (std::size_t i = 0; i < 3; ++i) CHECK(t.values[i] == static_cast<float>(grads[0].values[i]));
+    REQUIRE(t.dtype == lossjit::DType::float32);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(t.floats()[i] == static_cast<float>(grads[0].values[i]));
 
     const auto map = run("run 'x * x' --input x=3:range --cpu --grad x --json");
     CHECK(map.status == 0);

@@ -302,7 +302,8 @@ TEST_CASE("the reference losses' gradients match finite differences, broadcast i
             names.push_back(name);
             host.push_back(generate(parse_generator(spec), seed_for(7, name)));
             shapes.push_back(host.back().shape);
-            values.emplace_back(host.back().values.begin(), host.back().values.end());
+            const auto elements = host.back().floats();
+            values.emplace_back(elements.begin(), elements.end());
         }
         for (const auto& h : host) views.push_back(h.view());
         const std::string text = file ? read_file(source_dir() + "/examples/" + c.program) : c.program;
@@ -313,7 +314,8 @@ TEST_CASE("the reference losses' gradients match finite differences, broadcast i
         std::vector<double> upstream;
         if (loss.kind() == Kind::Map) {
             const HostTensor up = generate(parse_generator(format_shape(loss.output_shape(views)) + ":normal"), 99);
-            upstream.assign(up.values.begin(), up.values.end());
+            const auto elements = up.floats();
+            upstream.assign(elements.begin(), elements.end());
             grads = loss.reference_grad(views, names, up.view());
         } else {
             grads = loss.reference_grad(views, names, c.upstream);
@@ -344,7 +346,7 @@ TEST_CASE("gradients of strided inputs land in the input's own shape, row-major"
     const std::vector<float> data{1, 2, 3, 4, 5, 6};
     const std::vector<float> dense{1, 4, 2, 5, 3, 6};
     const auto loss = compile("sum(p * p * t)");
-    const HostTensor t{{2}, {10, 100}};
+    const HostTensor t = HostTensor::from_floats({2}, {10, 100});
     const std::vector<TensorView> strided{TensorView{data.data(), DType::float32, {3, 2}, {1, 3}}, t.view()};
     const std::vector<TensorView> contiguous{TensorView::contiguous(dense.data(), {3, 2}), t.view()};
     const std::vector<std::string> wrt{"p", "t"};
@@ -359,7 +361,8 @@ TEST_CASE("gradient requests: errors, unread inputs, empty tensors") {
     Options options;
     options.inputs = {"p", "t", "unused"};
     const auto loss = compile("param beta = 2; mean(beta * (p - t)^2)", options);
-    const HostTensor p{{2}, {1, 2}}, t{{2}, {0, 0}}, u{{1}, {1}};
+    const HostTensor p = HostTensor::from_floats({2}, {1, 2}), t = HostTensor::from_floats({2}, {0, 0}),
+                     u = HostTensor::from_floats({1}, {1});
     const std::vector<TensorView> views{p.view(), t.view(), u.view()};
     const auto g = loss.reference_grad(views, std::vector<std::string>{"unused", "p"});
     CHECK(g[0].values == std::vector<double>{0});
@@ -374,7 +377,7 @@ TEST_CASE("gradient requests: errors, unread inputs, empty tensors") {
                          doctest::Contains("upstream gradient is a number"), UsageError);
 
     const auto map = compile("a + b");
-    const HostTensor a{{2, 1}, {1, 2}}, b{{3}, {1, 2, 3}};
+    const HostTensor a = HostTensor::from_floats({2, 1}, {1, 2}), b = HostTensor::from_floats({3}, {1, 2, 3});
     const std::vector<TensorView> map_views{a.view(), b.view()};
     const std::vector<std::string> wrt{"a", "b"};
     CHECK_THROWS_WITH_AS(map.reference_grad(map_views, wrt), doctest::Contains("needs an upstream tensor"), UsageError);
@@ -387,7 +390,7 @@ TEST_CASE("gradient requests: errors, unread inputs, empty tensors") {
     CHECK(sums[1].values == std::vector<double>{2, 2, 2});
 
     // No elements: zeros of each input's own shape, even where the broadcast shape is empty.
-    const HostTensor none{{0, 3}, {}}, row{{3}, {1, 2, 3}};
+    const HostTensor none = HostTensor::from_floats({0, 3}, {}), row = HostTensor::from_floats({3}, {1, 2, 3});
     const std::vector<TensorView> empty{none.view(), row.view()};
     const auto z = compile("sum(a * b)").reference_grad(empty, wrt);
     CHECK(z[0].values.empty());

@@ -42,10 +42,10 @@ std::string example(const std::string& name) {
 struct DeviceTensor {
     HostTensor host;
     DeviceBuffer buffer;
-    explicit DeviceTensor(HostTensor h) : host(std::move(h)), buffer(host.values.size() * sizeof(float) + 4) {
-        buffer.upload(host.values.data(), host.values.size() * sizeof(float));
+    explicit DeviceTensor(HostTensor h) : host(std::move(h)), buffer(host.bytes.size() + 4) {
+        buffer.upload(host.bytes.data(), host.bytes.size());
     }
-    TensorView device() const { return TensorView::contiguous(buffer.data(), host.shape); }
+    TensorView device() const { return TensorView::contiguous(buffer.data(), host.shape, host.dtype); }
 };
 
 DeviceTensor make(const std::string& spec, std::uint64_t seed) { return DeviceTensor(generate(parse_generator(spec), seed)); }
@@ -107,12 +107,12 @@ TEST_CASE("the five reference problems at full size match the CPU reference" * d
     SUBCASE("hardsigmoid 4096x393216: every element written") {
         auto loss = compile(example("hardsigmoid.loss"));
         const DeviceTensor x = make(full_size("4096x393216:normal[0,3]"), 7);
-        DeviceBuffer out(x.host.values.size() * sizeof(float));
+        DeviceBuffer out(x.host.bytes.size());
         out.fill_bytes(0xFF);  // NaN: an element the kernel skips cannot match the reference
         const std::vector<TensorView> inputs{x.device()};
         loss.map(inputs, OutputView::contiguous(out.data(), x.host.shape));
         synchronize();
-        std::vector<float> gpu(x.host.values.size());
+        std::vector<float> gpu(x.host.floats().size());
         out.download(gpu.data(), gpu.size() * sizeof(float));
         std::vector<float> reference(gpu.size());
         const std::vector<TensorView> host{x.host.view()};
@@ -206,7 +206,7 @@ TEST_CASE("edge cases: empty tensors, nan, misuse" * doctest::skip(!have_gpu()))
     CHECK(std::isnan(mean(empty)));
     CHECK(compile("sum(x)")(empty) == 0.0f);
 
-    const DeviceTensor with_nan(HostTensor{{3}, {1.0f, NAN, 2.0f}});
+    const DeviceTensor with_nan(HostTensor::from_floats({3}, {1.0f, NAN, 2.0f}));
     const std::vector<TensorView> nan_input{with_nan.device()};
     CHECK(std::isnan(compile("mean(max(x, 0))")(nan_input)));
     CHECK(compile("mean(where(isnan(x), 0, x))")(nan_input) == doctest::Approx(1.0));
@@ -395,7 +395,7 @@ TEST_CASE("gradients: one Loss across layouts, expanded views, empty batches, na
     // An expanded view (torch's t.expand(N, C): shape [N, C], strides [0, 1]) is a full-shape input.
     const DeviceTensor p2 = make("64x32:uniform", 25), t2 = make("32:sign", 26);
     const TensorView expanded_device{t2.device().data, DType::float32, {64, 32}, {0, 1}};
-    const TensorView expanded_host{t2.host.values.data(), DType::float32, {64, 32}, {0, 1}};
+    const TensorView expanded_host{t2.host.bytes.data(), t2.host.dtype, {64, 32}, {0, 1}};
     check({p2.device(), expanded_device}, {p2.host.view(), expanded_host});
     // An empty batch: the broadcast input still has elements, and its gradient is zeros.
     DeviceBuffer none(16);
@@ -477,12 +477,12 @@ TEST_CASE("misuse on the GPU: host pointers, failed allocations; the loss still 
     const std::vector<TensorView> host_p{p.host.view(), t.device()};
     CHECK_THROWS_WITH_AS(loss(host_p), doctest::Contains("'p' is not CUDA device memory"), UsageError);
     DeviceBuffer result(sizeof(float));
-    CHECK_THROWS_WITH_AS(loss.evaluate(good, reinterpret_cast<float*>(const_cast<float*>(p.host.values.data()))),
+    CHECK_THROWS_WITH_AS(loss.evaluate(good, const_cast<float*>(p.host.floats().data())),
                          doctest::Contains("the result pointer is not CUDA device memory"), UsageError);
     CHECK_THROWS_WITH_AS(DeviceBuffer(std::size_t{1} << 50), doctest::Contains("out of GPU memory"), CudaError);
     auto map = compile("x * 2");
     const std::vector<TensorView> x{p.device()};
-    CHECK_THROWS_WITH_AS(map.map(x, OutputView::contiguous(const_cast<float*>(p.host.values.data()), {1000})),
+    CHECK_THROWS_WITH_AS(map.map(x, OutputView::contiguous(const_cast<float*>(p.host.floats().data()), {1000})),
                          doctest::Contains("the output is not CUDA device memory"), UsageError);
     CHECK(loss(good) == expected);  // nothing was launched with a bad pointer; the context is fine
 }
@@ -503,7 +503,7 @@ TEST_CASE("more than 2^31 elements: 64-bit indices in maps and reductions" * doc
     for (long long i : {0ll, (1ll << 31) - 1, 1ll << 31, n - 1}) {
         float v = 0;
         out.download(&v, sizeof v, static_cast<std::size_t>(i) * sizeof(float));
-        CHECK(v == 2.0f * x.host.values[static_cast<std::size_t>(i)]);
+        CHECK(v == 2.0f * x.host.floats()[static_cast<std::size_t>(i)]);
     }
     auto sum = compile("sum(x)");
     const std::vector<TensorView> host{x.host.view()};
@@ -545,7 +545,7 @@ TEST_CASE("two threads on two streams get the single-thread results" * doctest::
     struct Set {
         DeviceTensor p, t;
         std::vector<TensorView> views() const { return {p.device(), t.device()}; }
-        std::size_t count() const { return p.host.values.size(); }
+        std::size_t count() const { return static_cast<std::size_t>(p.host.numel()); }
     };
     const Set sets[] = {{make("512x1024:normal", 1), make("512x1024:normal", 2)},
                         {make("300x77:normal", 3), make("300x77:normal", 4)},

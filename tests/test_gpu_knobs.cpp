@@ -36,9 +36,12 @@ struct Inputs {
     Inputs(const std::vector<std::string>& specs, std::uint64_t seed, std::size_t misalign = 0) {
         for (std::size_t k = 0; k < specs.size(); ++k) host.push_back(generate(parse_generator(specs[k]), seed + k));
         for (const auto& h : host) {
-            buffers.emplace_back((h.values.size() + 4) * sizeof(float));
-            buffers.back().upload(h.values.data(), h.values.size() * sizeof(float), misalign * sizeof(float));
-            device.push_back(TensorView::contiguous(static_cast<float*>(buffers.back().data()) + misalign, h.shape));
+            // misalign is in elements of the input's dtype.
+            const std::size_t element = size_of(h.dtype);
+            buffers.emplace_back(h.bytes.size() + 4 * element);
+            buffers.back().upload(h.bytes.data(), h.bytes.size(), misalign * element);
+            device.push_back(TensorView::contiguous(static_cast<unsigned char*>(buffers.back().data()) + misalign * element,
+                                                    h.shape, h.dtype));
             host_views.push_back(h.view());
         }
     }
@@ -84,7 +87,7 @@ TEST_CASE("every accumulator and fast math give the reference's value within the
             CHECK(info->knobs.accumulator == row.acc);
             CHECK(info->knobs.fast_math == row.fast);
             // The fused gradient kernel takes the accumulator too; its gradients do not depend on it.
-            std::vector<DeviceBuffer> grad(1, DeviceBuffer(in.host[0].values.size() * sizeof(float)));
+            std::vector<DeviceBuffer> grad(1, DeviceBuffer(static_cast<std::size_t>(in.host[0].numel()) * sizeof(float)));
             DeviceBuffer value(sizeof(float));
             const std::vector<OutputView> grads{OutputView::contiguous(grad[0].data(), in.host[0].shape)};
             loss.value_and_grad(in.device, std::vector<std::string>{"p"}, grads, static_cast<float*>(value.data()));

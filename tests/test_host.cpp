@@ -105,6 +105,12 @@ lossjit::HostTensor gen(const std::string& text, std::uint64_t seed = 1) {
     return lossjit::generate(lossjit::parse_generator(text), seed);
 }
 
+// The elements of a float32 tensor, as a vector to compare.
+std::vector<float> vals(const lossjit::HostTensor& t) {
+    const auto f = t.floats();
+    return {f.begin(), f.end()};
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
@@ -256,9 +262,9 @@ TEST_CASE("parse_generator rejects") {
 }
 
 TEST_CASE("generate validates hand-built specs") {
-    CHECK(gen("3:uniform").values.size() == 3);
+    CHECK(gen("3:uniform").numel() == 3);
     const lossjit::GeneratorSpec defaults{{3}, "uniform", {}};
-    CHECK(same_bits(lossjit::generate(defaults, 1).values, gen("3:uniform").values));
+    CHECK(same_bits(vals(lossjit::generate(defaults, 1)), vals(gen("3:uniform"))));
     CHECK_THROWS_AS(lossjit::generate({{3}, "nope", {}}, 1), UsageError);
     CHECK_THROWS_AS(lossjit::generate({{3}, "uniform", {1, 0}}, 1), UsageError);
     CHECK_THROWS_AS(lossjit::generate({{}, "softmax", {}}, 1), UsageError);
@@ -269,16 +275,16 @@ TEST_CASE("generators are deterministic") {
     const char* specs[] = {"1000:uniform", "1000:normal[1,2]", "1000:sign", "10x100:softmax"};
     for (const char* text : specs) {
         CAPTURE(std::string(text));
-        CHECK(same_bits(gen(text, 42).values, gen(text, 42).values));
-        CHECK(!same_bits(gen(text, 42).values, gen(text, 43).values));
+        CHECK(same_bits(vals(gen(text, 42)), vals(gen(text, 42))));
+        CHECK(!same_bits(vals(gen(text, 42)), vals(gen(text, 43))));
     }
 
     CHECK(lossjit::seed_for(7, "logits") == lossjit::seed_for(7, "logits"));
     CHECK(lossjit::seed_for(7, "logits") != lossjit::seed_for(7, "target"));
     CHECK(lossjit::seed_for(7, "logits") != lossjit::seed_for(8, "logits"));
     CHECK(lossjit::seed_for(0, "") != lossjit::seed_for(0, "a"));
-    CHECK(!same_bits(gen("1000:uniform", lossjit::seed_for(1, "p")).values,
-                     gen("1000:uniform", lossjit::seed_for(1, "q")).values));
+    CHECK(!same_bits(vals(gen("1000:uniform", lossjit::seed_for(1, "p"))),
+                     vals(gen("1000:uniform", lossjit::seed_for(1, "q")))));
 }
 
 TEST_CASE("element values do not depend on tensor size or thread count") {
@@ -296,13 +302,12 @@ TEST_CASE("element values do not depend on tensor size or thread count") {
         CAPTURE(big_text);
         const auto big = gen(big_text, 9);
         const auto small = gen(c.second, 9);
-        REQUIRE(big.values.size() >= small.values.size());
-        CHECK(std::memcmp(big.values.data(), small.values.data(),
-                          small.values.size() * sizeof(float)) == 0);
+        REQUIRE(big.bytes.size() >= small.bytes.size());
+        CHECK(std::memcmp(big.bytes.data(), small.bytes.data(), small.bytes.size()) == 0);
     }
     // The last thread's range ends exactly at the end of the tensor.
     const auto big = gen("3000000:range");
-    CHECK(big.values.back() == 2999999.0f);
+    CHECK(big.floats().back() == 2999999.0f);
 }
 
 TEST_CASE("generated values") {
@@ -314,23 +319,24 @@ TEST_CASE("generated values") {
             CAPTURE(lo);
             CAPTURE(hi);
             const auto t = lossjit::generate({{100000}, "uniform", {lo, hi}}, 3);
-            const auto [min, max] = std::minmax_element(t.values.begin(), t.values.end());
+            const auto f = t.floats();
+            const auto [min, max] = std::minmax_element(f.begin(), f.end());
             CHECK(*min >= lo);
             CHECK(*max < hi);
         }
         const auto t = gen("100000:uniform");
         double sum = 0;
-        for (float v : t.values) sum += v;
+        for (float v : t.floats()) sum += v;
         CHECK(sum / 100000 == doctest::Approx(0.5).epsilon(0.01));
         // Only 1.0f lies in [1, 1.0000001).
         const auto narrow = gen("1000:uniform[1,1.0000001]");
-        CHECK(std::all_of(narrow.values.begin(), narrow.values.end(), [](float v) { return v == 1.0f; }));
+        CHECK(std::ranges::all_of(narrow.floats(), [](float v) { return v == 1.0f; }));
     }
 
     SUBCASE("normal has the requested moments") {
         const auto t = gen("200000:normal[3,2]");
         double sum = 0, sq = 0;
-        for (float v : t.values) {
+        for (float v : t.floats()) {
             REQUIRE(std::isfinite(v));
             sum += v;
             sq += static_cast<double>(v) * v;
@@ -340,13 +346,13 @@ TEST_CASE("generated values") {
         CHECK(mean == doctest::Approx(3).epsilon(0.01));
         CHECK(stddev == doctest::Approx(2).epsilon(0.01));
         const auto flat = gen("100:normal[3,0]");
-        CHECK(std::all_of(flat.values.begin(), flat.values.end(), [](float v) { return v == 3.0f; }));
+        CHECK(std::ranges::all_of(flat.floats(), [](float v) { return v == 3.0f; }));
     }
 
     SUBCASE("sign is exactly +-1 and both appear") {
         const auto t = gen("10000:sign");
         std::int64_t plus = 0, minus = 0;
-        for (float v : t.values) {
+        for (float v : t.floats()) {
             REQUIRE((v == 1.0f || v == -1.0f));
             (v > 0 ? plus : minus) += 1;
         }
@@ -360,30 +366,31 @@ TEST_CASE("generated values") {
         for (const char* text : specs) {
             CAPTURE(std::string(text));
             const auto t = gen(text);
+            const auto values = t.floats();
             const auto row = static_cast<std::size_t>(t.shape.back());
-            for (std::size_t start = 0; start < t.values.size(); start += row) {
+            for (std::size_t start = 0; start < values.size(); start += row) {
                 double sum = 0;
                 for (std::size_t j = 0; j < row; ++j) {
-                    REQUIRE(t.values[start + j] > 0.0f);
-                    REQUIRE(t.values[start + j] <= 1.0f);
-                    sum += t.values[start + j];
+                    REQUIRE(values[start + j] > 0.0f);
+                    REQUIRE(values[start + j] <= 1.0f);
+                    sum += values[start + j];
                 }
                 CHECK(std::fabs(sum - 1.0) < 1e-5);
             }
         }
-        CHECK(gen("4x0:softmax").values.empty());
-        CHECK(gen("0x4:softmax").values.empty());
+        CHECK(gen("4x0:softmax").bytes.empty());
+        CHECK(gen("0x4:softmax").bytes.empty());
     }
 
     SUBCASE("const and range") {
         const auto c = gen("3:const[0.5]");
-        CHECK(c.values == std::vector<float>{0.5f, 0.5f, 0.5f});
+        CHECK(vals(c) == std::vector<float>{0.5f, 0.5f, 0.5f});
         const auto s = gen("scalar:const[2]");
         CHECK(s.shape.empty());
-        CHECK(s.values == std::vector<float>{2.0f});
+        CHECK(vals(s) == std::vector<float>{2.0f});
         const auto r = gen("2x5:range");
-        CHECK(r.values == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-        CHECK(gen("0:range").values.empty());
+        CHECK(vals(r) == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+        CHECK(gen("0:range").bytes.empty());
     }
 }
 
@@ -392,12 +399,12 @@ TEST_CASE("npy round trip") {
     const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 3.4028235e38f,
                               -1.5f, std::bit_cast<float>(0x7FC12345u)};
     const lossjit::HostTensor tensors[] = {
-        {{}, {42.5f}},
-        {{9}, std::vector<float>(std::begin(specials), std::end(specials))},
-        {{0}, {}},
-        {{2, 0, 3}, {}},
-        {{2, 3, 4}, gen("2x3x4:normal").values},
-        {{1000, 37}, gen("1000x37:uniform").values},
+        lossjit::HostTensor::from_floats({}, {42.5f}),
+        lossjit::HostTensor::from_floats({9}, std::vector<float>(std::begin(specials), std::end(specials))),
+        lossjit::HostTensor::from_floats({0}, {}),
+        lossjit::HostTensor::from_floats({2, 0, 3}, {}),
+        gen("2x3x4:normal"),
+        gen("1000x37:uniform"),
     };
     int k = 0;
     for (const auto& t : tensors) {
@@ -412,12 +419,13 @@ TEST_CASE("npy round trip") {
                                    static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
         CHECK((10 + header) % 64 == 0);
         CHECK(bytes[10 + header - 1] == '\n');
-        CHECK(bytes.size() == 10 + header + t.values.size() * sizeof(float));
-        CHECK(bytes.substr(10 + header) == float_bytes(t.values));
+        CHECK(bytes.size() == 10 + header + t.bytes.size());
+        CHECK(bytes.substr(10 + header) == float_bytes(vals(t)));
 
         const auto back = lossjit::load_npy(path);
         CHECK(back.shape == t.shape);
-        CHECK(same_bits(back.values, t.values));
+        CHECK(back.dtype == lossjit::DType::float32);
+        CHECK(same_bits(vals(back), vals(t)));
 
         // Writing what was read reproduces the file byte for byte.
         const std::string again = dir.file("again.npy");
@@ -430,14 +438,19 @@ TEST_CASE("npy round trip") {
     CHECK(contains(read_file(dir.file("t4.npy")), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 4), }"));
 
     // Overwriting works and leaves no temporary files behind.
-    lossjit::save_npy(dir.file("t0.npy"), {{2}, {1.0f, 2.0f}});
-    CHECK(lossjit::load_npy(dir.file("t0.npy")).values == std::vector<float>{1.0f, 2.0f});
+    lossjit::save_npy(dir.file("t0.npy"), lossjit::HostTensor::from_floats({2}, {1.0f, 2.0f}));
+    CHECK(vals(lossjit::load_npy(dir.file("t0.npy"))) == std::vector<float>{1.0f, 2.0f});
     for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
         CHECK(!contains(entry.path().filename().string(), ".tmp"));
     }
 
-    CHECK_THROWS_AS(lossjit::save_npy(dir.file("bad.npy"), {{3}, {1.0f}}), UsageError);
-    CHECK_THROWS_AS(lossjit::save_npy(dir.file("missing/dir/x.npy"), {{1}, {1.0f}}), UsageError);
+    // A tensor whose bytes do not match its shape (its fields are public) is refused, naming both.
+    lossjit::HostTensor torn = lossjit::HostTensor::from_floats({1}, {1.0f});
+    torn.shape = {3};
+    CHECK(contains(usage_error_of([&] { lossjit::save_npy(dir.file("bad.npy"), torn); }),
+                   "shape 3 has 3 elements but the tensor holds 4 bytes of float32"));
+    CHECK_THROWS_AS(lossjit::save_npy(dir.file("missing/dir/x.npy"), lossjit::HostTensor::from_floats({1}, {1.0f})),
+                    UsageError);
 }
 
 TEST_CASE("npy reader accepts files numpy writes") {
@@ -475,7 +488,7 @@ TEST_CASE("npy reader accepts files numpy writes") {
         write_file(path, c.bytes);
         const auto t = lossjit::load_npy(path);
         CHECK(t.shape == c.shape);
-        CHECK(t.values == c.values);
+        CHECK(vals(t) == c.values);
     }
 }
 
@@ -537,6 +550,235 @@ TEST_CASE("npy reader errors") {
     const std::string missing = dir.file("does-not-exist.npy");
     CHECK(contains(usage_error_of([&] { lossjit::load_npy(missing); }), missing));
     CHECK(contains(usage_error_of([&] { lossjit::load_npy(dir.path().string()); }), "directory"));
+}
+
+TEST_CASE("HostTensor: set rounds, truncates or refuses as documented; at reads back") {
+    using lossjit::DType;
+    const double nan = NAN, inf = INFINITY;
+    // (dtype, value stored, value read back); NaN expected: NaN read back.
+    const struct {
+        DType dtype;
+        double value, expected;
+    } stored[] = {
+        // Floats round to nearest even; 16-bit types through float32, as a kernel's store does.
+        {DType::float32, 0.1, static_cast<double>(0.1f)},
+        {DType::float32, 1e300, inf},
+        {DType::float32, nan, nan},
+        {DType::float64, 0.1, 0.1},
+        {DType::float16, 1.0 + 0x1p-11, 1.0},                   // a tie: to even
+        {DType::float16, 1.0 + 3 * 0x1p-11, 1.0 + 0x1p-9},       // a tie: to even, upwards
+        {DType::float16, 1.0 + 0x1p-11 + 0x1p-40, 1.0},         // float32 first: the tie it rounds to goes to even
+        {DType::float16, 65519.0, 65504.0},
+        {DType::float16, 65520.0, inf},
+        {DType::bfloat16, 1.0 + 0x1p-8, 1.0},                   // a tie: to even
+        {DType::bfloat16, 1.0 + 3 * 0x1p-8, 1.0 + 0x1p-6},
+        {DType::bfloat16, -nan, nan},
+        // Integers truncate toward zero, as torch's .to(int) does.
+        {DType::int32, 2.7, 2},
+        {DType::int32, -2.7, -2},
+        {DType::int32, 2147483647.9, 2147483647},
+        {DType::int32, -2147483648.9, -2147483648.0},
+        {DType::int64, 0x1p62, 0x1p62},
+        {DType::int64, -0x1p63, -0x1p63},
+        {DType::int64, -0.5, 0},
+        {DType::uint8, 255.9, 255},
+        {DType::uint8, -0.9, 0},
+        // Bools are v != 0; NaN is not 0.
+        {DType::boolean, 0.0, 0},
+        {DType::boolean, -0.0, 0},
+        {DType::boolean, 0.1, 1},
+        {DType::boolean, -3, 1},
+        {DType::boolean, nan, 1},
+    };
+    for (const auto& row : stored) {
+        CAPTURE(lossjit::to_string(row.dtype));
+        CAPTURE(row.value);
+        lossjit::HostTensor t({1}, row.dtype);
+        CHECK(t.at(0) == 0.0);  // zero-filled
+        t.set(0, row.value);
+        if (std::isnan(row.expected)) CHECK(std::isnan(t.at(0)));
+        else CHECK(t.at(0) == row.expected);
+    }
+    lossjit::HostTensor mask({1}, DType::boolean);
+    mask.set(0, 7);
+    CHECK(mask.bytes[0] == 1);  // a bool is stored as the byte 1
+
+    // What an integer dtype cannot hold is refused, saying so.
+    const struct {
+        DType dtype;
+        double value;
+        const char* message;
+    } refused[] = {
+        {DType::int32, 2147483648.0, "2147483648 does not fit in int32 (its range is [-2147483648, 2147483647])"},
+        {DType::int32, -2147483649.0, "does not fit in int32"},
+        {DType::int64, 0x1p63, "does not fit in int64 (its range is [-9223372036854775808, 9223372036854775807])"},
+        {DType::uint8, 256, "256 does not fit in uint8 (its range is [0, 255])"},
+        {DType::uint8, -1, "-1 does not fit in uint8"},
+        {DType::int32, nan, "nan does not fit in int32"},
+        {DType::int64, inf, "inf does not fit in int64"},
+        {DType::uint8, -inf, "-inf does not fit in uint8"},
+    };
+    for (const auto& row : refused) {
+        CAPTURE(lossjit::to_string(row.dtype));
+        CAPTURE(row.value);
+        lossjit::HostTensor t({1}, row.dtype);
+        CHECK(contains(usage_error_of([&] { t.set(0, row.value); }), row.message));
+        CHECK(t.at(0) == 0.0);  // left as it was
+    }
+
+    // int64 beyond 2^53 reads back rounded, as a double must.
+    lossjit::HostTensor big({1}, DType::int64);
+    const std::int64_t odd = (std::int64_t{1} << 60) + 1;
+    std::memcpy(big.bytes.data(), &odd, sizeof odd);
+    CHECK(big.at(0) == 0x1p60);
+
+    // Indices outside the tensor and floats() of another dtype are the caller's bug.
+    lossjit::HostTensor three({3}, DType::int32);
+    CHECK_THROWS_AS(three.at(3), lossjit::InternalError);
+    CHECK_THROWS_AS(three.at(-1), lossjit::InternalError);
+    CHECK_THROWS_AS(three.set(3, 0), lossjit::InternalError);
+    CHECK_THROWS_AS(three.floats(), lossjit::InternalError);
+    CHECK(contains(usage_error_of([] { lossjit::HostTensor::from_floats({2, 2}, {1, 2, 3}); }),
+                   "shape 2x2 has 4 elements but 3 values were given"));
+    CHECK(contains(usage_error_of([] { lossjit::HostTensor({std::int64_t{1} << 62}, DType::float64); }),
+                   "a 4611686018427387904 float64 tensor does not fit in memory"));
+
+    // The view carries the dtype; converted() goes element by element through at() and set().
+    const auto f = lossjit::HostTensor::from_floats({2, 2}, {1.5f, -2.5f, 300.0f, 0.0f});
+    CHECK(f.view().dtype == DType::float32);
+    const auto i = f.converted(DType::int32);
+    CHECK(i.view().dtype == DType::int32);
+    CHECK(i.shape == f.shape);
+    CHECK(i.at(0) == 1);
+    CHECK(i.at(1) == -2);
+    CHECK(i.at(2) == 300);
+    CHECK(f.converted(DType::boolean).bytes == std::vector<unsigned char>{1, 1, 1, 0});
+    CHECK(f.converted(DType::bfloat16).converted(DType::float32).bytes == f.bytes);  // all four are bfloat16 values
+    CHECK(f.converted(DType::float32).bytes == f.bytes);
+    CHECK(contains(usage_error_of([&] { (void)f.converted(DType::uint8); }),
+                   "cannot convert a 2x2 float32 tensor to uint8: element 1: -2.5 does not fit in uint8"));
+}
+
+// The float16 conversions against the compiler's own _Float16 (GCC 12 and clang 15 on x86-64 have
+// it), which rounds to nearest even in IEEE arithmetic.
+TEST_CASE("float16 conversions agree with _Float16: every half, and floats at every rounding boundary") {
+#ifndef __FLT16_MAX__
+    MESSAGE("skipped: this compiler has no _Float16");
+#else
+    auto half_bits = [](_Float16 h) { return std::bit_cast<std::uint16_t>(h); };
+    auto is_nan_half = [](std::uint16_t b) { return (b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0; };
+
+    // Every one of the 65536 halves to float: exact, signs of zeros kept; NaNs stay NaN of that sign
+    // (the compiler may quiet a signalling NaN, so payloads are not compared).
+    for (std::uint32_t b = 0; b < 0x10000; ++b) {
+        const auto bits = static_cast<std::uint16_t>(b);
+        const float mine = lossjit::float16_to_float(bits);
+        const float theirs = static_cast<float>(std::bit_cast<_Float16>(bits));
+        if (is_nan_half(bits)) {
+            REQUIRE(std::isnan(mine));
+            REQUIRE(std::signbit(mine) == std::signbit(theirs));
+        } else {
+            REQUIRE(std::bit_cast<std::uint32_t>(mine) == std::bit_cast<std::uint32_t>(theirs));
+        }
+    }
+
+    std::int64_t checked = 0;
+    auto check = [&](float x) {
+        const std::uint16_t mine = lossjit::float_to_float16(x);
+        const std::uint16_t theirs = half_bits(static_cast<_Float16>(x));
+        ++checked;
+        if (std::isnan(x)) {
+            REQUIRE(is_nan_half(mine));
+            REQUIRE((mine >> 15) == (std::bit_cast<std::uint32_t>(x) >> 31));
+        } else if (mine != theirs) {
+            FAIL("float " << x << " (bits " << std::hex << std::bit_cast<std::uint32_t>(x) << "): float_to_float16 gives "
+                          << mine << ", _Float16 " << theirs);
+        }
+    };
+    // Around every half: the half itself, the midpoint to the next one up (a tie), and the floats
+    // just either side of each. Midpoints of subnormals, the normal/subnormal seam, 65504..65520 (the
+    // overflow boundary) and the zeros are all among them.
+    for (std::uint32_t b = 0; b < 0x7c00; ++b) {
+        for (const float sign : {1.0f, -1.0f}) {
+            const float h = sign * lossjit::float16_to_float(static_cast<std::uint16_t>(b));
+            const float next = b + 1 < 0x7c00 ? sign * lossjit::float16_to_float(static_cast<std::uint16_t>(b + 1))
+                                              : sign * 65536.0f;  // the next step past 65504: inf's stand-in
+            const float mid = (h + next) / 2;  // exact: a float has 13 more bits than a half
+            for (const float x : {h, std::nextafter(h, -INFINITY), std::nextafter(h, INFINITY), mid,
+                                  std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)})
+                check(x);
+        }
+    }
+    // A sweep of the whole float line, every 4099th bit pattern (NaNs, infinities, float
+    // subnormals and the values far beyond the half range included).
+    for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += 4099)
+        check(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+    for (const float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.996f, 65520.0f, -65520.0f,
+                          0x1p-25f, 0x1.000002p-25f, 0x1p-26f, 0x1.8p-24f, 0x1.4p-24f, 3.4028235e38f, 1e-45f})
+        check(x);
+    CHECK(checked > 1000000);
+    CHECK(lossjit::float_to_float16(65520.0f) == 0x7c00);   // the overflow tie goes to inf
+    CHECK(lossjit::float_to_float16(65519.996f) == 0x7bff);
+    CHECK(lossjit::float_to_float16(0x1p-25f) == 0x0000);  // half the smallest subnormal: a tie, to even (0)
+    CHECK(lossjit::float_to_float16(0x1.8p-24f) == 0x0002);  // 1.5 subnormal steps: a tie, to even (2)
+#endif
+}
+
+TEST_CASE("bfloat16: round to nearest even, ties, overflow, NaN kept NaN") {
+    const struct {
+        std::uint32_t in;
+        std::uint16_t out;
+    } table[] = {
+        {0x3f800000, 0x3f80},  // 1
+        {0x3f808000, 0x3f80},  // a tie below an even: down
+        {0x3f818000, 0x3f82},  // a tie above an odd: up
+        {0x3f808001, 0x3f81},  // just above a tie
+        {0x3f807fff, 0x3f80},  // just below
+        {0xbf818000, 0xbf82},  // the same for negatives
+        {0x7f7f7fff, 0x7f7f},  // the largest bfloat16 stays
+        {0x7f7f8000, 0x7f80},  // its tie with the next (odd): up, to inf
+        {0x7f7fffff, 0x7f80},  // FLT_MAX rounds to inf
+        {0x7f800000, 0x7f80},  // inf
+        {0xff800000, 0xff80},  // -inf
+        {0x00000000, 0x0000},
+        {0x80000000, 0x8000},  // -0
+        {0x00008000, 0x0000},  // a subnormal tie: to even (0)
+        {0x00018000, 0x0002},  // to even (2)
+        {0x00000001, 0x0000},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.in);
+        CHECK(lossjit::float_to_bfloat16(std::bit_cast<float>(row.in)) == row.out);
+    }
+    // NaNs of either sign, quiet or signalling (whose top 7 mantissa bits may all be 0), stay NaN.
+    for (const std::uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fbfffffu}) {
+        CAPTURE(nan);
+        const std::uint16_t b = lossjit::float_to_bfloat16(std::bit_cast<float>(nan));
+        CHECK(std::isnan(lossjit::bfloat16_to_float(b)));
+        CHECK((b >> 15) == (nan >> 31));
+    }
+    // Against a second way to round: of the two bfloat16 values around x (truncation and the next),
+    // the nearer in exact double arithmetic, the even one on a tie. Every 257th float.
+    for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += 257) {
+        const float x = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+        if (std::isnan(x) || std::isinf(x)) continue;
+        const auto down = static_cast<std::uint16_t>(bits >> 16);
+        const auto up = static_cast<std::uint16_t>(down + 1);  // away from zero; 0x7f80/0xff80 are the infinities
+        const double dx = std::fabs(static_cast<double>(x));
+        const double d_down = dx - std::fabs(static_cast<double>(lossjit::bfloat16_to_float(down)));
+        const double d_up = std::fabs(static_cast<double>(lossjit::bfloat16_to_float(up))) - dx;
+        // Past the largest bfloat16 the next value up is inf, which IEEE rounding (decided as if the
+        // exponent had no bound) treats as 2^128.
+        const double up_distance = std::isinf(lossjit::bfloat16_to_float(up)) ? 0x1p128 - dx : d_up;
+        const std::uint16_t expected =
+            d_down < up_distance ? down : d_down > up_distance ? up : (down & 1) == 0 ? down : up;
+        if (lossjit::float_to_bfloat16(x) != expected) {
+            FAIL("bits " << std::hex << bits << ": " << lossjit::float_to_bfloat16(x) << " != " << expected);
+        }
+    }
+    // bfloat16 to float is exact: the 16 bits on top.
+    CHECK(lossjit::bfloat16_to_float(0x3f80) == 1.0f);
+    CHECK(std::bit_cast<std::uint32_t>(lossjit::bfloat16_to_float(0x8001)) == 0x80010000u);
 }
 
 TEST_CASE("relative_error: the one definition every check uses, NaN and infinities decided") {

@@ -18,7 +18,7 @@ namespace {
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-HostTensor tensor(Shape shape, std::vector<float> values) { return HostTensor{std::move(shape), std::move(values)}; }
+HostTensor tensor(Shape shape, std::vector<float> values) { return HostTensor::from_floats(std::move(shape), std::move(values)); }
 
 double reduce(const std::string& text, const std::vector<HostTensor>& inputs, std::vector<Param> params = {}) {
     Options options;

@@ -72,7 +72,8 @@ std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
     std::vector<TensorView> views;
     for (const auto& i : inputs) {
         if (i.is_file()) {
-            views.push_back(TensorView::contiguous(nullptr, lossjit::load_npy(i.spec).shape));
+            const HostTensor t = lossjit::load_npy(i.spec);
+            views.push_back(TensorView::contiguous(nullptr, t.shape, t.dtype));
         } else {
             const std::string spec = i.spec.find(':') == std::string::npos ? i.spec + ":uniform" : i.spec;
             views.push_back(TensorView::contiguous(nullptr, lossjit::parse_generator(spec).shape));

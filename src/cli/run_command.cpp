@@ -22,6 +22,29 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using util::relative_error;
 
+// The dtype `run` asks the library for a map's output and for gradients, and writes to --output and
+// --output-grad files: float32, what the kernels and the CPU reference write. Everything below holds
+// these in HostTensors of this dtype (device buffers sized by their bytes, elements read through
+// at()), so choosing another dtype changes this line and nothing else.
+constexpr DType kOutputDType = DType::float32;
+
+// The largest elementwise relative_error between two tensors of one shape, read as doubles.
+double largest_relative_error(const HostTensor& values, const HostTensor& reference) {
+    if (values.shape != reference.shape) return INFINITY;
+    double worst = 0;
+    for (std::int64_t i = 0, n = values.numel(); i < n; ++i)
+        worst = std::max(worst, relative_error(values.at(i), reference.at(i)));
+    return worst;
+}
+
+// The first `count` elements, for printing.
+std::vector<double> first_elements(const HostTensor& t, std::size_t count) {
+    std::vector<double> out;
+    for (std::int64_t i = 0, n = std::min<std::int64_t>(t.numel(), static_cast<std::int64_t>(count)); i < n; ++i)
+        out.push_back(t.at(i));
+    return out;
+}
+
 // first_call_ms < 0: there was no GPU call.
 void print_timings(const lossjit::Timings& t, double first_call_ms) {
     std::cerr << fmt::format(
@@ -89,7 +112,11 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
                   const std::vector<std::pair<std::string, std::string>>& grad_files, nlohmann::json& report) {
     const bool map = loss.kind() == lossjit::Kind::Map;
     const lossjit::Shape shape = loss.output_shape(host_views);
-    const HostTensor ones{shape, std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f)};
+    // A map's upstream gradient: ones, in float32 as the library takes it. A reduction has none; an
+    // empty tensor stands in.
+    const HostTensor ones =
+        HostTensor::from_floats(map ? shape : lossjit::Shape{0},
+                                std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f));
     auto reference = [&] { return map ? loss.reference_grad(host_views, grads, ones.view()) : loss.reference_grad(host_views, grads); };
 
     (void)loss.derivatives(grads);  // an unknown or repeated name: the library's message, before any work
@@ -97,30 +124,32 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
     std::string where = "CPU reference, float64";
     if (gpu) {
         try {
+            std::vector<HostTensor> downloaded;
             std::vector<lossjit::DeviceBuffer> buffers;
             std::vector<lossjit::OutputView> views;
             for (const auto& name : grads) {
                 const auto it = std::find(loss.inputs().begin(), loss.inputs().end(), name);
                 if (it == loss.inputs().end()) break;  // grad() names the mistake
                 const auto& input = host[static_cast<std::size_t>(it - loss.inputs().begin())];
-                buffers.emplace_back(std::max<std::size_t>(input.values.size(), 1) * sizeof(float), args.common.device);
+                downloaded.emplace_back(input.shape, kOutputDType);
+                buffers.emplace_back(std::max<std::size_t>(downloaded.back().bytes.size(), 1), args.common.device);
                 buffers.back().fill_bytes(0xFF);  // NaN: an unwritten element cannot pass a check
-                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape));
+                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape, kOutputDType));
                 result.push_back({name, input.shape, {}});
             }
             std::optional<lossjit::DeviceBuffer> upstream;
             if (map) {
-                upstream.emplace(std::max<std::size_t>(ones.values.size(), 1) * sizeof(float), args.common.device);
-                upstream->upload(ones.values.data(), ones.values.size() * sizeof(float));
-                loss.grad(device_views, grads, views, TensorView::contiguous(upstream->data(), shape));
+                upstream.emplace(std::max<std::size_t>(ones.bytes.size(), 1), args.common.device);
+                upstream->upload(ones.bytes.data(), ones.bytes.size());
+                loss.grad(device_views, grads, views, TensorView::contiguous(upstream->data(), shape, ones.dtype));
             } else {
                 loss.grad(device_views, grads, views);
             }
             lossjit::synchronize(args.common.device);
             for (std::size_t k = 0; k < result.size(); ++k) {
-                std::vector<float> values(static_cast<std::size_t>(lossjit::element_count(result[k].shape)));
-                buffers[k].download(values.data(), values.size() * sizeof(float));
-                result[k].values.assign(values.begin(), values.end());
+                buffers[k].download(downloaded[k].bytes.data(), downloaded[k].bytes.size());
+                for (std::int64_t i = 0, n = downloaded[k].numel(); i < n; ++i)
+                    result[k].values.push_back(downloaded[k].at(i));
             }
             where = "GPU";
         } catch (const lossjit::UnsupportedError& e) {
@@ -139,7 +168,9 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
         nlohmann::json entry{{"shape", g.shape}, {"device", where == "GPU" ? "gpu" : "cpu-reference"}};
         for (const auto& [name, file] : grad_files) {
             if (name != g.input) continue;
-            lossjit::save_npy(file, HostTensor{g.shape, std::vector<float>(g.values.begin(), g.values.end())});
+            HostTensor written(g.shape, kOutputDType);
+            for (std::size_t i = 0; i < g.values.size(); ++i) written.set(static_cast<std::int64_t>(i), g.values[i]);
+            lossjit::save_npy(file, written);
             entry["output"] = file;
         }
         const std::size_t shown = std::min<std::size_t>(g.values.size(), 6);
@@ -200,9 +231,9 @@ void upload_inputs(RunInputs& in, int device, nlohmann::json& report) {
     const auto info = lossjit::device_info(device);
     report["device"] = fmt::format("{} ({})", info.name, info.arch());
     for (const auto& h : in.host) {
-        in.buffers.emplace_back(h.values.size() * sizeof(float), device);
-        in.buffers.back().upload(h.values.data(), h.values.size() * sizeof(float));
-        in.device_views.push_back(TensorView::contiguous(in.buffers.back().data(), h.shape));
+        in.buffers.emplace_back(h.bytes.size(), device);
+        in.buffers.back().upload(h.bytes.data(), h.bytes.size());
+        in.device_views.push_back(TensorView::contiguous(in.buffers.back().data(), h.shape, h.dtype));
     }
 }
 
@@ -250,22 +281,22 @@ int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohm
     int status = 0;
     std::optional<lossjit::DeviceBuffer> output_buffer;
     const lossjit::Shape shape = loss.output_shape(host_views);
-    HostTensor out{shape, std::vector<float>(static_cast<std::size_t>(lossjit::element_count(shape)))};
+    HostTensor out(shape, kOutputDType);
     if (gpu) {
-        output_buffer.emplace(out.values.size() * sizeof(float), args.common.device);
+        output_buffer.emplace(out.bytes.size(), args.common.device);
         output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
         const auto start = Clock::now();
-        loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape));
+        loss.map(device_views, lossjit::OutputView::contiguous(output_buffer->data(), shape, out.dtype));
         lossjit::synchronize(args.common.device);
         report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        output_buffer->download(out.values.data(), out.values.size() * sizeof(float));
+        output_buffer->download(out.bytes.data(), out.bytes.size());
     } else {
-        loss.reference_map(host_views, lossjit::OutputView::contiguous(out.values.data(), shape));
+        loss.reference_map(host_views, out.output());
     }
     if (gpu && args.check) {
-        std::vector<float> reference(out.values.size());
-        loss.reference_map(host_views, lossjit::OutputView::contiguous(reference.data(), shape));
-        const double worst = util::largest_relative_error(out.values, reference);
+        HostTensor reference(shape, out.dtype);
+        loss.reference_map(host_views, reference.output());
+        const double worst = largest_relative_error(out, reference);
         report["max_rel_error"] = worst;
         if (!(worst <= args.tolerance)) status = 1;
         if (!args.json)
@@ -280,9 +311,9 @@ int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohm
     if (!args.json) {
         std::cout << fmt::format("map of shape {}{}", lossjit::format_shape(shape),
                                  args.output.empty() ? "" : ", written to " + args.output);
-        const std::size_t shown = std::min<std::size_t>(out.values.size(), 6);
-        std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-                                 out.values.size() > shown ? ", ..." : "");
+        const std::vector<double> first = first_elements(out, 6);
+        std::cout << fmt::format("; first values: {:.7g}{}\n", fmt::join(first, ", "),
+                                 out.numel() > static_cast<std::int64_t>(first.size()) ? ", ..." : "");
     }
     return status;
 }

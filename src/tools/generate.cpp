@@ -336,17 +336,9 @@ HostTensor generate(const GeneratorSpec& spec, std::uint64_t seed) {
         }
     }();
 
-    HostTensor t;
-    t.shape = spec.shape;
-    const std::int64_t n = element_count(t.shape);
-    try {
-        t.values.resize(static_cast<std::size_t>(n));
-    } catch (const std::bad_alloc&) {
-        throw UsageError("cannot allocate memory for a " + format_shape(t.shape) + " tensor");
-    } catch (const std::length_error&) {
-        throw UsageError("cannot allocate memory for a " + format_shape(t.shape) + " tensor");
-    }
-    float* out = t.values.data();
+    HostTensor t(spec.shape, DType::float32);
+    const std::int64_t n = t.numel();
+    float* out = t.floats().data();
     const Stream stream(seed);
     const int threads = thread_count(n);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,14 +14,34 @@
 
 namespace lossjit {
 
-// Host-resident float32 tensor, row-major contiguous: what the generators and the .npy reader
-// produce. Tooling, not part of the library's API (include/lossjit/ takes and returns views).
+// A host-resident tensor of any dtype, row-major contiguous: what the generators and the .npy
+// reader produce. Tooling, not part of the library's API (include/lossjit/ takes and returns views).
 struct HostTensor {
     Shape shape;
-    std::vector<float> values;
+    DType dtype = DType::float32;
+    std::vector<unsigned char> bytes;  // numel() * size_of(dtype)
+
+    HostTensor() = default;
+    // Zero-filled; UsageError (naming shape and dtype) where the memory cannot be had.
+    HostTensor(Shape shape, DType dtype);
+    // float32; UsageError if values does not hold element_count(shape) elements.
+    static HostTensor from_floats(Shape shape, std::vector<float> values);
 
     std::int64_t numel() const { return element_count(shape); }
-    TensorView view() const { return TensorView::contiguous(values.data(), shape); }
+    TensorView view() const { return TensorView{bytes.data(), dtype, shape, {}}; }
+    OutputView output() { return OutputView{bytes.data(), dtype, shape, {}}; }
+
+    // Element i as a double, exactly (int64 beyond 2^53 rounds).
+    double at(std::int64_t i) const;
+    // Stores v at element i as the dtype holds it: floats round to nearest even (through float32
+    // for the 16-bit types, as kernels store), integers truncate toward zero as torch's .to() does
+    // (UsageError if v is not finite or out of the type's range), bools are v != 0.
+    void set(std::int64_t i, double v);
+    // The elements of a float32 tensor (InternalError for another dtype).
+    std::span<float> floats();
+    std::span<const float> floats() const;
+    // A copy in another dtype, element by element through at() and set().
+    HostTensor converted(DType to) const;
 };
 
 // Reads a NumPy .npy file (format 1.0, 2.0 or 3.0) holding a little-endian float32 ('<f4'),

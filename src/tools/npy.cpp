@@ -319,11 +319,10 @@ HostTensor load_npy(const std::string& path) {
         fail(path, "truncated .npy file (it ends inside the header)");
     }
 
-    HostTensor t;
-    t.shape = interpret_header(header, path).shape;
+    const Shape shape = interpret_header(header, path).shape;
     std::int64_t count = 0;
     try {
-        count = element_count(t.shape);
+        count = element_count(shape);
     } catch (const UsageError& e) {
         fail(path, e.what());
     }
@@ -331,20 +330,19 @@ HostTensor load_npy(const std::string& path) {
     // Compared in elements so that a huge shape cannot overflow the byte count, and before
     // allocating so that a corrupt header cannot make us allocate memory the file cannot fill.
     if (size_known && (file_size - data_offset) / sizeof(float) < n) {
-        fail(path, "truncated .npy file (shape " + format_shape(t.shape) + " needs " +
+        fail(path, "truncated .npy file (shape " + format_shape(shape) + " needs " +
                        std::to_string(n * sizeof(float)) + " data bytes but only " +
                        std::to_string(file_size - data_offset) + " are present)");
     }
+    HostTensor t;
     try {
-        t.values.resize(static_cast<std::size_t>(n));
-    } catch (const std::bad_alloc&) {
-        fail(path, "cannot allocate memory for shape " + format_shape(t.shape));
-    } catch (const std::length_error&) {
-        fail(path, "cannot allocate memory for shape " + format_shape(t.shape));
+        t = HostTensor(shape, DType::float32);
+    } catch (const UsageError&) {
+        fail(path, "cannot allocate memory for shape " + format_shape(shape));
     }
-    // One read straight into the vector: for multi-GiB inputs any staging copy would dominate.
-    const std::size_t want = static_cast<std::size_t>(n) * sizeof(float);
-    if (read_bytes(f, t.values.data(), want, path) < want) {
+    // One read straight into the tensor: for multi-GiB inputs any staging copy would dominate.
+    const std::size_t want = t.bytes.size();
+    if (read_bytes(f, t.bytes.data(), want, path) < want) {
         fail(path, "truncated .npy file (shape " + format_shape(t.shape) + " needs " +
                        std::to_string(want) + " data bytes but the file ends early)");
     }
@@ -358,10 +356,10 @@ void save_npy(const std::string& path, const HostTensor& t) {
     } catch (const UsageError& e) {
         fail(path, e.what());
     }
-    if (static_cast<std::uint64_t>(count) != t.values.size()) {
-        fail(path, "cannot save: shape " + format_shape(t.shape) + " has " +
-                       std::to_string(count) + " elements but the tensor holds " +
-                       std::to_string(t.values.size()) + " values");
+    if (t.dtype != DType::float32) fail(path, "cannot save a " + std::string(to_string(t.dtype)) + " tensor");
+    if (t.bytes.size() % sizeof(float) != 0 || static_cast<std::uint64_t>(count) != t.bytes.size() / sizeof(float)) {
+        fail(path, "cannot save: shape " + format_shape(t.shape) + " has " + std::to_string(count) +
+                       " elements but the tensor holds " + std::to_string(t.bytes.size()) + " bytes of float32");
     }
 
     std::string dict =
@@ -385,7 +383,7 @@ void save_npy(const std::string& path, const HostTensor& t) {
     bytes += dict;
 
     // Readers never see a half-written file.
-    const std::string_view data(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+    const std::string_view data(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
     util::write_file_atomically(path, {bytes, data});
 }
 

@@ -53,6 +53,9 @@ public:
                 if (set[k].shape != request.input_sets[0][k].shape)
                     throw UsageError(fmt::format("'{}' has shape {} in one input set and {} in another", probe_->inputs()[k],
                                                  format_shape(set[k].shape), format_shape(request.input_sets[0][k].shape)));
+                else if (set[k].dtype != request.input_sets[0][k].dtype)
+                    throw UsageError(fmt::format("'{}' is {} in one input set and {} in another", probe_->inputs()[k],
+                                                 to_string(set[k].dtype), to_string(request.input_sets[0][k].dtype)));
         }
         std::vector<TensorView> host;
         for (const auto& t : request.input_sets[0]) host.push_back(t.view());
@@ -77,7 +80,8 @@ public:
         result.input_sets = static_cast<int>(request.input_sets.size());
         result.reps = request.reps;
         for (std::size_t k = 0; k < host.size(); ++k)
-            if (probe_->uses(probe_->inputs()[k])) result.bytes_per_call += static_cast<double>(host[k].numel()) * sizeof(float);
+            if (probe_->uses(probe_->inputs()[k]))
+                result.bytes_per_call += static_cast<double>(host[k].numel()) * static_cast<double>(size_of(host[k].dtype));
         if (is_map_) result.bytes_per_call += static_cast<double>(element_count(output_shape_)) * sizeof(float);
     }
 
@@ -99,10 +103,10 @@ public:
             report(SweepProgress::Stage::Upload, s, count, "");
             Set set;
             for (const auto& t : request_.input_sets[static_cast<std::size_t>(s)]) {
-                const std::size_t bytes = t.values.size() * sizeof(float);
+                const std::size_t bytes = t.bytes.size();
                 set.buffers.emplace_back(std::max<std::size_t>(bytes, 16), device);
-                if (bytes > 0) set.buffers.back().upload(t.values.data(), bytes);
-                set.device.push_back(TensorView::contiguous(set.buffers.back().data(), t.shape));
+                if (bytes > 0) set.buffers.back().upload(t.bytes.data(), bytes);
+                set.device.push_back(TensorView::contiguous(set.buffers.back().data(), t.shape, t.dtype));
                 set.host.push_back(t.view());
             }
             sets_.push_back(std::move(set));

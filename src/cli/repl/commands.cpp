@@ -251,7 +251,7 @@ void Repl::cmd_time(const std::string& arg) {
     Loss& loss = c.entry->loss;
     const std::vector<TensorView> views = device_views(c);
     double bytes = 0;
-    for (const auto& v : views) bytes += static_cast<double>(v.numel()) * sizeof(float);
+    for (const auto& v : views) bytes += static_cast<double>(v.numel()) * static_cast<double>(size_of(v.dtype));
     std::optional<DeviceBuffer> result;
     std::optional<OutputView> output;
     if (loss.kind() == Kind::Reduction) {

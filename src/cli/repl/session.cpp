@@ -401,7 +401,7 @@ std::vector<TensorView> Repl::host_views(const Compiled& c) const {
 
 std::vector<TensorView> Repl::shape_views(const Compiled& c) const {
     std::vector<TensorView> views;
-    for (auto k : c.inputs) views.push_back(TensorView::contiguous(nullptr, inputs_[k].host.shape));
+    for (auto k : c.inputs) views.push_back(TensorView::contiguous(nullptr, inputs_[k].host.shape, inputs_[k].host.dtype));
     return views;
 }
 
@@ -409,12 +409,12 @@ std::vector<TensorView> Repl::device_views(const Compiled& c) {
     std::vector<TensorView> views;
     for (auto k : c.inputs) {
         Input& in = inputs_[k];
-        const std::size_t bytes = in.host.values.size() * sizeof(float);
+        const std::size_t bytes = in.host.bytes.size();
         if (!in.device && bytes > 0) {
             in.device.emplace(bytes, device_);
-            in.device->upload(in.host.values.data(), bytes);
+            in.device->upload(in.host.bytes.data(), bytes);
         }
-        views.push_back(TensorView::contiguous(in.device ? in.device->data() : nullptr, in.host.shape));
+        views.push_back(TensorView::contiguous(in.device ? in.device->data() : nullptr, in.host.shape, in.host.dtype));
     }
     return views;
 }
@@ -509,7 +509,10 @@ Compiled Repl::compile_for(const std::string& arg, std::string_view command) {
 
 std::string Repl::describe(const Input& in) const {
     InputArg arg{in.name, in.spec};
-    if (arg.is_file()) return fmt::format("{}: {} from {}", in.name, format_shape(in.host.shape), in.spec);
+    if (arg.is_file()) {
+        const std::string dtype = in.host.dtype == DType::float32 ? "" : " " + std::string(to_string(in.host.dtype));
+        return fmt::format("{}: {}{} from {}", in.name, format_shape(in.host.shape), dtype, in.spec);
+    }
     const std::string spec = in.spec.find(':') == std::string::npos ? in.spec + ":uniform" : in.spec;
     return fmt::format("{}: {} from {}", in.name, format_shape(in.host.shape), generator_text(parse_generator(spec)));
 }
