@@ -94,10 +94,10 @@ TEST_CASE("bfloat16 and float16 round to nearest even and keep inf, nan and sign
         {-2.0f, 0xc000, 0xc000},
         {0.0f, 0x0000, 0x0000},
         {-0.0f, 0x8000, 0x8000},
-        {1.0f + 0x1p-8f, 0x3f80, 0x3c01},               // a bf16 tie, rounds to even (down)
-        {1.0f + 3 * 0x1p-8f, 0x3f82, 0x3c03},           // a bf16 tie, rounds to even (up)
+        {1.0f + 0x1p-8f, 0x3f80, 0x3c04},               // a bf16 tie, rounds to even (down)
+        {1.0f + 3 * 0x1p-8f, 0x3f82, 0x3c0c},           // a bf16 tie, rounds to even (up)
         {1.0f + 0x1p-11f, 0x3f80, 0x3c00},              // a f16 tie: to even (down)
-        {65504.0f, 0x477f, 0x7bff},                     // the largest float16
+        {65504.0f, 0x4780, 0x7bff},                     // the largest float16 (bfloat16 rounds it up)
         {65520.0f, 0x4780, 0x7c00},                     // halfway to the next: inf in float16
         {0x1p-24f, 0x3380, 0x0001},                     // the smallest float16 subnormal
         {0x1p-25f, 0x3300, 0x0000},                     // half of it: a tie, to even (zero)

@@ -21,12 +21,6 @@ bool have_gpu() {
     return available;
 }
 
-void synchronize() {
-    DeviceBuffer probe(4);
-    int value = 0;
-    probe.download(&value, sizeof value);  // a synchronous copy on the legacy stream
-}
-
 // A host tensor of `dtype` from a generator spec, and its copy on the device (a few spare bytes so
 // that an offset view stays inside the allocation).
 struct Typed {
@@ -62,7 +56,7 @@ TEST_CASE("every input dtype, every loop: reductions match the reference" * doct
     for (const DType dtype : all_dtypes()) {
         CAPTURE(to_string(dtype));
         const bool integer = !is_floating(dtype);
-        const std::string values = integer ? ":integers[-3,50]" : ":normal";
+        const std::string values = integer ? ":normal[10,20]" : ":normal";
         for (const char* shape : {"1000x1024", "999x1023"}) {
             CAPTURE(shape);
             auto loss = compile("mean((p - t)^2 + sin(p) * t)");
@@ -72,8 +66,8 @@ TEST_CASE("every input dtype, every loop: reductions match the reference" * doct
             const double gpu = loss(device);
             const double reference = loss.reference(host);
             CHECK(rel_error(gpu, reference) <= 2e-7);
-            CHECK(loss.kernel_info()->signature.find(std::string(short_name(dtype))) != std::string::npos ||
-                  dtype == DType::float32);
+            const bool named = loss.kernel_info()->signature.find(std::string(short_name(dtype))) != std::string::npos;
+            CHECK((named || dtype == DType::float32));
         }
         // A strided view: p read transposed.
         auto loss = compile("sum(p * t)");
@@ -194,7 +188,7 @@ TEST_CASE("fused gradients into bfloat16, float16 and float64, in the rows and c
 
 TEST_CASE("integer inputs have no gradient on the GPU either" * doctest::skip(!have_gpu())) {
     auto loss = compile("mean((p - t)^2)");
-    const Typed p("64x64:normal", DType::float32, 51), t("64x64:integers[0,10]", DType::int64, 52);
+    const Typed p("64x64:normal", DType::float32, 51), t("64x64:uniform[0,10]", DType::int64, 52);
     const std::vector<TensorView> device{p.view(), t.view()};
     const std::vector<std::string> wrt{"t"};
     CHECK_THROWS_WITH_AS(loss.grad(device, wrt), doctest::Contains("'t' is int64: an integer or bool input has no gradient"),
