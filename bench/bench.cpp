@@ -78,9 +78,15 @@ struct Device {
     std::vector<TensorView> views, host_views;
 };
 
-Device upload(const std::vector<std::pair<std::string, std::string>>& specs, std::uint64_t seed) {
+// The inputs of `specs`, generated in float32 and rounded into `dtype` (the same values a torch
+// tensor .to(dtype) holds).
+Device upload(const std::vector<std::pair<std::string, std::string>>& specs, std::uint64_t seed,
+              DType dtype = DType::float32) {
     Device d;
-    for (const auto& [name, spec] : specs) d.host.push_back(generate(parse_generator(spec), seed_for(seed, name)));
+    for (const auto& [name, spec] : specs) {
+        HostTensor t = generate(parse_generator(spec), seed_for(seed, name));
+        d.host.push_back(dtype == DType::float32 ? std::move(t) : t.converted(dtype));
+    }
     for (const auto& h : d.host) {
         d.buffers.emplace_back(h.bytes.size());
         d.buffers.back().upload(h.bytes.data(), h.bytes.size());
@@ -190,17 +196,22 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
     json row = {{"problem", problem.name}};
 
     if (loss.kind() == Kind::Map) {
+        // The output in the inputs' dtype, as torch writes it (a bfloat16 map writes bfloat16).
         const Shape shape = loss.output_shape(d.views);
-        DeviceBuffer out(static_cast<std::size_t>(element_count(shape)) * sizeof(float));
+        HostTensor gpu(shape, loss.output_dtype(d.views));
+        DeviceBuffer out(gpu.bytes.size());
         out.fill_bytes(0xFF);
-        const auto view = OutputView::contiguous(out.data(), shape);
-        bytes *= 2;  // the output is written once
+        const auto view = OutputView::contiguous(out.data(), shape, gpu.dtype);
+        bytes += static_cast<double>(gpu.bytes.size());  // the output is written once
         row["ms"] = time_ms([&] { loss.map(d.views, view); }, reps);
         if (check_accuracy) {
-            std::vector<float> gpu(static_cast<std::size_t>(element_count(shape))), ref(gpu.size());
-            out.download(gpu.data(), gpu.size() * sizeof(float));
-            loss.reference_map(d.host_views, OutputView::contiguous(ref.data(), shape));
-            row["max_rel_error"] = util::largest_relative_error(gpu, ref);
+            out.download(gpu.bytes.data(), gpu.bytes.size());
+            HostTensor ref(shape, gpu.dtype);
+            loss.reference_map(d.host_views, ref.output());
+            double worst = 0;  // relative to the reference value, rounded to the output's dtype
+            for (std::int64_t i = 0; i < gpu.numel(); ++i)
+                worst = std::max(worst, util::relative_error(gpu.at(i), ref.at(i)));
+            row["max_rel_error"] = worst;
         }
     } else {
         DeviceBuffer result(sizeof(float));
@@ -340,7 +351,19 @@ int main(int argc, char** argv) try {
     app.add_flag("--explore", explore, "also time unroll / blocks-per-SM variants of each problem");
     app.add_flag("!--no-sweep", sweep, "skip the 2^10..2^30 size sweep");
     app.add_flag("!--no-accuracy", accuracy, "skip the CPU reference and determinism checks");
+    std::string dtype_name = "float32";
+    app.add_option("--dtype", dtype_name,
+                   "the five problems' inputs in this dtype (generated in float32, then rounded), maps writing it "
+                   "too; other than float32, only the problems are timed")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    const auto parsed_dtype = parse_dtype(dtype_name);
+    if (!parsed_dtype || !is_floating(*parsed_dtype)) {
+        std::fprintf(stderr, "lossjit_bench: --dtype %s: give float32, bfloat16, float16 or float64\n", dtype_name.c_str());
+        return 2;
+    }
+    const DType dtype = *parsed_dtype;
+    if (dtype != DType::float32) sweep = false;
 
     // Every program this run needs, read before asking for the GPU: a missing file is named, not
     // discovered as an empty program halfway through.
@@ -366,7 +389,7 @@ int main(int argc, char** argv) try {
     const auto context = cuda::Context::for_device(0);
     LOSSJIT_CU(cuCtxSetCurrent(context->get()));
     json out = {{"device", info.name}, {"arch", info.arch()}, {"sms", info.multiprocessors}, {"reps", reps},
-                {"lossjit", kVersion}, {"nvrtc", nvrtc_version()}};
+                {"lossjit", kVersion}, {"nvrtc", nvrtc_version()}, {"dtype", to_string(dtype)}};
     std::fprintf(stderr, "device: %s (%s)\n", info.name.c_str(), info.arch().c_str());
 
     Roofline roofline;
@@ -386,7 +409,7 @@ int main(int argc, char** argv) try {
     json problems = json::array();
     for (const auto& problem : kProblems) {
         if (!wanted(problem.name)) continue;
-        const Device d = upload(problem.inputs, 2026);
+        const Device d = upload(problem.inputs, 2026, dtype);
         json row = bench_problem(problem, d, reps, Options{}, accuracy);
         if (explore) {
             json variants = json::array();
@@ -406,6 +429,11 @@ int main(int argc, char** argv) try {
         problems.push_back(row);
     }
     out["problems"] = problems;
+    if (dtype != DType::float32) {  // the gradients, the small call and the sweep are float32 measurements
+        if (!json_path.empty()) std::ofstream(json_path) << lossjit::json_text(out) << "\n";
+        else std::printf("%s\n", lossjit::json_text(out).c_str());
+        return 0;
+    }
     if (wanted("value_and_grad")) {
         out["value_and_grad"] = bench_value_and_grad(kProblems[3], {"p"}, reps, explore, accuracy);
         std::fprintf(stderr, "smooth_l1 value_and_grad %8.3f ms %7.0f GB/s\n", out["value_and_grad"]["ms"].get<double>(),

@@ -71,12 +71,19 @@ double bare_compile(const std::string& source, const std::string& arch) {
 
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
+    // The programs' inputs in this dtype (bench/cold_start.py --dtype): a new bfloat16 program too
+    // must be ready quickly.
+    const auto dtype = lossjit::parse_dtype(argc > 2 ? argv[2] : "float32");
+    if (!dtype) {
+        std::fprintf(stderr, "lossjit_cold_start: unknown dtype %s\n", argv[2]);
+        return 2;
+    }
     std::string why;
     if (!lossjit::cuda_available(&why)) {
         std::fprintf(stderr, "lossjit_cold_start needs a GPU: %s\n", why.c_str());
         return 2;
     }
-    nlohmann::json out{{"mode", mode}};
+    nlohmann::json out{{"mode", mode}, {"dtype", lossjit::to_string(*dtype)}};
     const auto info = lossjit::device_info(0);
     out["arch"] = info.arch();
     if (mode == "bare") {
@@ -85,11 +92,11 @@ int main(int argc, char** argv) {
         second.replace(second.find("d * d"), 5, "fabsf(d)");
         out["second_ms"] = bare_compile(second, info.arch());
     } else if (mode == "lossjit" || mode == "disk") {
-        lossjit::DeviceBuffer p(1024 * sizeof(float)), t(1024 * sizeof(float)), result(sizeof(float));
+        lossjit::DeviceBuffer p(1024 * 8), t(1024 * 8), result(sizeof(float));
         p.fill_bytes(0);
         t.fill_bytes(0);
-        const std::vector<lossjit::TensorView> views{lossjit::TensorView::contiguous(p.data(), {1024}),
-                                                     lossjit::TensorView::contiguous(t.data(), {1024})};
+        const std::vector<lossjit::TensorView> views{lossjit::TensorView::contiguous(p.data(), {1024}, *dtype),
+                                                     lossjit::TensorView::contiguous(t.data(), {1024}, *dtype)};
         auto* r = static_cast<float*>(result.data());
         auto timed_first = [&](const char* text, nlohmann::json& row) {
             const auto start = Clock::now();
@@ -131,7 +138,7 @@ int main(int argc, char** argv) {
             lossjit::synchronize();
         }
     } else {
-        std::fprintf(stderr, "usage: lossjit_cold_start bare|lossjit|disk\n");
+        std::fprintf(stderr, "usage: lossjit_cold_start bare|lossjit|disk [DTYPE]\n");
         return 2;
     }
     std::printf("%s\n", lossjit::json_text(out, -1).c_str());

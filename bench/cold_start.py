@@ -2,7 +2,7 @@
 """Cold start, side by side in one run: bare NVRTC's first call vs lossjit's first program, each in
 fresh processes, alternating, N rounds; then the medians and the issue's targets.
 
-    python3 bench/cold_start.py --binary build/bench/lossjit_cold_start --rounds 10 --json out.json
+    python3 bench/cold_start.py --binary build/bench/lossjit_cold_start --rounds 10 --json out.json [--dtype bfloat16]
 """
 import argparse
 import json
@@ -13,9 +13,9 @@ import sys
 import tempfile
 
 
-def run(binary, mode, cache_dir):
+def run(binary, mode, cache_dir, dtype="float32"):
     env = dict(os.environ, LOSSJIT_CACHE_DIR=cache_dir)
-    out = subprocess.run([binary, mode], capture_output=True, text=True, env=env)
+    out = subprocess.run([binary, mode, dtype], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"{binary} {mode} failed: {out.stderr}")
     return json.loads(out.stdout)
@@ -26,14 +26,15 @@ def main():
     ap.add_argument("--binary", default="build/bench/lossjit_cold_start")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--dtype", default="float32", help="the lossjit programs' inputs in this dtype (e.g. bfloat16)")
     args = ap.parse_args()
 
     rows = []
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory() as cache:
             bare = run(args.binary, "bare", cache)
-            cold = run(args.binary, "lossjit", cache)  # empty directory: compiles
-            disk = run(args.binary, "disk", cache)     # the entry written by the run before
+            cold = run(args.binary, "lossjit", cache, args.dtype)  # empty directory: compiles
+            disk = run(args.binary, "disk", cache, args.dtype)     # the entry written by the run before
         rows.append({"bare": bare, "lossjit": cold, "disk": disk})
 
     med = lambda xs: statistics.median(xs)
@@ -64,7 +65,7 @@ def main():
          f"cold CPU caches: {s['memory_first_lookup_us']:.1f} us; a Loss holds its function handle, so calls look "
          f"nothing up: {s['warm_call_us']:.2f} us per call, launch included)", s["memory_lookup_us"] <= 2),
     ]
-    print(f"medians of {args.rounds} rounds (fresh processes; CUDA context creation {s['device_ms']:.1f} ms, "
+    print(f"{args.dtype} inputs; medians of {args.rounds} rounds (fresh processes; CUDA context creation {s['device_ms']:.1f} ms, "
           "timed apart):")
     for k, v in s.items():
         print(f"  {k:28s} {v:9.3f}")

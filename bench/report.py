@@ -60,7 +60,13 @@ def main():
     lj, th = nonfinite_as_numbers(json.load(open(args.lossjit))), json.load(open(args.torch))
     read, copy = lj["read_roofline"]["gbps"], lj["copy_roofline"]["gbps"]
     torch_rows = {r["problem"]: r for r in th["problems"]}
-    print(f"{datetime.date.today()} {lj['device']} ({lj['arch']}), NVRTC {lj['nvrtc']}, torch {th['torch']}, median of {lj['reps']}")
+    dtype = lj.get("dtype", "float32")
+    if dtype != th.get("dtype", "float32"):
+        raise SystemExit(f"report.py: lossjit ran {dtype} inputs, torch {th.get('dtype', 'float32')}")
+    # Issue 13's targets for 16-bit inputs: at least 97% of the roofline and never slower than torch.compile.
+    targets = TARGETS if dtype == "float32" else {name: 1.00 for name in TARGETS}
+    print(f"{datetime.date.today()} {lj['device']} ({lj['arch']}), NVRTC {lj['nvrtc']}, torch {th['torch']}, median of {lj['reps']}, "
+          f"inputs {dtype}")
     print(f"roofline: best streaming read {read:.0f} GB/s ({lj['read_roofline'].get('kernel')}), copy {copy:.0f} GB/s; "
           f"torch.sum read {th['torch_sum_read_gbps']:.0f} GB/s, torch copy {th['torch_copy_gbps']:.0f} GB/s\n")
     print("| problem | GB moved | lossjit ms | GB/s | % of roofline | eager ms | torch.compile ms | lossjit / compile | target | rel. error (lossjit) | rel. error (compile) |")
@@ -74,14 +80,20 @@ def main():
         err = row.get("rel_error", row.get("max_rel_error", float("nan")))
         terr = t.get("compile_rel_error", t.get("compile_max_abs_error", float("nan")))
         print(f"| {name} | {row['bytes']/1e9:.2f} | {row['ms']:.3f} | {row['gbps']:.0f} | {pct:.1f}% | {t.get('eager_ms', float('nan')):.3f} | "
-              f"{t.get('compile_ms', float('nan')):.3f} | {ratio:.3f} | ≤ {TARGETS[name]:.2f} | {err:.2e} | {terr:.2e} |")
-        verdicts.append((f"{name}: lossjit/torch.compile {ratio:.3f} ≤ {TARGETS[name]}", ratio <= TARGETS[name]))
+              f"{t.get('compile_ms', float('nan')):.3f} | {ratio:.3f} | ≤ {targets[name]:.2f} | {err:.2e} | {terr:.2e} |")
+        if dtype != "float32" and name == "kl":
+            continue  # no 16-bit target for KL
+        verdicts.append((f"{name}: lossjit/torch.compile {ratio:.3f} ≤ {targets[name]}", ratio <= targets[name]))
         if name in ("hinge", "mse", "smooth_l1"):
             verdicts.append((f"{name}: {pct:.1f}% of read roofline ≥ 97%", pct >= 97))
         if name == "hardsigmoid":
-            verdicts.append((f"{name}: {pct:.1f}% of copy rate ≥ 98%", pct >= 98))
+            want = 98 if dtype == "float32" else 97
+            verdicts.append((f"{name}: {pct:.1f}% of copy rate ≥ {want}%", pct >= want))
         if "rel_error" in row:
-            verdicts.append((f"{name}: rel. error {row['rel_error']:.2e} ≤ 1e-7, same bits on 10 runs", row["rel_error"] <= 1e-7 and row["same_bits_10_runs"]))
+            # float32: 1e-7; 16-bit inputs: 1e-6 (issue 13), against float64 on the same rounded inputs.
+            bound = 1e-7 if dtype == "float32" else 1e-6
+            verdicts.append((f"{name}: rel. error {row['rel_error']:.2e} ≤ {bound:g}, same bits on 10 runs",
+                             row["rel_error"] <= bound and row["same_bits_10_runs"]))
     if "value_and_grad" in lj and "smooth_l1_fwd_bwd_compile_ms" in th:
         vg, tc = lj["value_and_grad"], th["smooth_l1_fwd_bwd_compile_ms"]
         # The floor: read p, t once and write grad_p once at the best rate a plain kernel with that
@@ -104,11 +116,12 @@ def main():
               f"{vg['gbps']:.0f} GB/s; floor {floor_ms:.3f} ms ({100 * floor_ms / vg['ms']:.1f}%); torch.compile "
               f"forward + backward {tc:.3f} ms; ratio {vg['ms'] / tc:.3f}; grad max error / max |grad| "
               f"{vg.get('grad_max_error_rel_to_max', float('nan')):.2e}")
-    small = lj["small_call"]
-    verdicts.append((f"mse over 4096 elements: {small['host_us_per_call']:.2f} µs host time per call ≤ 5", small["host_us_per_call"] <= 5))
-    print(f"\nsmall call (mse, 4096 elements, result left on the device): lossjit {small['host_us_per_call']:.2f} µs/call host, "
-          f"{small['gpu_us_per_call']:.2f} µs GPU; eager {th['small_call']['eager_host_us_per_call']:.1f} µs, "
-          f"torch.compile {th['small_call']['compile_host_us_per_call']:.1f} µs\n")
+    if "small_call" in lj and "small_call" in th:
+        small = lj["small_call"]
+        verdicts.append((f"mse over 4096 elements: {small['host_us_per_call']:.2f} µs host time per call ≤ 5", small["host_us_per_call"] <= 5))
+        print(f"\nsmall call (mse, 4096 elements, result left on the device): lossjit {small['host_us_per_call']:.2f} µs/call host, "
+              f"{small['gpu_us_per_call']:.2f} µs GPU; eager {th['small_call']['eager_host_us_per_call']:.1f} µs, "
+              f"torch.compile {th['small_call']['compile_host_us_per_call']:.1f} µs\n")
     if "sweep" in lj and "sweep" in th:
         print("| log2(elements) | lossjit GB/s | torch.compile GB/s | eager GB/s | read roofline GB/s |")
         print("|---|---|---|---|---|")

@@ -6,6 +6,8 @@ out=${1:?usage: bench/run.sh OUTDIR}
 shift
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/build/bench/lossjit_bench" --examples "$here/examples" --json "$out/lossjit.json" "$@"
-python3 "$here/bench/torch_bench.py" --json "$out/torch.json"
+# LOSSJIT_BENCH_DTYPE=bfloat16 (or float16): the five problems over inputs of that dtype, on both sides.
+dtype=${LOSSJIT_BENCH_DTYPE:-float32}
+"$here/build/bench/lossjit_bench" --examples "$here/examples" --json "$out/lossjit.json" --dtype "$dtype" "$@"
+python3 "$here/bench/torch_bench.py" --json "$out/torch.json" --dtype "$dtype"
 python3 "$here/bench/report.py" "$out/lossjit.json" "$out/torch.json" --out-json "$out/bench.json" --plot "$out/sweep.png" | tee "$out/table.md"
