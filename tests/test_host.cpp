@@ -453,6 +453,66 @@ TEST_CASE("npy round trip") {
                     UsageError);
 }
 
+TEST_CASE("npy round trip of every dtype: the descr numpy writes, the bytes as they were") {
+    TempDir dir;
+    using lossjit::DType;
+    // Values each dtype holds exactly (and for the floats, its extremes and specials).
+    const struct {
+        DType dtype;
+        const char* descr;
+        std::vector<double> values;
+    } table[] = {
+        {DType::float32, "<f4", {0.0, -0.0, 1.5, -3.4028234663852886e38, 0x1p-149, INFINITY, NAN}},
+        {DType::float64, "<f8", {0.0, -0.0, 0.1, -1.7976931348623157e308, 0x1p-1074, INFINITY, NAN}},
+        {DType::float16, "<f2", {0.0, -0.0, 1.5, 65504.0, -0x1p-24, 0x1p-14, INFINITY, NAN}},
+        {DType::bfloat16, "<V2", {0.0, -0.0, 1.5, 3.3895313892515355e38, -0x1p-133, 0x1p-126, -INFINITY, NAN}},
+        {DType::int32, "<i4", {0, -1, 2147483647, -2147483648.0, 12345}},
+        {DType::int64, "<i8", {0, -1, 0x1p62, -0x1p63, 9007199254740991.0}},
+        {DType::uint8, "|u1", {0, 1, 127, 128, 255}},
+        {DType::boolean, "|b1", {0, 1, 1, 0}},
+    };
+    for (const auto& row : table) {
+        const std::string name(lossjit::to_string(row.dtype));
+        CAPTURE(name);
+        lossjit::HostTensor t({static_cast<std::int64_t>(row.values.size())}, row.dtype);
+        REQUIRE(t.bytes.size() == row.values.size() * lossjit::size_of(row.dtype));
+        for (std::size_t i = 0; i < row.values.size(); ++i) t.set(static_cast<std::int64_t>(i), row.values[i]);
+        for (std::size_t i = 0; i < row.values.size(); ++i) {
+            const double v = t.at(static_cast<std::int64_t>(i));
+            CAPTURE(i);
+            if (std::isnan(row.values[i])) CHECK(std::isnan(v));
+            else CHECK(std::bit_cast<std::uint64_t>(v) == std::bit_cast<std::uint64_t>(row.values[i]));  // -0 too
+        }
+
+        const std::string path = dir.file(name + ".npy");
+        lossjit::save_npy(path, t);
+        const std::string bytes = read_file(path);
+        CHECK(contains(bytes, "{'descr': '" + std::string(row.descr) + "', 'fortran_order': False, 'shape': (" +
+                                  std::to_string(row.values.size()) + ",), }"));
+        CHECK(bytes.size() % 64 == t.bytes.size() % 64);  // the data starts at a multiple of 64
+        CHECK(bytes.substr(bytes.size() - t.bytes.size()) ==
+              std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+
+        const auto back = lossjit::load_npy(path);
+        CHECK(back.dtype == row.dtype);
+        CHECK(back.shape == t.shape);
+        CHECK(back.bytes == t.bytes);
+        lossjit::save_npy(dir.file("again.npy"), back);
+        CHECK(read_file(dir.file("again.npy")) == bytes);
+
+        // Rank 0 and empty arrays of every dtype too.
+        for (const lossjit::Shape& shape : {lossjit::Shape{}, lossjit::Shape{0, 3}}) {
+            lossjit::HostTensor small(shape, row.dtype);
+            if (small.numel() == 1) small.set(0, 1);
+            lossjit::save_npy(path, small);
+            const auto read = lossjit::load_npy(path);
+            CHECK(read.dtype == row.dtype);
+            CHECK(read.shape == shape);
+            CHECK(read.bytes == small.bytes);
+        }
+    }
+}
+
 TEST_CASE("npy reader accepts files numpy writes") {
     TempDir dir;
     const std::vector<float> six = {1, 2, 3, 4, 5, 6};
@@ -492,6 +552,56 @@ TEST_CASE("npy reader accepts files numpy writes") {
     }
 }
 
+TEST_CASE("npy reader: every dtype from bytes made by hand, bfloat16 as ml_dtypes saves it") {
+    TempDir dir;
+    using lossjit::DType;
+    auto dict = [](const std::string& descr, const std::string& shape) {
+        return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    };
+    // Little-endian bytes written out, so the reader is checked against the format, not our writer.
+    const struct {
+        const char* name;
+        std::string descr;
+        std::string data;
+        DType dtype;
+        std::vector<double> expected;
+    } table[] = {
+        // ml_dtypes.bfloat16: np.save writes descr '<V2'; 1.0 = 0x3f80, -2.0 = 0xc000, 0.5 = 0x3f00,
+        // 1/3 rounded = 0x3eab, -inf = 0xff80.
+        {"bf16-ml-dtypes", "<V2", std::string("\x80\x3f\x00\xc0\x00\x3f\xab\x3e\x80\xff", 10), DType::bfloat16,
+         {1.0, -2.0, 0.5, 0.333984375, -INFINITY}},
+        {"bf16-plain-void", "|V2", std::string("\x80\x3f\x00\xc0", 4), DType::bfloat16, {1.0, -2.0}},
+        {"bf16-by-name", "bfloat16", std::string("\x80\x3f\x00\xc0", 4), DType::bfloat16, {1.0, -2.0}},
+        // float16: 1.0 = 0x3c00, -2.0 = 0xc000, 65504 = 0x7bff, 2^-24 = 0x0001.
+        {"f16", "<f2", std::string("\x00\x3c\x00\xc0\xff\x7b\x01\x00", 8), DType::float16,
+         {1.0, -2.0, 65504.0, 0x1p-24}},
+        {"f8", "<f8", std::string("\x00\x00\x00\x00\x00\x00\xf0\x3f", 8), DType::float64, {1.0}},
+        {"i4", "<i4", std::string("\xff\xff\xff\xff\x02\x00\x00\x00", 8), DType::int32, {-1, 2}},
+        {"i8", "<i8", std::string("\x00\x00\x00\x00\x00\x00\x00\x80\x07\x00\x00\x00\x00\x00\x00\x00", 16),
+         DType::int64, {-0x1p63, 7}},
+        {"u1", "|u1", std::string("\x00\x7f\xff", 3), DType::uint8, {0, 127, 255}},
+        // numpy takes any nonzero byte for True; the reader stores it as 1.
+        {"b1", "|b1", std::string("\x00\x01\x02\xff", 4), DType::boolean, {0, 1, 1, 1}},
+    };
+    for (const auto& row : table) {
+        CAPTURE(std::string(row.name));
+        const std::string path = dir.file(std::string(row.name) + ".npy");
+        const std::string shape = "(" + std::to_string(row.expected.size()) + ",)";
+        write_file(path, npy_bytes(dict(row.descr, shape), row.data));
+        const auto t = lossjit::load_npy(path);
+        CHECK(t.dtype == row.dtype);
+        CHECK(t.shape == Shape{static_cast<std::int64_t>(row.expected.size())});
+        for (std::size_t i = 0; i < row.expected.size(); ++i) CHECK(t.at(static_cast<std::int64_t>(i)) == row.expected[i]);
+    }
+    const auto mask = lossjit::load_npy(dir.file("b1.npy"));
+    CHECK(mask.bytes == std::vector<unsigned char>{0, 1, 1, 1});
+    // What the writer makes of a bfloat16 tensor is what ml_dtypes writes: np.load(f) gives a '<V2'
+    // array, and .view(ml_dtypes.bfloat16) the values.
+    lossjit::save_npy(dir.file("bf16-again.npy"), lossjit::load_npy(dir.file("bf16-ml-dtypes.npy")));
+    CHECK(read_file(dir.file("bf16-again.npy")) ==
+          npy_bytes(dict("<V2", "(5,)"), std::string("\x80\x3f\x00\xc0\x00\x3f\xab\x3e\x80\xff", 10)));
+}
+
 TEST_CASE("npy reader errors") {
     TempDir dir;
     const std::vector<float> six = {1, 2, 3, 4, 5, 6};
@@ -504,16 +614,41 @@ TEST_CASE("npy reader errors") {
         const char* mentions;
     };
     const Case cases[] = {
-        {"float64", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", f8_data),
-         "dtype '<f8' is not supported; lossjit computes in float32 (convert with .astype(np.float32))"},
-        {"int32", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
-                            float_bytes(six)), "dtype '<i4'"},
+        {"complex64", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", f8_data),
+         "dtype '<c8' is not supported; lossjit reads '<f4' (float32), '<f8' (float64), '<f2' (float16), "
+         "'<V2' (bfloat16), '<i4' (int32), '<i8' (int64), '|u1' (uint8), '|b1' (bool)"},
+        {"unicode", npy_bytes("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", std::string(24, 'a')),
+         "dtype '<U3' is not supported"},
+        {"object", npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (6,), }", f8_data),
+         "dtype '|O' is not supported"},
+        {"int8", npy_bytes("{'descr': '|i1', 'fortran_order': False, 'shape': (6,), }", "abcdef"),
+         "dtype '|i1' is not supported; lossjit reads"},
+        {"int16", npy_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (6,), }", std::string(12, 'a')),
+         "(convert with .astype(np.int32) or np.int64, or np.uint8 for bytes)"},
+        {"uint8-with-byte-order", npy_bytes("{'descr': '<u1', 'fortran_order': False, 'shape': (6,), }", "abcdef"),
+         "dtype '<u1' is not supported"},
+        {"longdouble", npy_bytes("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", std::string(16, 'a')),
+         "(convert with .astype(np.float32) or np.float64)"},
+        {"void4", npy_bytes("{'descr': '|V4', 'fortran_order': False, 'shape': (6,), }", float_bytes(six)),
+         "a 2-byte void, '<V2', is read as bfloat16"},
         {"big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
-                                 float_bytes(six)), "big-endian"},
+                                 float_bytes(six)),
+         "dtype '>f4' is big-endian; lossjit reads little-endian data only (convert with .astype('<f4'))"},
+        {"big-endian-f2", npy_bytes("{'descr': '>f2', 'fortran_order': False, 'shape': (3,), }", "abcdef"),
+         "(convert with .astype('<f2'))"},
+        {"big-endian-i8", npy_bytes("{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }", "abcdefgh"),
+         "(convert with .astype('<i8'))"},
+        {"big-endian-bf16", npy_bytes("{'descr': '>V2', 'fortran_order': False, 'shape': (3,), }", "abcdef"),
+         "dtype '>V2' is big-endian; lossjit reads little-endian data only"},
         {"structured", npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }",
                                  float_bytes(six)), "structured"},
         {"fortran", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
                               float_bytes(six)), "Fortran"},
+        {"fortran-int64", npy_bytes("{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }", f8_data),
+         "array is stored in Fortran order; lossjit reads C-ordered arrays only"},
+        {"truncated-int64", npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }",
+                                      f8_data.substr(1)),
+         "truncated .npy file (shape 2x3 of int64 needs 48 data bytes but only 47 are present)"},
         {"truncated-data", good.substr(0, good.size() - 1), "truncated"},
         {"truncated-header", good.substr(0, 40), "truncated"},
         {"truncated-length", good.substr(0, 9), "truncated"},

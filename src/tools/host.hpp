@@ -44,15 +44,21 @@ struct HostTensor {
     HostTensor converted(DType to) const;
 };
 
-// Reads a NumPy .npy file (format 1.0, 2.0 or 3.0) holding a little-endian float32 ('<f4'),
-// C-ordered array; rank 0 is allowed. Anything else is refused with a message naming the file and
-// the problem, because silently converting would hide a precision or layout mistake. Bytes after
-// the array data are ignored, as np.load does.
+// Reads a NumPy .npy file (format 1.0, 2.0 or 3.0) holding a C-ordered, little-endian array (rank 0
+// allowed) of one of these dtypes, as numpy writes them:
+//   '<f4' float32   '<f8' float64   '<f2' float16   '<i4' int32   '<i8' int64   '|u1' uint8
+//   '|b1' bool (read as 0 or 1, whatever nonzero byte held True)
+//   '<V2' bfloat16: numpy has no bfloat16, and np.save writes an ml_dtypes.bfloat16 array with this
+//         descr (a 2-byte void); '|V2' and 'bfloat16' are read as bfloat16 too.
+// Anything else (another dtype, a big-endian '>f4', Fortran order, a structured dtype) is refused
+// with a message naming the file and the problem, because silently converting would hide a
+// precision or layout mistake. Bytes after the array data are ignored, as np.load does.
 HostTensor load_npy(const std::string& path);
 
-// Writes format 1.0 (2.0 only if the header cannot fit 1.0's 16-bit length), '<f4', C order, with
-// the data starting at a multiple of 64 bytes. Goes through a temporary file in the same directory
-// and a rename, so readers never see a half-written file.
+// Writes format 1.0 (2.0 only if the header cannot fit 1.0's 16-bit length), C order, with the
+// data starting at a multiple of 64 bytes, in the tensor's dtype with the descr above (bfloat16 as
+// '<V2': np.load(f).view(ml_dtypes.bfloat16) gives the bfloat16 array back). Goes through a
+// temporary file in the same directory and a rename, so readers never see a half-written file.
 void save_npy(const std::string& path, const HostTensor& t);
 
 // "32768x32768", "4096", "2x3x4", or "scalar" for rank 0. Extents are non-negative (0 allowed),
