@@ -31,11 +31,12 @@ struct HostTensor {
     TensorView view() const { return TensorView{bytes.data(), dtype, shape, {}}; }
     OutputView output() { return OutputView{bytes.data(), dtype, shape, {}}; }
 
-    // Element i as a double, exactly (int64 beyond 2^53 rounds).
+    // Element i as a double, exactly (int64 beyond 2^53 rounds). An i outside the tensor is an
+    // InternalError, here and in set().
     double at(std::int64_t i) const;
     // Stores v at element i as the dtype holds it: floats round to nearest even (through float32
     // for the 16-bit types, as kernels store), integers truncate toward zero as torch's .to() does
-    // (UsageError if v is not finite or out of the type's range), bools are v != 0.
+    // (UsageError if v is not finite or out of the type's range), bools are v != 0 (NaN is true).
     void set(std::int64_t i, double v);
     // The elements of a float32 tensor (InternalError for another dtype).
     std::span<float> floats();
@@ -65,19 +66,31 @@ void save_npy(const std::string& path, const HostTensor& t);
 // each at most 2^40, at most 8 of them, and their product at most 2^62.
 Shape parse_shape(std::string_view text);
 
-// What "SHAPE:KIND" or "SHAPE:KIND[a,b]" asks for. parse_generator fills in default arguments, so
-// args always has the kind's full arity:
-//   uniform[lo,hi]    values in [lo, hi)              default [0,1]
-//   normal[mean,std]  Gaussian                        default [0,1]
-//   sign              -1 or +1 with equal probability
-//   softmax           each row of the last dimension is the softmax of standard-normal logits
-//                     (rank >= 1)
-//   const[v]          every element is v              (v required)
-//   range             element i (row-major) is i
+// What "SHAPE:KIND", "SHAPE:KIND[a,b]" or either followed by ":DTYPE" asks for. DTYPE is any
+// spelling parse_dtype reads (bf16 or bfloat16, i64 or int64, bool, ...); without it, float32.
+// parse_generator fills in default arguments, so args always has the kind's full arity:
+//   uniform[lo,hi]    values in [lo, hi), in the dtype's values   default [0,1]    floating dtypes
+//   normal[mean,std]  Gaussian (draws reach mean +- 6.76 std)     default [0,1]    floating dtypes
+//   softmax           each row of the last dimension is the softmax of            floating dtypes
+//                     standard-normal logits (rank >= 1)
+//   integers[lo,hi]   uniform integers in [lo, hi): class indices, and masks as integers[0,2]:bool
+//   sign              -1 or +1 with equal probability                              not uint8, bool
+//   const[v]          every element is v                          (v required)
+//   range             element i (row-major) is i, rounded to a floating dtype (exact up to 2^24 in
+//                     float32, 2048 in float16, 256 in bfloat16)
+// Every dtype draws the same numbers as float32 (in double) and rounds them into the tensor as
+// HostTensor::set does; uniform then clamps into [lo, hi) among the dtype's values, where rounding
+// would reach hi. What would not come out as asked is refused rather than rounded: an argument
+// that is infinite in the dtype; normal draws or range indices that would overflow it; integers
+// (from integers, sign, or const and range in an integer dtype) that the dtype does not hold
+// exactly (float16 holds every integer in [-2048, 2048], float32 [-2^24, 2^24], uint8 [0, 255],
+// bool 0 and 1), and a const of an integer dtype that is not an integer. Integer arguments are at
+// most 2^53 in magnitude.
 struct GeneratorSpec {
     Shape shape;
     std::string kind;
     std::vector<double> args;
+    DType dtype = DType::float32;
 };
 
 GeneratorSpec parse_generator(std::string_view text);
