@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -113,6 +115,20 @@ TEST_CASE("inputs from .npy files") {
     const auto r = run("run 'sum(p * 2)' -i p=" + p + " --cpu");
     CHECK(r.status == 0);
     CHECK(std::stod(r.output) == 20.0);
+
+    // What the reader refuses is a usage error naming the file.
+    const std::string big = (dir.path / "big.npy").string();
+    lossjit::save_npy(big, lossjit::HostTensor::from_floats({2}, {1, 2}));
+    std::string bytes;
+    {
+        std::ifstream in(big, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    bytes.replace(bytes.find("'<f4'"), 5, "'>f4'");
+    std::ofstream(big, std::ios::binary) << bytes;
+    const auto refused = run("run 'sum(p)' -i p=" + big + " --cpu");
+    CHECK(refused.status == 2);
+    CHECK(refused.output.find(big + ": dtype '>f4' is big-endian") != std::string::npos);
 }
 
 TEST_CASE("emit and dumps show every stage") {

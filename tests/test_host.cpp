@@ -453,6 +453,66 @@ TEST_CASE("npy round trip") {
                     UsageError);
 }
 
+TEST_CASE("npy round trip of every dtype: the descr numpy writes, the bytes as they were") {
+    TempDir dir;
+    using lossjit::DType;
+    // Values each dtype holds exactly (and for the floats, its extremes and specials).
+    const struct {
+        DType dtype;
+        const char* descr;
+        std::vector<double> values;
+    } table[] = {
+        {DType::float32, "<f4", {0.0, -0.0, 1.5, -3.4028234663852886e38, 0x1p-149, INFINITY, NAN}},
+        {DType::float64, "<f8", {0.0, -0.0, 0.1, -1.7976931348623157e308, 0x1p-1074, INFINITY, NAN}},
+        {DType::float16, "<f2", {0.0, -0.0, 1.5, 65504.0, -0x1p-24, 0x1p-14, INFINITY, NAN}},
+        {DType::bfloat16, "<V2", {0.0, -0.0, 1.5, 3.3895313892515355e38, -0x1p-133, 0x1p-126, -INFINITY, NAN}},
+        {DType::int32, "<i4", {0, -1, 2147483647, -2147483648.0, 12345}},
+        {DType::int64, "<i8", {0, -1, 0x1p62, -0x1p63, 9007199254740991.0}},
+        {DType::uint8, "|u1", {0, 1, 127, 128, 255}},
+        {DType::boolean, "|b1", {0, 1, 1, 0}},
+    };
+    for (const auto& row : table) {
+        const std::string name(lossjit::to_string(row.dtype));
+        CAPTURE(name);
+        lossjit::HostTensor t({static_cast<std::int64_t>(row.values.size())}, row.dtype);
+        REQUIRE(t.bytes.size() == row.values.size() * lossjit::size_of(row.dtype));
+        for (std::size_t i = 0; i < row.values.size(); ++i) t.set(static_cast<std::int64_t>(i), row.values[i]);
+        for (std::size_t i = 0; i < row.values.size(); ++i) {
+            const double v = t.at(static_cast<std::int64_t>(i));
+            CAPTURE(i);
+            if (std::isnan(row.values[i])) CHECK(std::isnan(v));
+            else CHECK(std::bit_cast<std::uint64_t>(v) == std::bit_cast<std::uint64_t>(row.values[i]));  // -0 too
+        }
+
+        const std::string path = dir.file(name + ".npy");
+        lossjit::save_npy(path, t);
+        const std::string bytes = read_file(path);
+        CHECK(contains(bytes, "{'descr': '" + std::string(row.descr) + "', 'fortran_order': False, 'shape': (" +
+                                  std::to_string(row.values.size()) + ",), }"));
+        CHECK(bytes.size() % 64 == t.bytes.size() % 64);  // the data starts at a multiple of 64
+        CHECK(bytes.substr(bytes.size() - t.bytes.size()) ==
+              std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+
+        const auto back = lossjit::load_npy(path);
+        CHECK(back.dtype == row.dtype);
+        CHECK(back.shape == t.shape);
+        CHECK(back.bytes == t.bytes);
+        lossjit::save_npy(dir.file("again.npy"), back);
+        CHECK(read_file(dir.file("again.npy")) == bytes);
+
+        // Rank 0 and empty arrays of every dtype too.
+        for (const lossjit::Shape& shape : {lossjit::Shape{}, lossjit::Shape{0, 3}}) {
+            lossjit::HostTensor small(shape, row.dtype);
+            if (small.numel() == 1) small.set(0, 1);
+            lossjit::save_npy(path, small);
+            const auto read = lossjit::load_npy(path);
+            CHECK(read.dtype == row.dtype);
+            CHECK(read.shape == shape);
+            CHECK(read.bytes == small.bytes);
+        }
+    }
+}
+
 TEST_CASE("npy reader accepts files numpy writes") {
     TempDir dir;
     const std::vector<float> six = {1, 2, 3, 4, 5, 6};
@@ -492,6 +552,56 @@ TEST_CASE("npy reader accepts files numpy writes") {
     }
 }
 
+TEST_CASE("npy reader: every dtype from bytes made by hand, bfloat16 as ml_dtypes saves it") {
+    TempDir dir;
+    using lossjit::DType;
+    auto dict = [](const std::string& descr, const std::string& shape) {
+        return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    };
+    // Little-endian bytes written out, so the reader is checked against the format, not our writer.
+    const struct {
+        const char* name;
+        std::string descr;
+        std::string data;
+        DType dtype;
+        std::vector<double> expected;
+    } table[] = {
+        // ml_dtypes.bfloat16: np.save writes descr '<V2'; 1.0 = 0x3f80, -2.0 = 0xc000, 0.5 = 0x3f00,
+        // 1/3 rounded = 0x3eab, -inf = 0xff80.
+        {"bf16-ml-dtypes", "<V2", std::string("\x80\x3f\x00\xc0\x00\x3f\xab\x3e\x80\xff", 10), DType::bfloat16,
+         {1.0, -2.0, 0.5, 0.333984375, -INFINITY}},
+        {"bf16-plain-void", "|V2", std::string("\x80\x3f\x00\xc0", 4), DType::bfloat16, {1.0, -2.0}},
+        {"bf16-by-name", "bfloat16", std::string("\x80\x3f\x00\xc0", 4), DType::bfloat16, {1.0, -2.0}},
+        // float16: 1.0 = 0x3c00, -2.0 = 0xc000, 65504 = 0x7bff, 2^-24 = 0x0001.
+        {"f16", "<f2", std::string("\x00\x3c\x00\xc0\xff\x7b\x01\x00", 8), DType::float16,
+         {1.0, -2.0, 65504.0, 0x1p-24}},
+        {"f8", "<f8", std::string("\x00\x00\x00\x00\x00\x00\xf0\x3f", 8), DType::float64, {1.0}},
+        {"i4", "<i4", std::string("\xff\xff\xff\xff\x02\x00\x00\x00", 8), DType::int32, {-1, 2}},
+        {"i8", "<i8", std::string("\x00\x00\x00\x00\x00\x00\x00\x80\x07\x00\x00\x00\x00\x00\x00\x00", 16),
+         DType::int64, {-0x1p63, 7}},
+        {"u1", "|u1", std::string("\x00\x7f\xff", 3), DType::uint8, {0, 127, 255}},
+        // numpy takes any nonzero byte for True; the reader stores it as 1.
+        {"b1", "|b1", std::string("\x00\x01\x02\xff", 4), DType::boolean, {0, 1, 1, 1}},
+    };
+    for (const auto& row : table) {
+        CAPTURE(std::string(row.name));
+        const std::string path = dir.file(std::string(row.name) + ".npy");
+        const std::string shape = "(" + std::to_string(row.expected.size()) + ",)";
+        write_file(path, npy_bytes(dict(row.descr, shape), row.data));
+        const auto t = lossjit::load_npy(path);
+        CHECK(t.dtype == row.dtype);
+        CHECK(t.shape == Shape{static_cast<std::int64_t>(row.expected.size())});
+        for (std::size_t i = 0; i < row.expected.size(); ++i) CHECK(t.at(static_cast<std::int64_t>(i)) == row.expected[i]);
+    }
+    const auto mask = lossjit::load_npy(dir.file("b1.npy"));
+    CHECK(mask.bytes == std::vector<unsigned char>{0, 1, 1, 1});
+    // What the writer makes of a bfloat16 tensor is what ml_dtypes writes: np.load(f) gives a '<V2'
+    // array, and .view(ml_dtypes.bfloat16) the values.
+    lossjit::save_npy(dir.file("bf16-again.npy"), lossjit::load_npy(dir.file("bf16-ml-dtypes.npy")));
+    CHECK(read_file(dir.file("bf16-again.npy")) ==
+          npy_bytes(dict("<V2", "(5,)"), std::string("\x80\x3f\x00\xc0\x00\x3f\xab\x3e\x80\xff", 10)));
+}
+
 TEST_CASE("npy reader errors") {
     TempDir dir;
     const std::vector<float> six = {1, 2, 3, 4, 5, 6};
@@ -504,16 +614,41 @@ TEST_CASE("npy reader errors") {
         const char* mentions;
     };
     const Case cases[] = {
-        {"float64", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", f8_data),
-         "dtype '<f8' is not supported; lossjit computes in float32 (convert with .astype(np.float32))"},
-        {"int32", npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
-                            float_bytes(six)), "dtype '<i4'"},
+        {"complex64", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", f8_data),
+         "dtype '<c8' is not supported; lossjit reads '<f4' (float32), '<f8' (float64), '<f2' (float16), "
+         "'<V2' (bfloat16), '<i4' (int32), '<i8' (int64), '|u1' (uint8), '|b1' (bool)"},
+        {"unicode", npy_bytes("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", std::string(24, 'a')),
+         "dtype '<U3' is not supported"},
+        {"object", npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (6,), }", f8_data),
+         "dtype '|O' is not supported"},
+        {"int8", npy_bytes("{'descr': '|i1', 'fortran_order': False, 'shape': (6,), }", "abcdef"),
+         "dtype '|i1' is not supported; lossjit reads"},
+        {"int16", npy_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (6,), }", std::string(12, 'a')),
+         "(convert with .astype(np.int32) or np.int64, or np.uint8 for bytes)"},
+        {"uint8-with-byte-order", npy_bytes("{'descr': '<u1', 'fortran_order': False, 'shape': (6,), }", "abcdef"),
+         "dtype '<u1' is not supported"},
+        {"longdouble", npy_bytes("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", std::string(16, 'a')),
+         "(convert with .astype(np.float32) or np.float64)"},
+        {"void4", npy_bytes("{'descr': '|V4', 'fortran_order': False, 'shape': (6,), }", float_bytes(six)),
+         "a 2-byte void, '<V2', is read as bfloat16"},
         {"big-endian", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
-                                 float_bytes(six)), "big-endian"},
+                                 float_bytes(six)),
+         "dtype '>f4' is big-endian; lossjit reads little-endian data only (convert with .astype('<f4'))"},
+        {"big-endian-f2", npy_bytes("{'descr': '>f2', 'fortran_order': False, 'shape': (3,), }", "abcdef"),
+         "(convert with .astype('<f2'))"},
+        {"big-endian-i8", npy_bytes("{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }", "abcdefgh"),
+         "(convert with .astype('<i8'))"},
+        {"big-endian-bf16", npy_bytes("{'descr': '>V2', 'fortran_order': False, 'shape': (3,), }", "abcdef"),
+         "dtype '>V2' is big-endian; lossjit reads little-endian data only"},
         {"structured", npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }",
                                  float_bytes(six)), "structured"},
         {"fortran", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
                               float_bytes(six)), "Fortran"},
+        {"fortran-int64", npy_bytes("{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }", f8_data),
+         "array is stored in Fortran order; lossjit reads C-ordered arrays only"},
+        {"truncated-int64", npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }",
+                                      f8_data.substr(1)),
+         "truncated .npy file (shape 2x3 of int64 needs 48 data bytes but only 47 are present)"},
         {"truncated-data", good.substr(0, good.size() - 1), "truncated"},
         {"truncated-header", good.substr(0, 40), "truncated"},
         {"truncated-length", good.substr(0, 9), "truncated"},
@@ -779,6 +914,231 @@ TEST_CASE("bfloat16: round to nearest even, ties, overflow, NaN kept NaN") {
     // bfloat16 to float is exact: the 16 bits on top.
     CHECK(lossjit::bfloat16_to_float(0x3f80) == 1.0f);
     CHECK(std::bit_cast<std::uint32_t>(lossjit::bfloat16_to_float(0x8001)) == 0x80010000u);
+}
+
+TEST_CASE("generator dtype suffixes: parsed, and refused where the values could not be") {
+    using lossjit::DType;
+    const struct {
+        const char* text;
+        const char* kind;
+        std::vector<double> args;
+        DType dtype;
+    } accepted[] = {
+        {"32768x32768:normal:bf16", "normal", {0, 1}, DType::bfloat16},
+        {"4:normal[0,2]:bfloat16", "normal", {0, 2}, DType::bfloat16},
+        {"4:uniform:f16", "uniform", {0, 1}, DType::float16},
+        {"4:uniform[-1,1]:float64", "uniform", {-1, 1}, DType::float64},
+        {"4:uniform:f32", "uniform", {0, 1}, DType::float32},
+        {"4096:integers[0,1000]:i64", "integers", {0, 1000}, DType::int64},
+        {"4096:integers[-5,5]:int32", "integers", {-5, 5}, DType::int32},
+        {"4:integers[0,256]:u8", "integers", {0, 256}, DType::uint8},
+        {"4:integers[0,2]:bool", "integers", {0, 2}, DType::boolean},
+        {"4:integers[0,2]:b1", "integers", {0, 2}, DType::boolean},
+        {"4:integers[0,10]", "integers", {0, 10}, DType::float32},
+        {"4:integers[-2048,2049]:f16", "integers", {-2048, 2049}, DType::float16},
+        {"4:sign:i32", "sign", {}, DType::int32},
+        {"4:const[7]:i64", "const", {7}, DType::int64},
+        {"4:const[255]:u8", "const", {255}, DType::uint8},
+        {"4:const[1]:bool", "const", {1}, DType::boolean},
+        {"4:const[0.1]:bf16", "const", {0.1}, DType::bfloat16},
+        {"4:range:i64", "range", {}, DType::int64},
+        {"256:range:u8", "range", {}, DType::uint8},
+        {"2:range:bool", "range", {}, DType::boolean},
+        {"65520:range:f16", "range", {}, DType::float16},  // the last, 65519, rounds to 65504
+        {"4x4:softmax:f16", "softmax", {}, DType::float16},
+        {" 4:normal : bf16 ", "normal", {0, 1}, DType::bfloat16},
+    };
+    for (const auto& row : accepted) {
+        CAPTURE(std::string(row.text));
+        const auto spec = lossjit::parse_generator(row.text);
+        CHECK(spec.kind == row.kind);
+        CHECK(spec.args == row.args);
+        CHECK(spec.dtype == row.dtype);
+        if (lossjit::element_count(spec.shape) <= 65536) CHECK(lossjit::generate(spec, 1).dtype == row.dtype);
+    }
+
+    const struct {
+        const char* text;
+        const char* mentions;
+    } rejected[] = {
+        {"4:normal:i64", "'normal' draws real numbers, which int64 does not hold; use a floating dtype (f32, f64, bf16, "
+                         "f16), or integers[lo,hi] for int64 values"},
+        {"4:uniform:bool", "'uniform' draws real numbers"},
+        {"4:softmax:u8", "'softmax' draws real numbers"},
+        {"4:normal:bogus", "unknown dtype 'bogus'; valid dtypes: f32 (float32), f64 (float64), bf16 (bfloat16), "
+                           "f16 (float16), i32 (int32), i64 (int64), u8 (uint8), b1 (bool)"},
+        {"4:normal:", "the dtype after ':' is missing"},
+        {"4:normal:bf16:f32", "unknown dtype 'bf16:f32'"},
+        {"4:bf16", "unknown kind 'bf16' ('bf16' is a dtype: it goes after the kind, as in 4096:normal:bf16)"},
+        {"4:sign:u8", "sign makes -1 and +1, which uint8 does not hold (uint8 holds each integer in [0, 255])"},
+        {"4:sign:bool", "which bool does not hold (bool holds each integer in [0, 1])"},
+        {"4:const[2.5]:i32", "const[2.5] is not exactly a value of int32"},
+        {"4:const[256]:u8", "const[256] is not exactly a value of uint8 (uint8 holds each integer in [0, 255])"},
+        {"4:const[-1]:u8", "const[-1] is not exactly a value of uint8"},
+        {"4:const[2]:bool", "const[2] is not exactly a value of bool"},
+        {"4:const[1e5]:f16", "argument [1e+05] of 'const' is not a finite float16 value"},
+        {"4:const[1e39]:bf16", "argument [1e+39] of 'const' is not a finite bfloat16 value"},
+        {"4:normal[0,1e4]:f16", "normal[0,10000] reaches 0 +- 6.76e+04, beyond the largest float16 value"},
+        {"4:normal[0,1e38]", "beyond the largest float32 value"},
+        {"4:uniform[1.001,1.002]:bf16", "uniform[1.001,1.002] contains no bfloat16 value"},
+        {"257:range:u8", "range makes 0 to 256, beyond what uint8 holds (uint8 holds each integer in [0, 255])"},
+        {"3:range:bool", "range makes 0 to 2, beyond what bool holds"},
+        {"65521:range:f16", "range makes 0 to 65520, beyond the largest float16 value"},
+        {"4:integers[0,1000]:u8", "integers[0,1000] makes 0 to 999, which uint8 does not hold exactly"},
+        {"4:integers[0,3]:bool", "which bool does not hold exactly"},
+        {"4:integers[0,5000]:f16",
+         "integers[0,5000] makes 0 to 4999, which float16 does not hold exactly (float16 holds every integer in [-2048, "
+         "2048])"},
+        {"4:integers[0,16777218]", "which float32 does not hold exactly"},
+        {"4:integers[0.5,3]", "integers[lo,hi] needs integer bounds of magnitude at most 2^53, got [0.5,3]"},
+        {"4:integers[0,1e17]:i64", "integer bounds of magnitude at most 2^53"},
+        {"4:integers[3,3]", "integers[lo,hi] needs lo < hi"},
+        {"4:integers", "'integers' takes 2 arguments, got []"},
+        {"4:integers[1]", "valid kinds"},
+    };
+    for (const auto& row : rejected) {
+        CAPTURE(std::string(row.text));
+        const std::string message = usage_error_of([&] { lossjit::parse_generator(row.text); });
+        CAPTURE(message);
+        CHECK(contains(message, "invalid generator '" + std::string(row.text) + "': "));
+        CHECK(contains(message, row.mentions));
+    }
+    // A hand-built spec is checked alike, and its message shows the dtype.
+    CHECK(contains(usage_error_of([] { lossjit::generate({{3}, "normal", {}, DType::int64}, 1); }),
+                   "invalid generator 3:normal[]:int64: 'normal' draws real numbers"));
+    CHECK(lossjit::generate({{3}, "integers", {0, 5}, DType::int64}, 1).dtype == DType::int64);
+}
+
+TEST_CASE("generated values in every dtype: the float32 draws, rounded into the dtype") {
+    using lossjit::DType;
+    // The same numbers as float32, rounded: normal:bf16 is bfloat16(normal), normal:f64 rounds to
+    // normal, and so on for every kind that draws real numbers.
+    // (Not uniform: it also clamps into [lo, hi) in the dtype's values, below.)
+    for (const char* kind : {"normal[1,2]", "softmax", "const[0.1]", "sign", "range"}) {
+        const std::string base = std::string("50x40:") + kind;
+        CAPTURE(base);
+        const auto f32 = gen(base, 5);
+        const auto values = f32.floats();
+        const auto f64 = gen(base + ":f64", 5), bf16 = gen(base + ":bf16", 5), f16 = gen(base + ":f16", 5);
+        for (std::int64_t i = 0; i < f32.numel(); ++i) {
+            const float v = values[static_cast<std::size_t>(i)];
+            REQUIRE(static_cast<float>(f64.at(i)) == v);
+            REQUIRE(bf16.at(i) == lossjit::bfloat16_to_float(lossjit::float_to_bfloat16(v)));
+            REQUIRE(f16.at(i) == lossjit::float16_to_float(lossjit::float_to_float16(v)));
+        }
+    }
+    // float64 draws are not float32's widened: they keep the double's bits.
+    const auto f64 = gen("1000:normal:f64");
+    bool any_finer = false;
+    for (std::int64_t i = 0; i < f64.numel(); ++i) any_finer = any_finer || static_cast<float>(f64.at(i)) != f64.at(i);
+    CHECK(any_finer);
+
+    // uniform stays inside [lo, hi) in the dtype's own values: rounding alone would make some of
+    // [0, 1) into 1 in bfloat16; they become the largest bfloat16 below 1 instead.
+    const auto u = gen("100000:uniform:bf16");
+    double top = 0;
+    for (std::int64_t i = 0; i < u.numel(); ++i) top = std::max(top, u.at(i));
+    CHECK(top == 1.0 - 0x1p-8);
+    const auto narrow = gen("1000:uniform[1,1.001]:bf16");
+    for (std::int64_t i = 0; i < narrow.numel(); ++i) REQUIRE(narrow.at(i) == 1.0);
+
+    // integers: every value of [lo, hi) appears, nothing else.
+    const struct {
+        const char* text;
+        double lo, hi;
+    } ranges[] = {{"20000:integers[0,10]:i64", 0, 10},    {"20000:integers[-3,3]:i32", -3, 3},
+                  {"20000:integers[0,256]:u8", 0, 256},   {"20000:integers[0,2]:bool", 0, 2},
+                  {"20000:integers[-7,7]", -7, 7},        {"20000:integers[-2048,-2040]:f16", -2048, -2040},
+                  {"20000:integers[100,101]:bf16", 100, 101}};
+    for (const auto& row : ranges) {
+        CAPTURE(std::string(row.text));
+        const auto t = gen(row.text, 3);
+        std::vector<int> seen(static_cast<std::size_t>(row.hi - row.lo), 0);
+        for (std::int64_t i = 0; i < t.numel(); ++i) {
+            const double v = t.at(i);
+            REQUIRE(v >= row.lo);
+            REQUIRE(v < row.hi);
+            REQUIRE(v == std::trunc(v));
+            ++seen[static_cast<std::size_t>(v - row.lo)];
+        }
+        CHECK(std::ranges::none_of(seen, [](int n) { return n == 0; }));
+    }
+    // Wide ranges reach their ends' neighbourhood and are roughly uniform.
+    const auto wide = gen("100000:integers[-4000000000000,4000000000000]:i64", 4);
+    double lowest = 0, highest = 0, sum = 0;
+    for (std::int64_t i = 0; i < wide.numel(); ++i) {
+        lowest = std::min(lowest, wide.at(i));
+        highest = std::max(highest, wide.at(i));
+        sum += wide.at(i);
+    }
+    CHECK(lowest < -3.9e12);
+    CHECK(highest > 3.9e12);
+    CHECK(std::fabs(sum / 100000) < 3e10);  // the mean's standard deviation is 7.3e9
+    // A mask: bytes 0 and 1.
+    const auto mask = gen("1000:integers[0,2]:bool");
+    CHECK(std::ranges::all_of(mask.bytes, [](unsigned char b) { return b <= 1; }));
+
+    // sign, const and range in integer dtypes.
+    const auto s = gen("1000:sign:i64");
+    for (std::int64_t i = 0; i < s.numel(); ++i) REQUIRE((s.at(i) == 1 || s.at(i) == -1));
+    const auto c = gen("3:const[-7]:i32");
+    CHECK(c.bytes.size() == 12);
+    for (std::int64_t i = 0; i < 3; ++i) CHECK(c.at(i) == -7);
+    const auto r = gen("3000000:range:i32");
+    CHECK(r.at(2999999) == 2999999);
+    CHECK(gen("256:range:u8").at(255) == 255);
+    CHECK(gen("2:range:bool").bytes == std::vector<unsigned char>{0, 1});
+
+    // Element i depends only on (seed, i), in every dtype, threads or not.
+    for (const char* pair : {"integers[0,1000]:i64", "normal:bf16", "uniform:f16", "sign:i32"}) {
+        CAPTURE(std::string(pair));
+        const auto big = gen(std::string("3000000:") + pair, 9);
+        const auto small = gen(std::string("1000:") + pair, 9);
+        CHECK(std::memcmp(big.bytes.data(), small.bytes.data(), small.bytes.size()) == 0);
+    }
+}
+
+TEST_CASE("float32 generators still make the data they made before dtypes existed") {
+    // FNV-1a of each tensor's bytes, and its first element's bits, from the generator before the
+    // dtype suffix: data that tests, benchmarks and recorded results were made from.
+    const struct {
+        const char* spec;
+        std::uint64_t seed, hash;
+        std::uint32_t first;
+    } table[] = {
+        {"1000:uniform", 0, 0xbd00a12b2ba37460ull, 0x3dfb2458u},
+        {"1000:uniform", 42, 0xfb3e19700eb435e6ull, 0x3eaca8c8u},
+        {"1000:uniform[-3,0.1]", 0, 0x0e42e09bf88c5289ull, 0xc027abaeu},
+        {"1000:uniform[-3,0.1]", 42, 0x7acbcc0a8fb720e5ull, 0xbffa3065u},
+        {"1001:normal[1,2]", 0, 0xa7b2efe60f9ad547ull, 0x4095b71cu},
+        {"1001:normal[1,2]", 42, 0x9b65fa053a50b568ull, 0x407b71c4u},
+        {"1000:sign", 0, 0xc6eca62e51ffbae5ull, 0xbf800000u},
+        {"1000:sign", 42, 0x6cdcd32cbf16e0e5ull, 0xbf800000u},
+        {"10x100:softmax", 0, 0xff0dc3df93181251ull, 0x3d00569du},
+        {"10x100:softmax", 42, 0x2e1c67e09666e277ull, 0x3cc14e9bu},
+        {"5:const[0.1]", 0, 0x1ec339a4617fc6ffull, 0x3dcccccdu},
+        {"1000:range", 0, 0x3b47b52f982867a8ull, 0x00000000u},
+        {"3000000:normal", 0, 0x42efa9b5243b04ccull, 0x3feb6e38u},
+        {"3000000:normal", 42, 0x7071c15304b380c8ull, 0x3fbb71c4u},
+        {"3000:uniform[1,1.0000001]", 0, 0xd7c077086dc31de5ull, 0x3f800000u},
+        {"2000001:uniform[-1,1]", 0, 0xa19c7b1135cbd431ull, 0xbf4136eau},
+        {"2000001:uniform[-1,1]", 42, 0xbbe57198f44090ffull, 0xbea6ae70u},
+    };
+    for (const auto& row : table) {
+        CAPTURE(std::string(row.spec));
+        CAPTURE(row.seed);
+        for (const std::string suffix : {"", ":f32", ":float32"}) {
+            const auto t = gen(row.spec + suffix, row.seed);
+            REQUIRE(t.dtype == lossjit::DType::float32);
+            std::uint64_t h = 0xCBF29CE484222325ull;
+            for (unsigned char b : t.bytes) {
+                h ^= b;
+                h *= 0x100000001B3ull;
+            }
+            CHECK(h == row.hash);
+            CHECK(std::bit_cast<std::uint32_t>(t.floats()[0]) == row.first);
+        }
+    }
 }
 
 TEST_CASE("relative_error: the one definition every check uses, NaN and infinities decided") {

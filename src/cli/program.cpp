@@ -76,7 +76,8 @@ std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
             views.push_back(TensorView::contiguous(nullptr, t.shape, t.dtype));
         } else {
             const std::string spec = i.spec.find(':') == std::string::npos ? i.spec + ":uniform" : i.spec;
-            views.push_back(TensorView::contiguous(nullptr, lossjit::parse_generator(spec).shape));
+            const GeneratorSpec g = lossjit::parse_generator(spec);
+            views.push_back(TensorView::contiguous(nullptr, g.shape, g.dtype));
         }
     }
     return views;
@@ -85,8 +86,9 @@ std::vector<TensorView> shape_views(const std::vector<InputArg>& inputs) {
 void add_common(CLI::App* cmd, CommonArgs& args) {
     cmd->add_option("program", args.program, "the program text, or a .loss file holding it")->required();
     cmd->add_option("-i,--input", args.inputs,
-                    "NAME=SHAPE:GENERATOR (uniform[lo,hi], normal[mean,std], sign, softmax, const[v], range) "
-                    "or NAME=file.npy; repeat per input")
+                    "NAME=SHAPE:GENERATOR[:DTYPE] (uniform[lo,hi], normal[mean,std], sign, softmax, const[v], range, "
+                    "integers[lo,hi]; DTYPE f32 (default), f64, bf16, f16, i32, i64, u8 or bool) or NAME=file.npy; "
+                    "repeat per input")
         ->allow_extra_args(false);
     cmd->add_option("-p,--param", args.params, "NAME=VALUE: declare a parameter or set its default; repeatable")
         ->allow_extra_args(false);

@@ -3,12 +3,16 @@
 // Every generated element is a pure function of (seed, element index): a counter-based hash rather
 // than a sequential PRNG, so that the data can be filled by any number of threads in any order and
 // still come out bit-identical, and so that a test can recompute any single element.
+//
+// Every dtype draws the same numbers (in double) and rounds them into the tensor as HostTensor::set
+// does, so p=N:normal:bf16 holds exactly the bfloat16 roundings of p=N:normal (uniform then clamps
+// into [lo, hi) in the dtype's values).
 #include <algorithm>
-#include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <new>
 #include <numbers>
 #include <stdexcept>
@@ -33,7 +37,10 @@ constexpr std::int64_t kParallelThreshold = std::int64_t{1} << 20;
 
 constexpr char kValidKinds[] =
     "valid kinds: uniform[lo,hi] (default [0,1]), normal[mean,std] (default [0,1]), sign, "
-    "softmax, const[v], range";
+    "softmax, const[v], range, integers[lo,hi]";
+
+// The largest |z| standard_normals can return: its u1 is at least 2^-33.
+const double kNormalTail = std::sqrt(-2.0 * std::log(0x1p-33));
 
 // --- Hashing ---
 
@@ -119,23 +126,25 @@ void for_chunks(std::int64_t units, int threads, Fn fn) {
 
 // --- Kinds ---
 
-enum class Kind { uniform, normal, sign, softmax, constant, range };
+enum class Kind { uniform, normal, sign, softmax, constant, range, integers };
 
 struct KindInfo {
     std::string_view name;
     Kind kind;
     std::vector<double> defaults;  // arity when arguments may be omitted
     std::size_t required;          // arity when they may not (0 = no arguments at all)
+    bool real;                     // draws real numbers: floating dtypes only
 };
 
 const std::vector<KindInfo>& kinds() {
     static const std::vector<KindInfo> table = {
-        {"uniform", Kind::uniform, {0.0, 1.0}, 2},
-        {"normal", Kind::normal, {0.0, 1.0}, 2},
-        {"sign", Kind::sign, {}, 0},
-        {"softmax", Kind::softmax, {}, 0},
-        {"const", Kind::constant, {}, 1},
-        {"range", Kind::range, {}, 0},
+        {"uniform", Kind::uniform, {0.0, 1.0}, 2, true},
+        {"normal", Kind::normal, {0.0, 1.0}, 2, true},
+        {"sign", Kind::sign, {}, 0, false},
+        {"softmax", Kind::softmax, {}, 0, true},
+        {"const", Kind::constant, {}, 1, false},
+        {"range", Kind::range, {}, 0, false},
+        {"integers", Kind::integers, {}, 2, false},
     };
     return table;
 }
@@ -151,14 +160,94 @@ std::string format_args(const std::vector<double>& args) {
     return out + "]";
 }
 
-float smallest_float_at_least(double x) {
-    float f = static_cast<float>(x);
-    return static_cast<double>(f) < x ? std::nextafter(f, INFINITY) : f;
+// --- The values of a floating dtype ---
+
+// x rounded as HostTensor::set rounds it into a floating dtype.
+double round_to(DType dtype, double x) {
+    if (dtype == DType::float32) return static_cast<float>(x);  // the common case, without the dispatch
+    unsigned char element[8];
+    store_from_double(element, dtype, 0, x);
+    return load_as_double(element, dtype, 0, DType::float64);
 }
 
-float largest_float_below(double x) {
-    float f = static_cast<float>(x);
-    return static_cast<double>(f) >= x ? std::nextafter(f, -INFINITY) : f;
+// The dtype's next value above (up) or below x, a value of the dtype.
+double step(DType dtype, double x, bool up) {
+    const double toward = up ? INFINITY : -INFINITY;
+    switch (dtype) {
+        case DType::float64: return std::nextafter(x, toward);
+        case DType::float32: return std::nextafter(static_cast<float>(x), static_cast<float>(toward));
+        case DType::bfloat16:
+        case DType::float16: {
+            // Sign and magnitude: as an ordered integer, -magnitude for negative values (both zeros
+            // are 0), so the neighbours are one apart.
+            const bool bf16 = dtype == DType::bfloat16;
+            const std::uint16_t bits = bf16 ? float_to_bfloat16(static_cast<float>(x)) : float_to_float16(static_cast<float>(x));
+            const int ordered = (bits & 0x8000) ? -(bits & 0x7fff) : bits;
+            const int next = ordered + (up ? 1 : -1);
+            const auto out = static_cast<std::uint16_t>(next < 0 ? 0x8000 | -next : next);
+            return bf16 ? bfloat16_to_float(out) : float16_to_float(out);
+        }
+        default: throw InternalError("generate: step on a non-floating dtype");
+    }
+}
+
+double smallest_value_at_least(DType dtype, double x) {
+    const double r = round_to(dtype, x);
+    return r < x ? step(dtype, r, true) : r;
+}
+
+double largest_value_below(DType dtype, double x) {
+    const double r = round_to(dtype, x);
+    return r >= x ? step(dtype, r, false) : r;
+}
+
+// --- The integers a dtype holds exactly ---
+
+// Every integer in [min, max] is a value of the dtype, and (for floats) the next integer out is
+// not. For int64 the bound compares as 2^63, which no argument (at most 2^53) and no element index
+// (below 2^62) reaches.
+struct Integers {
+    std::int64_t min, max;
+};
+
+Integers exact_integers(DType dtype) {
+    switch (dtype) {
+        case DType::float32: return {-(std::int64_t{1} << 24), std::int64_t{1} << 24};
+        case DType::float64: return {-(std::int64_t{1} << 53), std::int64_t{1} << 53};
+        case DType::bfloat16: return {-256, 256};
+        case DType::float16: return {-2048, 2048};
+        case DType::int32: return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+        case DType::int64: return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+        case DType::uint8: return {0, 255};
+        case DType::boolean: return {0, 1};
+    }
+    throw InternalError("generate: invalid DType");
+}
+
+bool holds_integers(DType dtype, double lo, double hi) {
+    const Integers in = exact_integers(dtype);
+    return lo >= static_cast<double>(in.min) && hi <= static_cast<double>(in.max);
+}
+
+// "(float16 holds every integer in [-2048, 2048])", for messages.
+std::string integers_text(DType dtype) {
+    const Integers in = exact_integers(dtype);
+    return fmt::format("({} holds {} integer in [{}, {}])", to_string(dtype), is_floating(dtype) ? "every" : "each",
+                       in.min, in.max);
+}
+
+// Integer arguments are read as doubles, which hold every integer up to 2^53 exactly.
+constexpr double kMaxIntegerArgument = 0x1p53;
+
+bool is_integer(double x) { return std::trunc(x) == x && std::fabs(x) <= kMaxIntegerArgument; }
+
+std::string dtype_list() {
+    std::string out;
+    for (DType d : all_dtypes()) {
+        if (!out.empty()) out += ", ";
+        out += fmt::format("{} ({})", short_name(d), to_string(d));
+    }
+    return out;
 }
 
 // A validated spec. Throws UsageError with a message that does not yet name the spec's text; the
@@ -168,13 +257,16 @@ struct Resolved {
     std::vector<double> args;
 };
 
-Resolved resolve(const std::string& kind_name, const std::vector<double>& args,
-                 const Shape& shape) {
+Resolved resolve(const std::string& kind_name, const std::vector<double>& args, const Shape& shape, DType dtype) {
     const KindInfo* info = nullptr;
     for (const KindInfo& k : kinds()) {
         if (k.name == kind_name) info = &k;
     }
-    if (info == nullptr) throw UsageError("unknown kind '" + kind_name + "'; " + kValidKinds);
+    if (info == nullptr) {
+        std::string hint;
+        if (parse_dtype(kind_name)) hint = fmt::format(" ('{}' is a dtype: it goes after the kind, as in 4096:normal:bf16)", kind_name);
+        throw UsageError("unknown kind '" + kind_name + "'" + hint + "; " + kValidKinds);
+    }
 
     Resolved r{info->kind, args};
     if (args.empty() && !info->defaults.empty()) r.args = info->defaults;
@@ -187,11 +279,17 @@ Resolved resolve(const std::string& kind_name, const std::vector<double>& args,
         throw UsageError("'" + kind_name + "' " + expected + ", got " + format_args(args) + "; " +
                          kValidKinds);
     }
+    const std::string dtype_name(to_string(dtype));
+    if (info->real && !is_floating(dtype)) {
+        throw UsageError(fmt::format("'{}' draws real numbers, which {} does not hold; use a floating dtype (f32, f64, "
+                                     "bf16, f16), or integers[lo,hi] for {} values",
+                                     kind_name, dtype_name, dtype_name));
+    }
     for (double a : r.args) {
-        // Values outside float range would turn into infinities in the float32 result.
-        if (!std::isfinite(a) || std::fabs(a) > FLT_MAX) {
-            throw UsageError("argument " + format_args({a}) + " of '" + kind_name +
-                             "' is not a finite float32 value");
+        // An argument the dtype rounds to an infinity would fill the tensor with infinities.
+        if (!std::isfinite(a) || (is_floating(dtype) && !std::isfinite(round_to(dtype, a)))) {
+            throw UsageError("argument " + format_args({a}) + " of '" + kind_name + "' is not a finite " +
+                             (is_floating(dtype) ? dtype_name + " value" : std::string("number")));
         }
     }
     switch (r.kind) {
@@ -199,15 +297,22 @@ Resolved resolve(const std::string& kind_name, const std::vector<double>& args,
             if (!(r.args[0] < r.args[1])) {
                 throw UsageError("uniform[lo,hi] needs lo < hi, got " + format_args(r.args));
             }
-            if (smallest_float_at_least(r.args[0]) > largest_float_below(r.args[1])) {
-                throw UsageError("uniform" + format_args(r.args) + " contains no float32 value");
+            if (smallest_value_at_least(dtype, r.args[0]) > largest_value_below(dtype, r.args[1])) {
+                throw UsageError("uniform" + format_args(r.args) + " contains no " + dtype_name + " value");
             }
             break;
-        case Kind::normal:
+        case Kind::normal: {
             if (r.args[1] < 0) {
                 throw UsageError("normal[mean,std] needs std >= 0, got " + format_args(r.args));
             }
+            // The draws reach mean +- kNormalTail * std; beyond the dtype's range they would be infinities.
+            const double reach = r.args[1] * kNormalTail;
+            if (!std::isfinite(round_to(dtype, r.args[0] + reach)) || !std::isfinite(round_to(dtype, r.args[0] - reach))) {
+                throw UsageError(fmt::format("normal{} reaches {:.3g} +- {:.3g}, beyond the largest {} value", format_args(r.args),
+                                             r.args[0], reach, dtype_name));
+            }
             break;
+        }
         case Kind::softmax:
             if (shape.empty()) {
                 throw UsageError("softmax needs a shape of rank >= 1 (it normalizes the last "
@@ -215,8 +320,44 @@ Resolved resolve(const std::string& kind_name, const std::vector<double>& args,
             }
             break;
         case Kind::sign:
+            if (!holds_integers(dtype, -1, 1)) {
+                throw UsageError("sign makes -1 and +1, which " + dtype_name + " does not hold " + integers_text(dtype));
+            }
+            break;
         case Kind::constant:
-        case Kind::range: break;
+            if (!is_floating(dtype) && (!is_integer(r.args[0]) || !holds_integers(dtype, r.args[0], r.args[0]))) {
+                throw UsageError("const" + format_args(r.args) + " is not exactly a value of " + dtype_name + " " +
+                                 integers_text(dtype));
+            }
+            break;
+        case Kind::range: {
+            // A floating dtype rounds the large indices, as float32 always has (tests of 64-bit
+            // indexing use range beyond 2^24), but must not make them infinite; an integer dtype
+            // must hold them.
+            const std::int64_t n = element_count(shape);
+            const auto last = static_cast<double>(n - 1);
+            if (n > 0 && is_floating(dtype) && !std::isfinite(round_to(dtype, last)))
+                throw UsageError(fmt::format("range makes 0 to {}, beyond the largest {} value", n - 1, dtype_name));
+            if (n > 0 && !is_floating(dtype) && !holds_integers(dtype, 0, last)) {
+                throw UsageError(fmt::format("range makes 0 to {}, beyond what {} holds {}", n - 1, dtype_name,
+                                             integers_text(dtype)));
+            }
+            break;
+        }
+        case Kind::integers:
+            if (!is_integer(r.args[0]) || !is_integer(r.args[1])) {
+                throw UsageError("integers[lo,hi] needs integer bounds of magnitude at most 2^53, got " +
+                                 format_args(r.args));
+            }
+            if (!(r.args[0] < r.args[1])) {
+                throw UsageError("integers[lo,hi] needs lo < hi, got " + format_args(r.args));
+            }
+            if (!holds_integers(dtype, r.args[0], r.args[1] - 1)) {
+                throw UsageError(fmt::format("integers{} makes {} to {}, which {} does not hold exactly {}",
+                                             format_args(r.args), r.args[0], r.args[1] - 1, dtype_name,
+                                             integers_text(dtype)));
+            }
+            break;
     }
     return r;
 }
@@ -276,8 +417,8 @@ GeneratorSpec parse_generator(std::string_view text) {
     const std::string_view body = trim(text);
     const std::size_t colon = body.find(':');
     if (colon == std::string_view::npos) {
-        throw UsageError(prefix + "expected SHAPE:KIND such as 32768x32768:uniform or "
-                                  "100:uniform[-1,1]; " + kValidKinds);
+        throw UsageError(prefix + "expected SHAPE:KIND or SHAPE:KIND:DTYPE such as 32768x32768:uniform, "
+                                  "100:uniform[-1,1] or 4096:integers[0,10]:i64; " + kValidKinds);
     }
     GeneratorSpec spec;
     try {
@@ -287,6 +428,18 @@ GeneratorSpec parse_generator(std::string_view text) {
     }
 
     std::string_view rest = trim(body.substr(colon + 1));
+    // The arguments hold only numbers and commas, so a second ':' starts the dtype.
+    if (const std::size_t second = rest.find(':'); second != std::string_view::npos) {
+        const std::string_view name = trim(rest.substr(second + 1));
+        const auto dtype = parse_dtype(name);
+        if (!dtype) {
+            throw UsageError(prefix + (name.empty() ? std::string("the dtype after ':' is missing")
+                                                    : "unknown dtype " + quote(name)) +
+                             "; valid dtypes: " + dtype_list());
+        }
+        spec.dtype = *dtype;
+        rest = trim(rest.substr(0, second));
+    }
     const std::size_t open = rest.find('[');
     spec.kind = std::string(trim(rest.substr(0, open)));
     std::vector<double> args;
@@ -319,7 +472,7 @@ GeneratorSpec parse_generator(std::string_view text) {
     }
     if (spec.kind.empty()) throw UsageError(prefix + "the kind is missing; " + kValidKinds);
     try {
-        spec.args = resolve(spec.kind, args, spec.shape).args;
+        spec.args = resolve(spec.kind, args, spec.shape, spec.dtype).args;
     } catch (const UsageError& e) {
         throw UsageError(prefix + e.what());
     }
@@ -329,34 +482,43 @@ GeneratorSpec parse_generator(std::string_view text) {
 HostTensor generate(const GeneratorSpec& spec, std::uint64_t seed) {
     const Resolved r = [&] {
         try {
-            return resolve(spec.kind, spec.args, spec.shape);
+            return resolve(spec.kind, spec.args, spec.shape, spec.dtype);
         } catch (const UsageError& e) {
-            throw UsageError("invalid generator " + format_shape(spec.shape) + ":" + spec.kind +
-                             format_args(spec.args) + ": " + e.what());
+            throw UsageError("invalid generator " + format_shape(spec.shape) + ":" + spec.kind + format_args(spec.args) +
+                             (spec.dtype == DType::float32 ? "" : ":" + std::string(to_string(spec.dtype))) + ": " +
+                             e.what());
         }
     }();
 
-    HostTensor t(spec.shape, DType::float32);
+    HostTensor t(spec.shape, spec.dtype);
     const std::int64_t n = t.numel();
-    float* out = t.floats().data();
+    const DType dtype = t.dtype;
     const Stream stream(seed);
     const int threads = thread_count(n);
+    // put(i, v) stores v at element i as HostTensor::set does; float32, the common case, writes
+    // directly (set's float32 case is the same static_cast), without a dispatch per element.
+    float* const f32 = dtype == DType::float32 ? t.floats().data() : nullptr;
+    HostTensor* const out = &t;
+    const auto put = [f32, out](std::int64_t i, double v) {
+        if (f32 != nullptr) f32[i] = static_cast<float>(v);
+        else out->set(i, v);
+    };
 
     switch (r.kind) {
         case Kind::uniform: {
             const double lo = r.args[0];
             const double width = r.args[1] - r.args[0];
-            // Rounding lo + width*u to float can land on hi or below lo; clamping to the float32
-            // values inside [lo, hi) keeps the documented half-open range exact.
-            const float lowest = smallest_float_at_least(r.args[0]);
-            const float highest = largest_float_below(r.args[1]);
+            // Rounding lo + width*u into the dtype can land on hi or below lo; clamping to the
+            // dtype's values inside [lo, hi) keeps the documented half-open range exact.
+            const double lowest = smallest_value_at_least(dtype, r.args[0]);
+            const double highest = largest_value_below(dtype, r.args[1]);
             for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
                 for (std::int64_t i = begin; i < end; ++i) {
                     // 24 bits: exactly the precision of a float32 in [0, 1).
                     const std::uint64_t h = stream(static_cast<std::uint64_t>(i));
                     const double u = static_cast<double>(h >> 40) * 0x1p-24;
-                    const float v = static_cast<float>(lo + width * u);
-                    out[i] = std::min(std::max(v, lowest), highest);
+                    const double v = round_to(dtype, lo + width * u);
+                    put(i, std::min(std::max(v, lowest), highest));
                 }
             });
             break;
@@ -365,16 +527,14 @@ HostTensor generate(const GeneratorSpec& spec, std::uint64_t seed) {
             const double mean = r.args[0];
             const double stddev = r.args[1];
             for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
-                standard_normals(stream, begin, end, [=](std::int64_t i, double z) {
-                    out[i] = static_cast<float>(mean + stddev * z);
-                });
+                standard_normals(stream, begin, end, [=](std::int64_t i, double z) { put(i, mean + stddev * z); });
             });
             break;
         }
         case Kind::sign:
             for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
                 for (std::int64_t i = begin; i < end; ++i) {
-                    out[i] = (stream(static_cast<std::uint64_t>(i)) >> 63) != 0 ? 1.0f : -1.0f;
+                    put(i, (stream(static_cast<std::uint64_t>(i)) >> 63) != 0 ? 1.0 : -1.0);
                 }
             });
             break;
@@ -395,25 +555,43 @@ HostTensor generate(const GeneratorSpec& spec, std::uint64_t seed) {
                         e[j] = std::exp(e[j] - top);  // shifted so exp cannot overflow
                         sum += e[j];
                     }
-                    for (std::int64_t j = 0; j < row; ++j) {
-                        out[base + j] = static_cast<float>(e[j] / sum);
-                    }
+                    for (std::int64_t j = 0; j < row; ++j) put(base + j, e[j] / sum);
                 }
             });
             break;
         }
         case Kind::constant: {
-            const float v = static_cast<float>(r.args[0]);
-            for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
-                std::fill(out + begin, out + end, v);
-            });
+            const double v = r.args[0];
+            if (f32 != nullptr) {
+                const float value = static_cast<float>(v);
+                for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) { std::fill(f32 + begin, f32 + end, value); });
+            } else {
+                for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
+                    for (std::int64_t i = begin; i < end; ++i) put(i, v);
+                });
+            }
             break;
         }
         case Kind::range:
             for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
-                for (std::int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(i);
+                for (std::int64_t i = begin; i < end; ++i) put(i, static_cast<double>(i));
             });
             break;
+        case Kind::integers: {
+            // Bounds of magnitude at most 2^53: the width fits in 64 bits and every value in a double.
+            const auto lo = static_cast<std::int64_t>(r.args[0]);
+            const auto width = static_cast<std::uint64_t>(static_cast<std::int64_t>(r.args[1]) - lo);
+            for_chunks(n, threads, [=](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t i = begin; i < end; ++i) {
+                    // The high half of hash * width: uniform in [0, width) up to a bias below
+                    // width / 2^64, and no division.
+                    const unsigned __int128 wide =
+                        static_cast<unsigned __int128>(stream(static_cast<std::uint64_t>(i))) * width;
+                    put(i, static_cast<double>(lo + static_cast<std::int64_t>(wide >> 64)));
+                }
+            });
+            break;
+        }
     }
     return t;
 }

@@ -1,5 +1,5 @@
-// NumPy .npy reading and writing, restricted to what lossjit computes with: little-endian float32
-// in C order. Format reference: numpy/lib/format.py (NEP 1).
+// NumPy .npy reading and writing, restricted to what lossjit computes with: the little-endian dtypes
+// of include/lossjit/dtype.hpp, in C order. Format reference: numpy/lib/format.py (NEP 1).
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -15,6 +15,8 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
 #include "tools/host.hpp"
@@ -193,7 +195,66 @@ private:
 
 struct Header {
     Shape shape;
+    DType dtype = DType::float32;
 };
+
+// The descr each dtype is written with, as numpy writes it: numpy spells one-byte types with '|'
+// (no byte order). numpy has no bfloat16; ml_dtypes registers one whose descr is '<V2', a 2-byte
+// void, so that is what np.save writes for it and what np.load gives back (a void array that
+// .view(ml_dtypes.bfloat16) reinterprets).
+struct NpyType {
+    std::string_view descr;
+    DType dtype;
+};
+constexpr NpyType kWritten[] = {
+    {"<f4", DType::float32}, {"<f8", DType::float64}, {"<f2", DType::float16}, {"<V2", DType::bfloat16},
+    {"<i4", DType::int32},   {"<i8", DType::int64},   {"|u1", DType::uint8},   {"|b1", DType::boolean},
+};
+// Other spellings of bfloat16 that writers use: '|V2' is numpy's own spelling of a plain 2-byte
+// void, and some writers put ml_dtypes' name, str(a.dtype), in the header.
+constexpr NpyType kAlsoRead[] = {{"|V2", DType::bfloat16}, {"bfloat16", DType::bfloat16}};
+
+std::string_view descr_of(DType dtype) {
+    for (const auto& t : kWritten)
+        if (t.dtype == dtype) return t.descr;
+    throw InternalError("save_npy: no .npy descr for " + std::string(to_string(dtype)));
+}
+
+std::string supported_descrs() {
+    std::string out;
+    for (const auto& t : kWritten) {
+        if (!out.empty()) out += ", ";
+        out += fmt::format("'{}' ({})", t.descr, to_string(t.dtype));
+    }
+    return out;
+}
+
+// Reads a descr, or fails with what to do instead. A 2-byte void is taken for bfloat16: that is the
+// one way ml_dtypes' arrays reach a .npy file, and numpy itself never writes a 2-byte void for a
+// numeric type.
+DType dtype_of(const std::string& descr, const std::string& path) {
+    for (const auto& t : kWritten)
+        if (t.descr == descr) return t.dtype;
+    for (const auto& t : kAlsoRead)
+        if (t.descr == descr) return t.dtype;
+    if (descr.size() > 1 && descr[0] == '>') {
+        const std::string little = fmt::format("<{}", descr.substr(1));
+        for (const auto& t : kWritten) {
+            if (t.descr != little) continue;
+            // .astype cannot byte-swap a void; a big-endian bfloat16 needs a.byteswap() instead.
+            const std::string fix = t.dtype == DType::bfloat16 ? "" : fmt::format(" (convert with .astype('{}'))", little);
+            fail(path, fmt::format("dtype '{}' is big-endian; lossjit reads little-endian data only{}", descr, fix));
+        }
+    }
+    std::string hint;
+    const char kind = descr.size() > 1 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '|' || descr[0] == '=')
+                          ? descr[1]
+                          : '\0';
+    if (kind == 'f') hint = " (convert with .astype(np.float32) or np.float64)";
+    if (kind == 'i' || kind == 'u') hint = " (convert with .astype(np.int32) or np.int64, or np.uint8 for bytes)";
+    if (kind == 'V') hint = " (a 2-byte void, '<V2', is read as bfloat16; this one has another size)";
+    fail(path, fmt::format("dtype '{}' is not supported; lossjit reads {}{}", descr, supported_descrs(), hint));
+}
 
 Header interpret_header(std::string_view text, const std::string& path) {
     auto entries = HeaderParser(text, path).parse_dict();
@@ -217,19 +278,10 @@ Header interpret_header(std::string_view text, const std::string& path) {
     }
 
     if (descr->kind != PyValue::Kind::string) {
-        fail(path, "structured dtypes are not supported; lossjit computes in float32 (save a plain "
-                   "float32 array)");
+        fail(path, "structured dtypes are not supported; lossjit reads plain arrays of " + supported_descrs());
     }
-    const std::string& dtype = descr->text;
-    if (dtype == ">f4") {
-        fail(path, "dtype '>f4' is big-endian; lossjit reads little-endian float32 only (convert "
-                   "with .astype('<f4'))");
-    }
-    if (dtype != "<f4") {
-        fail(path, "dtype '" + dtype +
-                       "' is not supported; lossjit computes in float32 (convert with "
-                       ".astype(np.float32))");
-    }
+    Header h;
+    h.dtype = dtype_of(descr->text, path);
 
     if (fortran->kind != PyValue::Kind::boolean) {
         fail(path, "malformed .npy header ('fortran_order' is not True or False)");
@@ -242,7 +294,6 @@ Header interpret_header(std::string_view text, const std::string& path) {
     if (shape->kind != PyValue::Kind::sequence) {
         fail(path, "malformed .npy header ('shape' is not a tuple)");
     }
-    Header h;
     for (const PyValue& extent : shape->items) {
         if (extent.kind != PyValue::Kind::integer || extent.number < 0) {
             fail(path, "malformed .npy header ('shape' must hold non-negative integers)");
@@ -319,32 +370,38 @@ HostTensor load_npy(const std::string& path) {
         fail(path, "truncated .npy file (it ends inside the header)");
     }
 
-    const Shape shape = interpret_header(header, path).shape;
+    const Header h = interpret_header(header, path);
     std::int64_t count = 0;
     try {
-        count = element_count(shape);
+        count = element_count(h.shape);
     } catch (const UsageError& e) {
         fail(path, e.what());
     }
     const auto n = static_cast<std::uint64_t>(count);
+    const std::size_t size = size_of(h.dtype);
+    const std::string what = "shape " + format_shape(h.shape) + " of " + std::string(to_string(h.dtype));
     // Compared in elements so that a huge shape cannot overflow the byte count, and before
     // allocating so that a corrupt header cannot make us allocate memory the file cannot fill.
-    if (size_known && (file_size - data_offset) / sizeof(float) < n) {
-        fail(path, "truncated .npy file (shape " + format_shape(shape) + " needs " +
-                       std::to_string(n * sizeof(float)) + " data bytes but only " +
+    if (size_known && (file_size - data_offset) / size < n) {
+        fail(path, "truncated .npy file (" + what + " needs " + std::to_string(n * size) + " data bytes but only " +
                        std::to_string(file_size - data_offset) + " are present)");
     }
     HostTensor t;
     try {
-        t = HostTensor(shape, DType::float32);
+        t = HostTensor(h.shape, h.dtype);
     } catch (const UsageError&) {
-        fail(path, "cannot allocate memory for shape " + format_shape(shape));
+        fail(path, "cannot allocate memory for " + what);
     }
     // One read straight into the tensor: for multi-GiB inputs any staging copy would dominate.
     const std::size_t want = t.bytes.size();
     if (read_bytes(f, t.bytes.data(), want, path) < want) {
-        fail(path, "truncated .npy file (shape " + format_shape(t.shape) + " needs " +
-                       std::to_string(want) + " data bytes but the file ends early)");
+        fail(path, "truncated .npy file (" + what + " needs " + std::to_string(want) +
+                       " data bytes but the file ends early)");
+    }
+    // numpy takes any nonzero byte for True, but a kernel may load a bool as its byte (to add it,
+    // say): 0 or 1 is the only form that means the same to every reader.
+    if (t.dtype == DType::boolean) {
+        for (unsigned char& b : t.bytes) b = b != 0 ? 1 : 0;
     }
     return t;
 }
@@ -356,14 +413,15 @@ void save_npy(const std::string& path, const HostTensor& t) {
     } catch (const UsageError& e) {
         fail(path, e.what());
     }
-    if (t.dtype != DType::float32) fail(path, "cannot save a " + std::string(to_string(t.dtype)) + " tensor");
-    if (t.bytes.size() % sizeof(float) != 0 || static_cast<std::uint64_t>(count) != t.bytes.size() / sizeof(float)) {
+    const std::size_t size = size_of(t.dtype);
+    if (t.bytes.size() % size != 0 || static_cast<std::uint64_t>(count) != t.bytes.size() / size) {
         fail(path, "cannot save: shape " + format_shape(t.shape) + " has " + std::to_string(count) +
-                       " elements but the tensor holds " + std::to_string(t.bytes.size()) + " bytes of float32");
+                       " elements but the tensor holds " + std::to_string(t.bytes.size()) + " bytes of " +
+                       std::string(to_string(t.dtype)));
     }
 
-    std::string dict =
-        "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_tuple(t.shape) + ", }";
+    std::string dict = "{'descr': '" + std::string(descr_of(t.dtype)) +
+                       "', 'fortran_order': False, 'shape': " + shape_tuple(t.shape) + ", }";
     // Pad with spaces and end with a newline so that the data starts on an aligned offset, as
     // numpy's own writer does.
     const bool wide = dict.size() + 1 + 10 + kAlignment > 0xFFFF;

@@ -81,7 +81,8 @@ void Repl::cmd_help(const std::string& arg) {
         if (c->name == ":input")
             std::cout
                 << "  SHAPE is like 1024x1024, 4096 or scalar; GENERATOR is uniform[lo,hi] (the default, [0,1]),\n"
-                   "  normal[mean,std], sign, softmax, const[v] or range, seeded (:seed)\n";
+                   "  normal[mean,std], sign, softmax, const[v], range or integers[lo,hi], seeded (:seed), and may\n"
+                   "  end in a dtype, :bf16, :f16, :f64, :i32, :i64, :u8 or :bool (float32 without one)\n";
         return;
     }
     std::cout << "Type an expression to evaluate it on the current inputs: a reduction prints its value, a map its\n"

@@ -100,8 +100,9 @@ std::optional<std::string> bound_later(const ast::Program& line, int column) {
 }
 
 std::string generator_text(const GeneratorSpec& g) {
-    if (g.args.empty()) return g.kind;
-    return fmt::format("{}[{}]", g.kind, fmt::join(g.args, ","));
+    const std::string dtype = g.dtype == DType::float32 ? "" : ":" + std::string(to_string(g.dtype));
+    if (g.args.empty()) return g.kind + dtype;
+    return fmt::format("{}[{}]{}", g.kind, fmt::join(g.args, ","), dtype);
 }
 
 }  // namespace
