@@ -19,7 +19,7 @@ enum class DType : unsigned char { float32, float64, bfloat16, float16, int32, i
 inline constexpr std::size_t kDTypeCount = 8;
 
 std::string_view to_string(DType dtype);   // "float32", "bfloat16", "bool", ...
-std::string_view short_name(DType dtype);  // "f32", "bf16", "bool", ...: generator suffixes
+std::string_view short_name(DType dtype);  // "f32", "bf16", "b1", ...: generator suffixes
 std::size_t size_of(DType dtype);          // bytes per element
 bool is_floating(DType dtype);             // float16, bfloat16, float32, float64
 std::span<const DType> all_dtypes();

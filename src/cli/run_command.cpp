@@ -22,11 +22,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using util::relative_error;
 
-// The dtype `run` asks the library for a map's output and for gradients, and writes to --output and
-// --output-grad files: float32, what the kernels and the CPU reference write. Everything below holds
-// these in HostTensors of this dtype (device buffers sized by their bytes, elements read through
-// at()), so choosing another dtype changes this line and nothing else.
-constexpr DType kOutputDType = DType::float32;
+// What `run` writes (a map's output, gradients, and the --output and --output-grad files) is of the
+// dtype the library gives by default: a map's output the promoted floating type of its inputs
+// (Loss::output_dtype), a gradient its input's dtype, as torch does. Everything below holds these
+// in HostTensors of that dtype (device buffers sized by their bytes, elements read through at()).
+DType gradient_dtype(const HostTensor& input) {
+    return is_floating(input.dtype) ? input.dtype : DType::float32;  // an integer input: the library refuses it
+}
 
 // The largest elementwise relative_error between two tensors of one shape, read as doubles.
 double largest_relative_error(const HostTensor& values, const HostTensor& reference) {
@@ -131,10 +133,10 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
                 const auto it = std::find(loss.inputs().begin(), loss.inputs().end(), name);
                 if (it == loss.inputs().end()) break;  // grad() names the mistake
                 const auto& input = host[static_cast<std::size_t>(it - loss.inputs().begin())];
-                downloaded.emplace_back(input.shape, kOutputDType);
+                downloaded.emplace_back(input.shape, gradient_dtype(input));
                 buffers.emplace_back(std::max<std::size_t>(downloaded.back().bytes.size(), 1), args.common.device);
                 buffers.back().fill_bytes(0xFF);  // NaN: an unwritten element cannot pass a check
-                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape, kOutputDType));
+                views.push_back(lossjit::OutputView::contiguous(buffers.back().data(), input.shape, downloaded.back().dtype));
                 result.push_back({name, input.shape, {}});
             }
             std::optional<lossjit::DeviceBuffer> upstream;
@@ -168,7 +170,8 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
         nlohmann::json entry{{"shape", g.shape}, {"device", where == "GPU" ? "gpu" : "cpu-reference"}};
         for (const auto& [name, file] : grad_files) {
             if (name != g.input) continue;
-            HostTensor written(g.shape, kOutputDType);
+            const auto input = std::find(loss.inputs().begin(), loss.inputs().end(), g.input);
+            HostTensor written(g.shape, gradient_dtype(host[static_cast<std::size_t>(input - loss.inputs().begin())]));
             for (std::size_t i = 0; i < g.values.size(); ++i) written.set(static_cast<std::int64_t>(i), g.values[i]);
             lossjit::save_npy(file, written);
             entry["output"] = file;
@@ -281,7 +284,7 @@ int run_map(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohm
     int status = 0;
     std::optional<lossjit::DeviceBuffer> output_buffer;
     const lossjit::Shape shape = loss.output_shape(host_views);
-    HostTensor out(shape, kOutputDType);
+    HostTensor out(shape, loss.output_dtype(host_views));
     if (gpu) {
         output_buffer.emplace(out.bytes.size(), args.common.device);
         output_buffer->fill_bytes(0xFF);  // NaN everywhere: an unwritten element cannot pass a check
