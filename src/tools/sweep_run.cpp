@@ -77,6 +77,8 @@ public:
         result.program_name = request.base.source_name;
         result.kind = is_map_ ? "map" : std::string(probe_->reduction());
         result.shapes = tuning_shape_text(probe_->inputs(), host, nullptr);
+        // As a call whose map output (if any) has the default dtype files it (plans.cpp).
+        dtypes_ = tuning_dtype_text(host);
         result.input_sets = static_cast<int>(request.input_sets.size());
         result.reps = request.reps;
         for (std::size_t k = 0; k < host.size(); ++k)
@@ -193,10 +195,11 @@ public:
         check_options.inputs = base_.inputs;
         for (const auto& p : base_.params) check_options.params.push_back({p.name, p.value});
         const ir::Program program = lossjit::check(parse(request_.program, base_.source_name), check_options);
-        return {tuning_program_text(program), result.shapes, "float32", result.device};
+        return {tuning_program_text(program), result.shapes, dtypes_, result.device};
     }
 
     SweepResult result;
+    std::string dtypes_ = "float32";
 
 private:
     struct Set {
