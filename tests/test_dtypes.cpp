@@ -58,6 +58,10 @@ TEST_CASE("names, sizes and the promotion rules") {
         CHECK(short_name(row.dtype) == row.short_name);
         CHECK(size_of(row.dtype) == row.size);
         CHECK(is_floating(row.dtype) == row.floating);
+        // The float types' precision and range, as std::numeric_limits gives the host ones.
+        if (row.dtype == DType::float32) CHECK(significand_bits(row.dtype) == std::numeric_limits<float>::digits);
+        if (row.dtype == DType::float64) CHECK(significand_bits(row.dtype) == std::numeric_limits<double>::digits);
+        if (row.floating) CHECK(std::ldexp(1.0, min_exponent(row.dtype)) > 0.0);
         CHECK(parse_dtype(row.name) == row.dtype);
         CHECK(parse_dtype(row.short_name) == row.dtype);
     }

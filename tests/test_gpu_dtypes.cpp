@@ -38,10 +38,8 @@ double rel_error(double a, double b) { return a == b ? 0.0 : std::fabs(a - b) / 
 // Distance in units of the last place of `dtype` between two values already of that dtype.
 double ulps(double a, double b, DType dtype) {
     if (a == b || (std::isnan(a) && std::isnan(b))) return 0;
-    const int mantissa = dtype == DType::bfloat16 ? 8 : dtype == DType::float16 ? 11 : dtype == DType::float32 ? 24 : 53;
-    const int min_exponent = dtype == DType::bfloat16 ? -133 : dtype == DType::float16 ? -24 : dtype == DType::float32 ? -149 : -1074;
-    const int exponent = std::ilogb(std::max(std::fabs(a), std::fabs(b))) - mantissa + 1;
-    const double scale = std::ldexp(1.0, std::max(exponent, min_exponent));  // subnormals: the fixed step
+    const int exponent = std::ilogb(std::max(std::fabs(a), std::fabs(b))) - significand_bits(dtype) + 1;
+    const double scale = std::ldexp(1.0, std::max(exponent, min_exponent(dtype)));  // subnormals: the fixed step
     return std::fabs(a - b) / scale;
 }
 

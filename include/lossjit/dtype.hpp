@@ -22,6 +22,8 @@ std::string_view to_string(DType dtype);   // "float32", "bfloat16", "bool", ...
 std::string_view short_name(DType dtype);  // "f32", "bf16", "b1", ...: generator suffixes
 std::size_t size_of(DType dtype);          // bytes per element
 bool is_floating(DType dtype);             // float16, bfloat16, float32, float64
+int significand_bits(DType dtype);         // 24, 53, 8, 11 for the floating types (implicit bit included); 0 for others
+int min_exponent(DType dtype);             // the exponent of the smallest subnormal: -149, -1074, -133, -24; 0 for others
 std::span<const DType> all_dtypes();
 
 // Reads either spelling ("bfloat16" or "bf16", "bool" or "b1" ...); empty if neither.

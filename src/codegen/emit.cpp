@@ -141,10 +141,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
                            per_index(dtypes, "lj::kFloat32", "k"));
     element += fmt::format("    static constexpr int kResultDType = {};  // a map's output, a reduction's result\n",
                            kernel_dtype(spec.result_dtype));
-    std::string inner = "1";  // innermost stride of input k: 1 contiguous, 0 one value per row
-    for (std::size_t k = spec.inner_strides.size(); k-- > 0;)
-        if (spec.inner_strides[k] == 0) inner = fmt::format("k == {} ? 0 : {}", k, inner);
-    element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n", inner);
+    std::vector<std::string> inner;  // innermost stride of input k: 1 contiguous, 0 one value per row
+    for (int stride : spec.inner_strides) inner.push_back(std::to_string(stride));
+    element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n",
+                           per_index(inner, "1", "k"));
     for (const auto& p : program.params) element += fmt::format("    Value {};\n", cuda_param_name(p.name));
     if (grads == 0) {
         element += "    using Result = Value;\n";

@@ -19,17 +19,19 @@ struct DTypeInfo {
     std::string_view short_name;
     std::size_t size;
     bool floating;
+    int significand_bits;  // floating types: with the implicit bit
+    int min_exponent;      // floating types: the smallest subnormal is 2^min_exponent
 };
 
 constexpr std::array<DTypeInfo, kDTypeCount> kDTypes{{
-    {DType::float32, "float32", "f32", 4, true},
-    {DType::float64, "float64", "f64", 8, true},
-    {DType::bfloat16, "bfloat16", "bf16", 2, true},
-    {DType::float16, "float16", "f16", 2, true},
-    {DType::int32, "int32", "i32", 4, false},
-    {DType::int64, "int64", "i64", 8, false},
-    {DType::uint8, "uint8", "u8", 1, false},
-    {DType::boolean, "bool", "b1", 1, false},
+    {DType::float32, "float32", "f32", 4, true, 24, -149},
+    {DType::float64, "float64", "f64", 8, true, 53, -1074},
+    {DType::bfloat16, "bfloat16", "bf16", 2, true, 8, -133},
+    {DType::float16, "float16", "f16", 2, true, 11, -24},
+    {DType::int32, "int32", "i32", 4, false, 0, 0},
+    {DType::int64, "int64", "i64", 8, false, 0, 0},
+    {DType::uint8, "uint8", "u8", 1, false, 0, 0},
+    {DType::boolean, "bool", "b1", 1, false, 0, 0},
 }};
 
 constexpr std::array<DType, kDTypeCount> kAll{DType::float32, DType::float64, DType::bfloat16, DType::float16,
@@ -60,6 +62,8 @@ std::string_view to_string(DType dtype) { return info(dtype).name; }
 std::string_view short_name(DType dtype) { return info(dtype).short_name; }
 std::size_t size_of(DType dtype) { return info(dtype).size; }
 bool is_floating(DType dtype) { return info(dtype).floating; }
+int significand_bits(DType dtype) { return info(dtype).significand_bits; }
+int min_exponent(DType dtype) { return info(dtype).min_exponent; }
 std::span<const DType> all_dtypes() { return kAll; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
