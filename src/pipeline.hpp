@@ -87,6 +87,9 @@ DType default_output_dtype(const ir::Program& program, std::span<const TensorVie
 
 // ---- layout ------------------------------------------------------------------------------------
 constexpr int kMaxRank = 8;  // dimensions left after collapsing; the kernel ABI holds this many
+// Whole-tensor reductions one program may combine (sum(a) / sum(b)); the kernel ABI holds this many
+// scales (lj::kMaxTotals in templates/by_rows.cuh).
+constexpr int kMaxTotals = 8;
 
 struct OperandShape {
     std::string_view name;
@@ -106,6 +109,10 @@ struct Layout {
     std::vector<std::int64_t> dims;   // collapsed extents, outermost first, 1 <= rank <= kMaxRank
     std::vector<OperandAccess> inputs;
     OperandAccess output;             // maps only
+    // Programs that reduce along rows (plan_row_layout): dims.back() is the row length (the last
+    // dimension of `shape`, or 1), the dims before it enumerate `rows` rows.
+    bool by_rows = false;
+    std::int64_t rows = 0;
 };
 
 // Broadcast the inputs (NumPy rules: align trailing dimensions; size 1 stretches), check the
@@ -113,6 +120,14 @@ struct Layout {
 Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* output);
 
 Shape broadcast_shapes(std::span<const OperandShape> inputs);
+
+// The layout of a program that reduces along rows: the last dimension of the broadcast shape stays
+// apart (it is the row), the others merge as in plan_layout. Inputs marked in `index` hold one
+// integer per row: they broadcast as if they had one more dimension, of extent 1, at the end. A
+// map's `output` has the full shape, or, when `output_per_row`, the rows' shape (or that with a
+// trailing 1); its last stride is then 0.
+Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
+                       bool output_per_row);
 
 // How a gradient computation walks memory. `read` walks the inputs as given and, for a map, the
 // upstream gradient as one more operand after them (it must have the broadcast shape; zero strides
@@ -125,6 +140,31 @@ struct GradientLayout {
     std::vector<std::int64_t> sizes;  // element count of each input's own shape
 };
 GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream);
+
+// ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
+// The layout any program's kernel and reference walk: plan_layout, or for a program that reduces
+// along rows plan_row_layout (with its index inputs, and a map's output per row where its body is).
+Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
+// A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
+Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
+
+// Which inputs hold one value per row in this layout: indices, and inputs of extent 1 (stride 0)
+// along the last dimension.
+std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout);
+// Which nodes hold one value per row: row reductions, takes, and what is computed from them, from
+// per-row inputs and from constants alone. (Totals and constants count as per row: one value.)
+std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bool>& input_per_row);
+
+// The whole-tensor reductions of a program, in node order: the body's for a plain reduction
+// (node -1), each Total node's for a Composite one. A reduction of a per-row argument runs over the
+// rows (its mean divides by the row count), of a per-element one over every element.
+struct RowTotal {
+    ir::Reduction reduction;
+    int argument;
+    int node;
+};
+std::vector<RowTotal> row_totals(const ir::Program& program);
+std::vector<double> total_divisors(const ir::Program& program, const Layout& layout);
 
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";

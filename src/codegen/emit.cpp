@@ -13,12 +13,12 @@
 #include "lossjit/errors.hpp"
 #include "lossjit/version.hpp"
 #include "pipeline.hpp"
+#include "codegen/emit_detail.hpp"
 #include "codegen/kernel_spec.hpp"
 #include "codegen/templates.hpp"
 #include "ir/print.hpp"
 
 namespace lossjit {
-namespace {
 
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
     std::string out;
@@ -39,8 +39,6 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
     return out;
 }
 
-// The CUDA helpers (builtins table) of the functions this program applies, each after the ones it
-// calls, in table order: a kernel carries only what it uses.
 std::string function_helpers(const ir::Program& program) {
     std::vector<bool> used(static_cast<std::size_t>(Builtin::Count_), false);
     auto use = [&](auto&& self, Builtin fn) -> void {
@@ -57,8 +55,6 @@ std::string function_helpers(const ir::Program& program) {
     return "// Functions whose CUDA counterpart differs from PyTorch's definition (src/lang/builtins.cpp).\n" + helpers;
 }
 
-}  // namespace
-
 std::vector<int> read_inputs(const ir::Program& program) {
     std::vector<bool> read(program.inputs.size(), false);
     for (const auto& n : program.nodes)
@@ -72,8 +68,6 @@ std::vector<int> read_inputs(const ir::Program& program) {
 std::string print_expression(const ir::Program& program, int node) {
     return ExpressionPrinter(program, PrintStyle::Cuda).print(node);
 }
-
-namespace {
 
 std::string_view kernel_dtype(DType dtype) {
     switch (dtype) {
@@ -89,9 +83,15 @@ std::string_view kernel_dtype(DType dtype) {
     throw InternalError("kernel_dtype: invalid DType");
 }
 
-}  // namespace
+std::string per_index(std::span<const std::string> values, const std::string& fallback, const char* k) {
+    std::string text = fallback;
+    for (std::size_t i = values.size(); i-- > 0;)
+        if (values[i] != fallback) text = fmt::format("{} == {} ? {} : {}", k, i, values[i], text);
+    return text;
+}
 
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
+    if (program.by_rows()) return emit_rows_cuda(program, spec);
     const auto slots = read_inputs(program);
     const std::size_t grads = program.derivatives.size();
     const bool map_backward = grads > 0 && program.is_map();  // also reads the upstream gradient
@@ -123,14 +123,6 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const std::size_t array = std::max<std::size_t>(n, 1);
 
     // The program for one element, as a functor the loop templates call.
-    // A chain of conditionals over k, for per-input (or per-gradient) constants: after the loops
-    // unroll, k is a constant and the chain folds.
-    auto per_index = [](std::span<const std::string> values, const std::string& fallback, const char* k) {
-        std::string text = fallback;
-        for (std::size_t i = values.size(); i-- > 0;)
-            if (values[i] != fallback) text = fmt::format("{} == {} ? {} : {}", k, i, values[i], text);
-        return text;
-    };
     std::vector<std::string> dtypes;
     for (DType d : spec.input_dtypes) dtypes.emplace_back(kernel_dtype(d));
 

@@ -24,6 +24,13 @@ struct ReduceOut {
     double scale;  // 1 / divisor
 };
 
+struct RowsOut {
+    double* partials;  // [total][block]
+    unsigned int* arrivals;
+    void* result;
+    double scale[kMaxTotals];  // 1 / divisor, per total
+};
+
 struct ColumnScratch {
     double* partials;
     unsigned int* arrivals;
@@ -47,7 +54,8 @@ private:
     std::vector<std::int64_t> bytes_;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(ColumnScratch) == 32);
+static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(ColumnScratch) == 32 &&
+              sizeof(RowsOut) == 88);
 static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
 
 }  // namespace lossjit::abi

@@ -41,6 +41,7 @@ KernelOperands KernelOperands::unplaced(const ir::Program& program, DType dtype)
 
 KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                               const Knobs& knobs, bool tuned) {
+    if (program.by_rows()) return choose_by_row(program, layout, operands, knobs, tuned);
     KernelSpec spec;
     spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : automatic_block_threads(program);
     spec.fast_math = knobs.fast_math.value_or(false);
@@ -195,7 +196,88 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     return spec;
 }
 
+KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
+                                     const Knobs& knobs, bool tuned) {
+    if (!program.derivatives.empty()) throw InternalError("gradients of programs that reduce along rows");
+    if (!layout.by_rows) throw InternalError("a program that reduces along rows planned without a row layout");
+    const auto totals = row_totals(program).size();
+    if (totals > static_cast<std::size_t>(kMaxTotals))
+        throw UnsupportedError(fmt::format("the program combines {} reductions of the whole tensor; a kernel holds at most {}",
+                                           totals, kMaxTotals));
+    KernelSpec spec;
+    spec.loop = Loop::ByRow;
+    spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : 256;
+    spec.fast_math = knobs.fast_math.value_or(false);
+    spec.tuned = tuned;
+    spec.accumulator = Accumulator::Float64;
+    if (knobs.accumulator != Accumulator::Auto && knobs.accumulator != Accumulator::Float64)
+        spec.notes.push_back("a program that reduces along rows accumulates in float64");
+    spec.rank = static_cast<int>(layout.dims.size());
+    const std::size_t inner = layout.dims.size() - 1;
+    const long long columns = layout.dims[inner];
+    const auto slots = read_inputs(program);
+    const auto per_row = per_row_inputs(program, layout);
+    if (operands.input_dtypes.size() < program.inputs.size() || operands.input_data.size() < program.inputs.size())
+        throw InternalError("kernel operands do not match the program");
+    int element_inputs = 0;
+    for (int slot : slots) {
+        const auto k = static_cast<std::size_t>(slot);
+        spec.inner_strides.push_back(per_row[k] ? 0 : 1);
+        spec.input_dtypes.push_back(operands.input_dtypes[k]);
+        element_inputs += per_row[k] ? 0 : 1;
+    }
+    spec.compute = compute_dtype(spec.input_dtypes);
+    spec.result_dtype = operands.result_dtype;
+
+    // Four elements per access where every row of every operand walked along the row starts
+    // aligned and steps by 1.
+    auto aligned = [&](const void* data, DType dtype, const OperandAccess& access) {
+        if (reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) != 0) return false;
+        if (access.strides[inner] != 1) return false;
+        for (std::size_t d = 0; d < inner; ++d)
+            if (access.strides[d] % 4 != 0) return false;
+        return true;
+    };
+    std::string why_scalar;
+    if (columns % 4 != 0) why_scalar = fmt::format("the rows' length ({}) is not a multiple of 4", columns);
+    for (std::size_t i = 0; i < slots.size() && why_scalar.empty(); ++i) {
+        const auto k = static_cast<std::size_t>(slots[i]);
+        if (spec.inner_strides[i] == 1 && !aligned(operands.input_data[k], spec.input_dtypes[i], layout.inputs[k]))
+            why_scalar = fmt::format("the rows of '{}' are not contiguous, or do not all start {}-byte aligned",
+                                     program.inputs[k], vector_alignment(spec.input_dtypes[i]));
+    }
+    const bool per_row_body = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
+    if (program.is_map() && !per_row_body && why_scalar.empty())
+        for (std::size_t k = 0; k < operands.written_data.size(); ++k)
+            if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output))
+                why_scalar = "the output's rows are not contiguous, or do not all start aligned";
+    bool vector = why_scalar.empty();
+    if (knobs.vector_width == 1) vector = false;
+    if (knobs.vector_width == 4 && !vector)
+        spec.notes.push_back(fmt::format("vector width 4 was asked for, but {}: vector width 1 is used", why_scalar));
+    spec.vector_width = vector ? 4 : 1;
+
+    // A warp per row while a row is a few thousand elements (no block-wide synchronisation per row);
+    // the whole block beyond, so that long rows are not read by 32 threads alone.
+    spec.team = columns > 8192 ? spec.block_threads : kWarpThreads;
+    if (knobs.unroll > 0) {
+        spec.unroll = knobs.unroll;
+    } else if (knobs.items_per_thread > 0) {
+        spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
+    } else {
+        spec.unroll = std::clamp(4 / std::max(1, element_inputs), 1, 4);
+        while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
+            spec.unroll /= 2;
+    }
+    spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
+    return spec;
+}
+
 long long KernelSpec::blocks(const KernelSpec& spec, const Layout& layout) {
+    if (spec.loop == Loop::ByRow) {
+        const long long teams = spec.block_threads / spec.team;
+        return std::max<long long>(1, (layout.rows + teams - 1) / teams);
+    }
     if (spec.loop == Loop::Strided) return std::max<long long>(1, (layout.count + spec.block_threads - 1) / spec.block_threads);
     const long long inner = layout.dims.back();
     const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
@@ -225,6 +307,9 @@ std::string KernelSpec::signature() const {
         if (compute == DType::float64) knobs += ", float64 arithmetic";
     }
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
+    if (loop == Loop::ByRow)
+        return fmt::format("by row, rank {}, {} threads per row, inner strides [{}], vector {}, unroll {}, {} threads/block{}",
+                           rank, team, fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
     if (loop == Loop::Columns)
         return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",
                            rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
@@ -280,6 +365,13 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         blocks = chunks * strip_blocks;
     } else {
         blocks = KernelSpec::blocks(spec, layout);
+    }
+    if (spec.loop == KernelSpec::Loop::ByRow) {
+        // Rows are taken grid-stride, so a resident grid does it all; its partial sums (one per block
+        // and total) must fit the workspace's slots.
+        grid_limit = resident;
+        const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
+        grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
     }
     grid.blocks = static_cast<unsigned>(spec.loop == KernelSpec::Loop::Columns
                                             ? blocks  // exactly chunks x strip blocks: the arrivals count on it

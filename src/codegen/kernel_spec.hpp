@@ -44,12 +44,15 @@ struct KernelSpec {
         Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
         Strided,  // anything else: coordinates per element
         Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
+        ByRow,    // programs that reduce along rows: a team (a warp, or the block) per row (emit_rows.cpp)
     };
     Loop loop = Loop::Rows;
     int rank = 1;
     int vector_width = 1;            // 4: four elements per access (16 bytes of float32)
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
-    std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row)
+    std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row);
+                                     // ByRow: 0 one value per row (an index, or extent 1 along the row), else 1
+    int team = 32;                   // ByRow: threads per row, a warp (32) or the block (block_threads)
     std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
     // Element types. Empty lists mean all float32 (what a spec made by hand, in tests, gets).
     std::vector<DType> input_dtypes; // per read input (as inner_strides), then a map's upstream gradient
@@ -77,6 +80,9 @@ struct KernelSpec {
     // signature). max_blocks_per_sm is a launch setting, not part of the spec.
     static KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                              const Knobs& knobs = {}, bool tuned = false);
+    // choose() for programs that reduce along rows (ir::Program::by_rows).
+    static KernelSpec choose_by_row(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
+                                    const Knobs& knobs, bool tuned);
     std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
     // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
     static long long blocks(const KernelSpec& spec, const Layout& layout);

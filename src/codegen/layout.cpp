@@ -35,6 +35,38 @@ std::vector<std::int64_t> strides_of(const OperandShape& op) {
     return op.strides;
 }
 
+// Drops extent-1 dimensions among the first `rank` of `shape`, then merges an outer dimension into
+// its inner neighbour whenever every operand (a row of `all`) steps over the inner one exactly once
+// per step of the outer one.
+std::pair<std::vector<std::int64_t>, std::vector<std::vector<std::int64_t>>> merge_dims(
+    const Shape& shape, const std::vector<std::vector<std::int64_t>>& all, std::size_t rank) {
+    std::vector<std::int64_t> dims;
+    std::vector<std::vector<std::int64_t>> strides(all.size());
+    for (std::size_t d = 0; d < rank; ++d) {
+        if (shape[d] == 1) continue;
+        bool merge = !dims.empty();
+        for (std::size_t k = 0; merge && k < all.size(); ++k)
+            merge = strides[k].back() == all[k][d] * shape[d];
+        if (merge) {
+            dims.back() *= shape[d];
+            for (std::size_t k = 0; k < all.size(); ++k) strides[k].back() = all[k][d];
+        } else {
+            dims.push_back(shape[d]);
+            for (std::size_t k = 0; k < all.size(); ++k) strides[k].push_back(all[k][d]);
+        }
+    }
+    return {std::move(dims), std::move(strides)};
+}
+
+// An operand's strides over the broadcast rank: 0 where it is broadcast (missing or extent 1).
+std::vector<std::int64_t> aligned_strides(const OperandShape& op, std::size_t rank) {
+    const auto s = strides_of(op);
+    std::vector<std::int64_t> aligned(rank, 0);
+    const std::size_t lead = rank - op.shape.size();
+    for (std::size_t d = 0; d < op.shape.size(); ++d) aligned[lead + d] = op.shape[d] == 1 ? 0 : s[d];
+    return aligned;
+}
+
 std::string describe(const OperandShape& op) {
     return fmt::format("'{}' [{}]", op.name, fmt::join(op.shape, ", "));
 }
@@ -80,14 +112,7 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
 
     // Per-operand strides over the full broadcast rank; row k of `all` is operand k, output last.
     std::vector<std::vector<std::int64_t>> all;
-    for (const auto& op : inputs) {
-        const auto s = strides_of(op);
-        std::vector<std::int64_t> aligned(rank, 0);
-        const std::size_t lead = rank - op.shape.size();
-        for (std::size_t d = 0; d < op.shape.size(); ++d)
-            aligned[lead + d] = op.shape[d] == 1 ? 0 : s[d];
-        all.push_back(std::move(aligned));
-    }
+    for (const auto& op : inputs) all.push_back(aligned_strides(op, rank));
     if (output) {
         auto s = strides_of(*output);
         for (std::size_t d = 0; d < rank; ++d) {
@@ -98,23 +123,7 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
         all.push_back(std::move(s));
     }
 
-    // Drop extent-1 dimensions, then merge an outer dimension into its inner neighbour whenever every
-    // operand steps over the inner one exactly once per step of the outer one.
-    std::vector<std::int64_t> dims;
-    std::vector<std::vector<std::int64_t>> strides(all.size());
-    for (std::size_t d = 0; d < rank; ++d) {
-        if (layout.shape[d] == 1) continue;
-        bool merge = !dims.empty();
-        for (std::size_t k = 0; merge && k < all.size(); ++k)
-            merge = strides[k].back() == all[k][d] * layout.shape[d];
-        if (merge) {
-            dims.back() *= layout.shape[d];
-            for (std::size_t k = 0; k < all.size(); ++k) strides[k].back() = all[k][d];
-        } else {
-            dims.push_back(layout.shape[d]);
-            for (std::size_t k = 0; k < all.size(); ++k) strides[k].push_back(all[k][d]);
-        }
-    }
+    auto [dims, strides] = merge_dims(layout.shape, all, rank);
     if (dims.empty() || layout.count == 0) {  // a scalar, all-ones or empty shape: one flat dimension
         dims = {layout.count};
         for (auto& s : strides) s = {layout.count == 1 ? 0 : 1};
@@ -130,6 +139,84 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
         OperandAccess a;
         std::copy(s.begin(), s.end(), a.strides.begin());
         a.contiguous = layout.count <= 1 || s == dense;
+        return a;
+    };
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        layout.inputs.push_back(access(strides[k]));
+        layout.inputs.back().elements = element_count(inputs[k].shape);
+    }
+    if (output) layout.output = access(strides.back());
+    layout.dims = std::move(dims);
+    return layout;
+}
+
+Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
+                       bool output_per_row) {
+    // An index holds one value per row: it broadcasts as if it had a last dimension of extent 1.
+    std::vector<OperandShape> operands(inputs.begin(), inputs.end());
+    for (std::size_t k = 0; k < operands.size(); ++k) {
+        if (k >= index.size() || !index[k]) continue;
+        operands[k].shape.push_back(1);
+        if (!operands[k].strides.empty()) operands[k].strides.push_back(1);
+    }
+    Layout layout;
+    layout.by_rows = true;
+    layout.shape = broadcast_shapes(operands);
+    layout.count = element_count(layout.shape);
+    Shape full = layout.shape;  // with a last dimension even for scalars: rows of one element
+    if (full.empty()) full.push_back(1);
+    const std::size_t rank = full.size();
+    const std::int64_t columns = full.back();
+    const Shape row_shape(full.begin(), full.end() - 1);
+
+    std::vector<std::vector<std::int64_t>> all;
+    for (const auto& op : operands) all.push_back(aligned_strides(op, rank));
+    if (output) {
+        // Per row: the rows' shape (a trailing 1 allowed, as keepdim gives it); else the full shape.
+        Shape with_one = row_shape;
+        with_one.push_back(1);
+        const bool fits = output_per_row ? output->shape == row_shape || output->shape == with_one
+                                         : output->shape == layout.shape;
+        if (!fits) {
+            throw UsageError(fmt::format(
+                "the output has shape [{}], but the program gives {} [{}]", fmt::join(output->shape, ", "),
+                output_per_row ? "one value per row:" : "one value per element:",
+                fmt::join(output_per_row ? row_shape : layout.shape, ", ")));
+        }
+        OperandShape out = *output;
+        if (output_per_row && out.shape == row_shape) {
+            out.shape.push_back(1);
+            if (!out.strides.empty()) out.strides.push_back(1);
+        }
+        if (out.shape.size() < rank) out.shape.insert(out.shape.begin(), rank - out.shape.size(), 1);
+        if (!out.strides.empty() && out.strides.size() < rank) out.strides.insert(out.strides.begin(), rank - out.strides.size(), 0);
+        auto s = aligned_strides(out, rank);
+        for (std::size_t d = 0; d + 1 < rank; ++d)
+            if (s[d] == 0 && full[d] > 1)
+                throw UsageError("the output has a zero stride: several elements would share one location");
+        if (!output_per_row && columns > 1 && s[rank - 1] == 0)
+            throw UsageError("the output has a zero stride: several elements would share one location");
+        all.push_back(std::move(s));
+    }
+
+    auto [dims, strides] = merge_dims(full, all, rank - 1);
+    if (dims.empty()) {  // one row
+        dims.push_back(1);
+        for (auto& s : strides) s.push_back(0);
+    }
+    dims.push_back(columns);
+    for (std::size_t k = 0; k < all.size(); ++k) strides[k].push_back(columns == 1 ? 0 : all[k][rank - 1]);
+    if (dims.size() > static_cast<std::size_t>(kMaxRank)) {
+        throw UsageError(fmt::format("the operands need {} dimensions after merging, more than the {} "
+                                     "lossjit supports; make some of them contiguous",
+                                     dims.size(), kMaxRank));
+    }
+    layout.rows = element_count(row_shape);
+    const auto dense = contiguous_strides(dims);
+    auto access = [&](const std::vector<std::int64_t>& s) {
+        OperandAccess a;
+        std::copy(s.begin(), s.end(), a.strides.begin());
+        a.contiguous = s == dense;
         return a;
     };
     for (std::size_t k = 0; k < inputs.size(); ++k) {

@@ -311,6 +311,9 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt) 
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
+    if (program.by_rows())
+        throw UnsupportedError("gradients of programs that reduce along rows (sum(x, -1), logsumexp, x[y], several "
+                               "reductions) are not supported yet");
     return Differentiator(program, wrt).run();
 }
 

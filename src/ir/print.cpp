@@ -88,6 +88,12 @@ std::string ExpressionPrinter::define(int id) const {
             return cuda ? cuda_binding_name(name) : name;
         }
         case ir::NodeKind::Apply: return cuda ? cuda_apply(n) : language_apply(n);
+        case ir::NodeKind::RowReduce:
+        case ir::NodeKind::Take:
+        case ir::NodeKind::Total:
+            // A kernel computes these in its own loops (emit_rows.cpp) and names the results.
+            if (cuda) throw InternalError("the CUDA printer met a reduction that was not named");
+            return language_reduction(n);
     }
     throw InternalError("printer met an unknown node kind");
 }
@@ -128,6 +134,23 @@ std::string ExpressionPrinter::language_apply(const ir::Node& n) const {
     if (n.arity == 3) return arg(0, false) + " ? " + arg(1, false) + " : " + arg(2, true);
     if (n.arity == 1) return std::string(info.op) + arg(0, true);
     return arg(0, false) + " " + std::string(info.op) + " " + arg(1, true);
+}
+
+std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
+    const std::string argument = without_outer_parens(print(n.args[0]));
+    switch (n.kind) {
+        case ir::NodeKind::RowReduce:
+            return fmt::format("{}({}, -1)", row_reduction_info(static_cast<RowReduction>(n.slot)).name, argument);
+        case ir::NodeKind::Total:
+            return fmt::format("{}({})", ir::to_string(static_cast<ir::Reduction>(n.slot)), argument);
+        case ir::NodeKind::Take: {
+            std::string values = print(n.args[0]);
+            if (precedence(n.args[0]) != kAtom) values = "(" + values + ")";
+            return fmt::format("{}[{}]", values, print(n.args[1]));
+        }
+        default: break;
+    }
+    throw InternalError("language_reduction called for a pointwise node");
 }
 
 std::string ExpressionPrinter::cuda_as(int id, char wanted) const {

@@ -28,6 +28,7 @@ public:
 
 private:
     std::string language_apply(const ir::Node& n) const;
+    std::string language_reduction(const ir::Node& n) const;
     std::string cuda_apply(const ir::Node& n) const;
     std::string cuda_as(int id, char wanted) const;
     int precedence(int id) const;

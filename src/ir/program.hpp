@@ -11,9 +11,19 @@
 
 namespace lossjit::ir {
 
-enum class Reduction { None, Sum, Mean, BatchMean };
+// What a program's body is: a map (None), one reduction of a per-element (or per-row) expression
+// (Sum, Mean, BatchMean: `body` is the expression reduced), or a scalar expression of several
+// reductions (Composite: `body` is that expression, its Total nodes the reductions).
+enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 
-enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply };
+// Constant, Input, Param, Binding: leaves (a Binding stands for its bound value). Apply: a builtin
+// of the language table, pointwise. The rest reduce:
+// - RowReduce: args[0] reduced along the last dimension (slot: the RowReduction); one value per
+//   row, broadcast back along it.
+// - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row.
+// - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
+//   only in a Composite body, a scalar.
+enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total };
 
 struct Node {
     NodeKind kind = NodeKind::Constant;
@@ -61,6 +71,21 @@ struct Program {
 
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }
+    // Reduces along rows (RowReduce, Take) or is Composite: the kernel walks row by row
+    // (emit_rows.cpp), and the layout keeps the last dimension apart (plan_row_layout).
+    bool by_rows() const {
+        if (reduction == Reduction::Composite) return true;
+        for (const auto& n : nodes)  // a Total too: even in a binding the body never uses
+            if (n.kind == NodeKind::RowReduce || n.kind == NodeKind::Take || n.kind == NodeKind::Total) return true;
+        return false;
+    }
+    // Input slots used as an index (`x[y]`): integers, one per row (shape: the rows' shape).
+    std::vector<bool> index_inputs() const {
+        std::vector<bool> index(inputs.size(), false);
+        for (const auto& n : nodes)
+            if (n.kind == NodeKind::Take) index[static_cast<std::size_t>(nodes[static_cast<std::size_t>(n.args[1])].slot)] = true;
+        return index;
+    }
 };
 
 std::string_view to_string(Reduction r);

@@ -5,7 +5,25 @@
 
 namespace lossjit {
 
+namespace {
+
+double divisor_of(ir::Reduction reduction, std::int64_t count, const Shape& shape) {
+    switch (reduction) {
+        case ir::Reduction::Sum: return 1.0;
+        case ir::Reduction::Mean: return static_cast<double>(count);
+        case ir::Reduction::BatchMean:
+            if (shape.empty())
+                throw UsageError("batchmean divides by the size of dimension 0, but the inputs are scalars");
+            return static_cast<double>(shape[0]);
+        case ir::Reduction::None: case ir::Reduction::Composite: break;
+    }
+    throw InternalError("divisor_of called for a map or a composite program");
+}
+
+}  // namespace
+
 double reduction_divisor(const ir::Program& program, const Shape& shape) {
+    if (program.by_rows()) throw InternalError("reduction_divisor called for a program that reduces along rows");
     switch (program.reduction) {
         case ir::Reduction::Sum: return 1.0;
         case ir::Reduction::Mean: return static_cast<double>(element_count(shape));
@@ -13,9 +31,78 @@ double reduction_divisor(const ir::Program& program, const Shape& shape) {
             if (shape.empty())
                 throw UsageError("batchmean divides by the size of dimension 0, but the inputs are scalars");
             return static_cast<double>(shape[0]);
-        case ir::Reduction::None: break;
+        case ir::Reduction::None: case ir::Reduction::Composite: break;
     }
     throw InternalError("reduction_divisor called for a map");
+}
+
+std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout) {
+    const auto index = program.index_inputs();
+    std::vector<bool> per_row(program.inputs.size(), false);
+    const std::size_t last = layout.dims.size() - 1;
+    for (std::size_t k = 0; k < per_row.size() && k < layout.inputs.size(); ++k)
+        per_row[k] = index[k] || layout.inputs[k].strides[last] == 0;
+    return per_row;
+}
+
+std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bool>& input_per_row) {
+    std::vector<bool> per_row(program.nodes.size(), true);
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        switch (n.kind) {
+            case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
+            case ir::NodeKind::Input: per_row[id] = input_per_row[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Binding:
+                per_row[id] = per_row[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+                break;
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i)
+                    per_row[id] = per_row[id] && per_row[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+                break;
+            case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total: break;
+        }
+    }
+    return per_row;
+}
+
+std::vector<RowTotal> row_totals(const ir::Program& program) {
+    std::vector<RowTotal> totals;
+    if (program.reduction == ir::Reduction::Composite) {
+        for (std::size_t id = 0; id < program.nodes.size(); ++id)
+            if (program.nodes[id].kind == ir::NodeKind::Total)
+                totals.push_back({static_cast<ir::Reduction>(program.nodes[id].slot), program.nodes[id].args[0], static_cast<int>(id)});
+    } else if (!program.is_map()) {
+        totals.push_back({program.reduction, program.body, -1});
+    }
+    return totals;
+}
+
+std::vector<double> total_divisors(const ir::Program& program, const Layout& layout) {
+    const auto per_row = per_row_nodes(program, per_row_inputs(program, layout));
+    std::vector<double> divisors;
+    for (const auto& t : row_totals(program)) {
+        const bool rows = per_row[static_cast<std::size_t>(t.argument)];
+        divisors.push_back(divisor_of(t.reduction, rows ? layout.rows : layout.count, layout.shape));
+    }
+    return divisors;
+}
+
+Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {
+    if (!program.by_rows()) return plan_layout(inputs, output);
+    const auto index = program.index_inputs();
+    Layout layout = plan_row_layout(inputs, index, nullptr, false);
+    if (!output) return layout;
+    const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
+    return plan_row_layout(inputs, index, output, per_row);
+}
+
+Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs) {
+    if (!program.by_rows()) return broadcast_shapes(inputs);
+    const Layout layout = plan_program_layout(program, inputs, nullptr);
+    if (!per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)]) return layout.shape;
+    Shape rows = layout.shape;
+    if (!rows.empty()) rows.pop_back();
+    return rows;
 }
 
 double gradient_scale(const ir::Program& program, const Shape& shape) { return 1.0 / reduction_divisor(program, shape); }

@@ -14,7 +14,7 @@ struct Pos {
     int column = 1;
 };
 
-enum class ExprKind { Number, Name, Call, Unary, Binary, Conditional };
+enum class ExprKind { Number, Name, Call, Unary, Binary, Conditional, Index };  // Index: x[y], args {x, y}
 
 struct Expr {
     ExprKind kind;

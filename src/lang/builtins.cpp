@@ -348,6 +348,40 @@ const std::vector<std::string_view>& names_of_functions() {
 
 }  // namespace
 
+namespace {
+constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Count_)> kRowReductions{{
+    {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1"},
+    {RowReduction::Mean, "mean", "mean along the last dimension (nan for an empty row)", "1 / C"},
+    {RowReduction::Max, "amax", "largest element of the row (torch.amax); nan if any is nan, -inf for an empty row",
+     "1 at the first largest element, 0 elsewhere"},
+    {RowReduction::Min, "amin", "smallest element of the row (torch.amin); nan if any is nan, inf for an empty row",
+     "1 at the first smallest element, 0 elsewhere"},
+    {RowReduction::LogSumExp, "logsumexp", "log(sum(exp(e))) along the row, without overflow (-inf for an empty row)",
+     "softmax: exp(e_j - logsumexp(e))"},
+}};
+
+constexpr bool row_table_is_in_enum_order() {
+    for (std::size_t i = 0; i < kRowReductions.size(); ++i)
+        if (static_cast<std::size_t>(kRowReductions[i].id) != i) return false;
+    return true;
+}
+static_assert(row_table_is_in_enum_order(), "kRowReductions rows must follow the RowReduction enum");
+}  // namespace
+
+std::span<const RowReductionInfo> row_reduction_table() { return kRowReductions; }
+
+const RowReductionInfo& row_reduction_info(RowReduction id) {
+    const auto index = static_cast<std::size_t>(id);
+    if (index >= kRowReductions.size()) throw InternalError("row reduction id out of range");
+    return kRowReductions[index];
+}
+
+std::optional<RowReduction> find_row_reduction(std::string_view name) {
+    for (const auto& row : kRowReductions)
+        if (row.name == name) return row.id;
+    return std::nullopt;
+}
+
 const BuiltinInfo& builtin_info(Builtin id) {
     const auto index = static_cast<std::size_t>(id);
     if (index >= kTable.size()) throw InternalError("builtin id out of range");

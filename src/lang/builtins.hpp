@@ -93,6 +93,23 @@ std::span<const std::string_view> function_names();
 std::optional<double> find_constant(std::string_view name);
 std::span<const std::string_view> constant_names();
 
+// Reductions along the last dimension inside an expression: `sum(e, -1)`, `logsumexp(x, -1)`. The
+// result is one value per row, broadcast back along the row wherever it meets per-element values.
+// Not rows of kTable: they are not pointwise, so the checker, the emitters and the reference treat
+// them as their own node kind (ir::NodeKind::RowReduce); this table is every fact about them.
+enum class RowReduction : unsigned char { Sum, Mean, Max, Min, LogSumExp, Count_ };
+
+struct RowReductionInfo {
+    RowReduction id;
+    std::string_view name;      // as called: name(e, -1)
+    std::string_view meaning;   // one line for docs/language.md and `lossjit functions`
+    std::string_view gradient;  // d result / d e_j, for the docs
+};
+
+std::span<const RowReductionInfo> row_reduction_table();
+const RowReductionInfo& row_reduction_info(RowReduction id);
+std::optional<RowReduction> find_row_reduction(std::string_view name);
+
 // The reference meaning of a builtin in float64 (bools are 0.0/1.0). Shared by the constant folder
 // and the CPU reference evaluator, so the two can never disagree.
 double apply_builtin(Builtin id, double a, double b = 0.0, double c = 0.0);

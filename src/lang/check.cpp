@@ -34,6 +34,10 @@ std::optional<ir::Reduction> find_reduction(std::string_view name) {
     return std::nullopt;
 }
 
+bool is_function_name(std::string_view name) {
+    return find_function(name) || find_reduction(name) || find_row_reduction(name);
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<std::size_t> row(b.size() + 1);
     for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -64,6 +68,7 @@ std::string suggest_function(std::string_view name) {
     };
     for (std::string_view f : function_names()) consider(f);
     for (const auto& r : kReductions) consider(r.name);
+    for (const auto& r : row_reduction_table()) consider(r.name);
     return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
 }
 
@@ -91,18 +96,19 @@ public:
         }
 
         const ast::Expr& body = *source_.body;
-        if (body.kind == ast::ExprKind::Call) {
-            if (const auto reduction = find_reduction(body.text)) {
-                if (body.args.size() != 1) {
-                    fail(body.pos, fmt::format("'{}' takes 1 argument, but {} were given",
-                                               body.text, body.args.size()));
-                }
+        if (body.kind == ast::ExprKind::Call && body.args.size() == 1) {
+            if (const auto reduction = find_reduction(body.text)) {  // the whole body reduces once
                 out_.reduction = *reduction;
+                ++inside_reduction_;
                 out_.body = lower(*body.args[0]);
+                --inside_reduction_;
+                check_levels();
                 return std::move(out_);
             }
         }
         out_.body = lower(body);
+        check_levels();
+        if (level(out_.body) == Level::Total) out_.reduction = ir::Reduction::Composite;
         return std::move(out_);
     }
 
@@ -116,7 +122,7 @@ private:
             if (st.kind != ast::Statement::Kind::Param) continue;
             if (st.name == kParamKeyword) fail(st.pos, "'param' is a keyword and cannot name a parameter");
             if (find_constant(st.name)) fail(st.pos, fmt::format("'{}' is a constant and cannot be a parameter", st.name));
-            if (find_function(st.name) || find_reduction(st.name))
+            if (is_function_name(st.name))
                 fail(st.pos, fmt::format("'{}' is a function and cannot be a parameter", st.name));
             if (param_slot(st.name)) fail(st.pos, fmt::format("parameter '{}' is declared twice", printable(st.name)));
             if (std::find(out_.inputs.begin(), out_.inputs.end(), st.name) != out_.inputs.end())
@@ -143,7 +149,7 @@ private:
         if (find_constant(name)) fail(pos, fmt::format("'{}' is a constant and cannot be rebound", name));
         if (param_slot(name)) fail(pos, fmt::format("'{}' is a parameter and cannot be rebound", printable(name)));
         if (binding_slots_.count(name)) fail(pos, fmt::format("'{}' is already defined", printable(name)));
-        if (find_function(name) || find_reduction(name))
+        if (is_function_name(name))
             fail(pos, fmt::format("'{}' is a function name and cannot be bound", name));
         if (std::find(out_.inputs.begin(), out_.inputs.end(), name) != out_.inputs.end())
             fail(pos, fmt::format("'{}' is an input and cannot be rebound", printable(name)));
@@ -213,6 +219,7 @@ private:
                 const int rhs = lower(*e.args[1]);
                 return apply(*fn, {lhs, rhs}, e.pos);
             }
+            case ast::ExprKind::Index: return lower_index(e);
             case ast::ExprKind::Conditional: {
                 const int c = lower(*e.args[0]);
                 const int a = lower(*e.args[1]);
@@ -245,7 +252,7 @@ private:
             n.pos = e.pos;
             return add(n);
         }
-        if (find_function(name) || find_reduction(name))
+        if (is_function_name(name))
             fail(e.pos, fmt::format("'{}' is a function: call it as {}(...)", name, name));
         // `param` starts a declaration wherever a statement may start, so as a name it would work in
         // some places and not others ("param * 2" does not parse); it is a keyword everywhere.
@@ -268,12 +275,118 @@ private:
         return add(n);
     }
 
-    int lower_call(const ast::Expr& e) {
-        if (find_reduction(e.text)) {
-            fail(e.pos, fmt::format("'{}' reduces to a scalar, so it can only be the outermost call "
-                                    "of the program (e.g. {}(...) as the whole last line)",
-                                    e.text, e.text));
+    // sum(e, -1), logsumexp(e, -1), ...: along the last dimension. sum(e), mean(e), batchmean(e)
+    // below the top of the body: a Total (the body is then a scalar expression of reductions).
+    std::optional<int> lower_reduction(const ast::Expr& e) {
+        const auto whole = find_reduction(e.text);
+        const auto row = find_row_reduction(e.text);
+        if (!whole && !row) return std::nullopt;
+        const std::size_t given = e.args.size();
+        if (given == 1 && whole) {
+            if (inside_reduction_ > 0)
+                fail(e.pos, fmt::format("'{}' of a whole tensor cannot be inside another reduction", e.text));
+            ++inside_reduction_;
+            const int argument = lower(*e.args[0]);
+            --inside_reduction_;
+            ir::Node n;
+            n.kind = ir::NodeKind::Total;
+            n.slot = static_cast<int>(*whole);
+            n.arity = 1;
+            n.args[0] = argument;
+            n.pos = e.pos;
+            return add(n);
         }
+        if (given == 2 && row) {
+            ++inside_reduction_;
+            const int argument = lower(*e.args[0]);
+            --inside_reduction_;
+            const int dim = lower(*e.args[1]);
+            const ir::Node& d = out_.node(dim);
+            if (d.kind != ir::NodeKind::Constant || d.value != -1.0)
+                fail(e.args[1]->pos, fmt::format("the dimension of '{}' must be -1: lossjit reduces inside an "
+                                                 "expression along the last dimension only", e.text));
+            ir::Node n;
+            n.kind = ir::NodeKind::RowReduce;
+            n.slot = static_cast<int>(*row);
+            n.arity = 1;
+            n.args[0] = argument;
+            n.pos = e.pos;
+            return add(n);
+        }
+        if (whole && row)
+            fail(e.pos, fmt::format("'{}' takes 1 argument (the whole tensor) or 2 ({}(x, -1): along the last "
+                                    "dimension), but {} were given", e.text, e.text, given));
+        if (whole)
+            fail(e.pos, fmt::format("'{}' takes 1 argument, but {} were given", e.text, given));
+        fail(e.pos, fmt::format("'{}' takes 2 arguments, the expression and the dimension ({}(x, -1)), but {} {} given",
+                                e.text, e.text, given, given == 1 ? "was" : "were"));
+    }
+
+    // x[y]: y must name an input (integer class indices, one per row).
+    int lower_index(const ast::Expr& e) {
+        const ast::Expr& index = *e.args[1];
+        ++inside_reduction_;
+        const int values = lower(*e.args[0]);
+        --inside_reduction_;
+        const int slot_node = index.kind == ast::ExprKind::Name ? lower(index) : -1;
+        if (slot_node < 0 || out_.node(slot_node).kind != ir::NodeKind::Input)
+            fail(index.pos, "an index must be an input: a tensor of integer class indices, one per row (x[y])");
+        ir::Node n;
+        n.kind = ir::NodeKind::Take;
+        n.arity = 2;
+        n.args[0] = values;
+        n.args[1] = slot_node;
+        n.pos = e.pos;
+        return add(n);
+    }
+
+    // Where a node's value lives: Constant (params and literals too), Data (one per element or row),
+    // Total (derived from whole-tensor reductions only). Data and Total never meet: a whole
+    // tensor's reduction is one number, and combining it with per-element values would need a second
+    // pass over the data.
+    enum class Level { Constant, Data, Total };
+    Level level(int id) const { return levels_[static_cast<std::size_t>(id)]; }
+
+    void check_levels() {
+        levels_.assign(out_.nodes.size(), Level::Constant);
+        for (std::size_t id = 0; id < out_.nodes.size(); ++id) {
+            const ir::Node& n = out_.nodes[id];
+            Level& mine = levels_[id];
+            switch (n.kind) {
+                case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
+                case ir::NodeKind::Input: mine = Level::Data; break;
+                case ir::NodeKind::Binding:
+                    mine = level(out_.bindings[static_cast<std::size_t>(n.slot)].node);
+                    break;
+                case ir::NodeKind::Total:
+                case ir::NodeKind::RowReduce:
+                case ir::NodeKind::Take:
+                    for (int i = 0; i < n.arity; ++i)
+                        if (level(n.args[static_cast<std::size_t>(i)]) == Level::Total)
+                            fail(n.pos, "a reduction of the whole tensor is one number: it cannot be reduced again");
+                    mine = n.kind == ir::NodeKind::Total ? Level::Total : Level::Data;
+                    break;
+                case ir::NodeKind::Apply: {
+                    const ast::Pos* data = nullptr;
+                    const ast::Pos* total = nullptr;
+                    for (int i = 0; i < n.arity; ++i) {
+                        const int arg = n.args[static_cast<std::size_t>(i)];
+                        if (level(arg) == Level::Data) data = &out_.node(arg).pos;
+                        if (level(arg) == Level::Total) total = &out_.node(arg).pos;
+                    }
+                    if (data && total)
+                        fail(n.pos, fmt::format("a reduction of the whole tensor (at {}:{}) is one number: it cannot be "
+                                                "combined with values per element or per row (at {}:{})",
+                                                total->line, total->column, data->line, data->column));
+                    mine = total ? Level::Total : data ? Level::Data : Level::Constant;
+                    break;
+                }
+            }
+        }
+    }
+
+    int lower_call(const ast::Expr& e) {
+        if (const auto reduced = lower_reduction(e)) return *reduced;
         const auto signature = find_function(e.text);
         if (!signature) fail(e.pos, fmt::format("unknown function '{}'{}", printable(e.text), suggest_function(e.text)));
 
@@ -311,6 +424,8 @@ private:
     const CheckOptions& options_;
     ir::Program out_;
     std::vector<int> depths_;  // parallel to out_.nodes
+    std::vector<Level> levels_;  // parallel to out_.nodes, after check_levels
+    int inside_reduction_ = 0;   // how many reductions (of any kind) the node being lowered is inside
     std::map<std::string, int> binding_slots_;
     std::map<std::string, ast::Pos> later_bindings_;
 };
@@ -319,6 +434,7 @@ private:
 
 std::string_view ir::to_string(Reduction r) {
     if (r == Reduction::None) return "none (elementwise map)";
+    if (r == Reduction::Composite) return "composite";  // a scalar expression of several reductions
     for (const auto& named : kReductions)
         if (named.reduction == r) return named.name;
     throw InternalError("a reduction without a name");
@@ -327,6 +443,8 @@ std::string_view ir::to_string(Reduction r) {
 std::vector<std::string_view> reserved_words() {
     std::vector<std::string_view> words(function_names().begin(), function_names().end());
     for (const auto& r : kReductions) words.push_back(r.name);
+    for (const auto& r : row_reduction_table())
+        if (std::find(words.begin(), words.end(), r.name) == words.end()) words.push_back(r.name);
     words.insert(words.end(), constant_names().begin(), constant_names().end());
     words.push_back(kParamKeyword);
     return words;

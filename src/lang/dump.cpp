@@ -19,6 +19,7 @@ void dump_expr(const ast::Expr& e, int depth, std::string& out) {
         case ast::ExprKind::Unary: kind = "unary"; break;
         case ast::ExprKind::Binary: kind = "binary"; break;
         case ast::ExprKind::Conditional: kind = "conditional"; break;
+        case ast::ExprKind::Index: kind = "index"; break;
     }
     out += fmt::format("{} {} @{}:{}\n", kind, e.text, e.pos.line, e.pos.column);
     for (const auto& a : e.args) dump_expr(*a, depth + 1, out);

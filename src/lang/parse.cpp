@@ -63,9 +63,15 @@ struct variable : seq<variable_name, sp> {};
 struct number_literal : seq<number, sp> {};
 struct primary : sor<number_literal, call, variable, paren_expr> {};
 
+// x[y]: the element of x's row that y (an integer per row) names.
+struct open_bracket : one<'['> {};
+struct close_bracket : one<']'> {};
+struct index_suffix : seq<open_bracket, sp, must<expect<expression>>, must<close_bracket>, sp> {};
+struct indexed : seq<primary, star<index_suffix>> {};
+
 struct power_op : one<'^'> {};
 struct power_tail : seq<token<power_op>, must<expect<unary>>> {};
-struct power : seq<primary, opt<power_tail>> {};
+struct power : seq<indexed, opt<power_tail>> {};
 
 struct prefix_op : sor<one<'-'>, one<'+'>, seq<one<'!'>, not_at<one<'='>>>> {};
 struct prefixed : seq<token<prefix_op>, must<expect<unary>>> {};
@@ -159,6 +165,7 @@ template <> inline constexpr const char* kExpected<expect<equality>> = "expected
 template <> inline constexpr const char* kExpected<expect<logical_and>> = "expected an operand";
 template <> inline constexpr const char* kExpected<expect<else_branch>> = "expected an expression after ':'";
 template <> inline constexpr const char* kExpected<close_paren> = "expected ')'";
+template <> inline constexpr const char* kExpected<close_bracket> = "expected ']'";
 template <> inline constexpr const char* kExpected<colon> = "expected ':' of the conditional 'c ? a : b'";
 template <> inline constexpr const char* kExpected<semicolon> = "expected ';' after the definition";
 template <> inline constexpr const char* kExpected<equals> = "expected '=' after the parameter name";
@@ -337,6 +344,14 @@ template <> struct action<grammar::prefixed> {
     static void apply(const Input&, ParseState& s) {
         auto [op, pos] = s.pop_operator();
         s.reduce(ast::ExprKind::Unary, 1, std::move(op), pos);
+    }
+};
+template <> struct action<grammar::open_bracket> : remember_operator {};
+template <> struct action<grammar::index_suffix> {
+    template <typename Input>
+    static void apply(const Input&, ParseState& s) {
+        auto [op, pos] = s.pop_operator();
+        s.reduce(ast::ExprKind::Index, 2, "[]", pos);
     }
 };
 template <> struct action<grammar::power_tail> : reduce_binary {};

@@ -197,10 +197,242 @@ void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
         if (e) std::rethrow_exception(e);
 }
 
+// ---- programs that reduce along rows ------------------------------------------------------------
+// Row by row: every live node's values along one row, or its single value where it is one per row
+// (per_row_nodes). Row reductions add in float64 with compensation; a take reads its index exactly.
+class RowEvaluator {
+public:
+    RowEvaluator(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                 std::span<const double> params)
+        : program_(program), layout_(layout), inputs_(inputs), params_(params),
+          float64_(program_compute(program, inputs) == DType::float64),
+          index_(program.index_inputs()),
+          per_row_(per_row_nodes(program, per_row_inputs(program, layout))),
+          columns_(layout.dims.back()), live_(program.nodes.size(), false), values_(program.nodes.size()) {
+        std::vector<int> roots;
+        if (program.reduction != ir::Reduction::Composite) roots.push_back(program.body);
+        for (const auto& t : row_totals(program)) roots.push_back(t.argument);
+        for (int root : roots) live_[static_cast<std::size_t>(root)] = true;
+        for (std::size_t id = program.nodes.size(); id-- > 0;) {
+            if (!live_[id]) continue;
+            const ir::Node& n = program.nodes[id];
+            if (n.kind == ir::NodeKind::Binding)
+                live_[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)] = true;
+            for (int i = 0; i < n.arity; ++i) live_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])] = true;
+        }
+    }
+
+    bool per_row(int id) const { return per_row_[static_cast<std::size_t>(id)]; }
+    std::int64_t columns() const { return columns_; }
+    double at(int id, std::int64_t column) const {
+        const auto& v = values_[static_cast<std::size_t>(source(id))];
+        return v.size() == 1 && per_row(id) ? v[0] : v[static_cast<std::size_t>(column)];
+    }
+
+    // The offset of row `row`'s first element in an operand walked by `strides`.
+    std::int64_t row_offset(std::int64_t row, const OperandAccess& access) const {
+        std::int64_t offset = 0;
+        for (std::size_t d = layout_.dims.size() - 1; d-- > 0;) {
+            const std::int64_t extent = layout_.dims[d];
+            offset += (row % extent) * access.strides[d];
+            row /= extent;
+        }
+        return offset;
+    }
+
+    void evaluate(std::int64_t row) {
+        const std::size_t last = layout_.dims.size() - 1;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            if (!live_[id]) continue;
+            const ir::Node& n = program_.nodes[id];
+            auto& out = values_[id];
+            out.assign(per_row_[id] ? 1 : static_cast<std::size_t>(columns_), 0.0);
+            switch (n.kind) {
+                case ir::NodeKind::Constant: out[0] = rounded(n.value); break;
+                case ir::NodeKind::Param: out[0] = rounded(params_[static_cast<std::size_t>(n.slot)]); break;
+                case ir::NodeKind::Binding: break;  // read through source()
+                case ir::NodeKind::Input: {
+                    const auto slot = static_cast<std::size_t>(n.slot);
+                    const HostOperand& input = inputs_[slot];
+                    const OperandAccess& access = layout_.inputs[slot];
+                    const std::int64_t base = row_offset(row, access);
+                    const DType compute = float64_ ? DType::float64 : DType::float32;
+                    for (std::size_t j = 0; j < out.size(); ++j)
+                        out[j] = load_as_double(input.data, input.dtype, base + static_cast<std::int64_t>(j) * access.strides[last], compute);
+                    break;
+                }
+                case ir::NodeKind::Apply:
+                    for (std::size_t j = 0; j < out.size(); ++j) {
+                        const auto c = static_cast<std::int64_t>(j);
+                        const double a = at(n.args[0], c);
+                        const double b = n.arity > 1 ? at(n.args[1], c) : 0.0;
+                        const double d = n.arity > 2 ? at(n.args[2], c) : 0.0;
+                        out[j] = apply_builtin(n.fn, a, b, d);
+                    }
+                    break;
+                case ir::NodeKind::RowReduce: out[0] = reduce_row(static_cast<RowReduction>(n.slot), n.args[0]); break;
+                case ir::NodeKind::Take: {
+                    const ir::Node& index = program_.node(n.args[1]);
+                    const auto slot = static_cast<std::size_t>(index.slot);
+                    const std::int64_t offset = row_offset(row, layout_.inputs[slot]);
+                    // Exactly, as an integer: any index a float64 holds exactly (every int32; int64 up to 2^53).
+                    const double i = load_as_double(inputs_[slot].data, inputs_[slot].dtype, offset, DType::float64);
+                    out[0] = i >= 0 && i < static_cast<double>(columns_) ? at(n.args[0], static_cast<std::int64_t>(i))
+                                                                        : std::numeric_limits<double>::quiet_NaN();
+                    break;
+                }
+                case ir::NodeKind::Total: throw InternalError("a total inside a row's evaluation");
+            }
+        }
+    }
+
+private:
+    std::size_t source(int id) const {
+        const ir::Node* n = &program_.node(id);
+        while (n->kind == ir::NodeKind::Binding) {
+            id = program_.bindings[static_cast<std::size_t>(n->slot)].node;
+            n = &program_.node(id);
+        }
+        return static_cast<std::size_t>(id);
+    }
+    double rounded(double v) const { return float64_ ? v : as_float32(v); }
+
+    double reduce_row(RowReduction how, int argument) const {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double inf = std::numeric_limits<double>::infinity();
+        switch (how) {
+            case RowReduction::Sum: case RowReduction::Mean: {
+                CompensatedSum sum;
+                for (std::int64_t j = 0; j < columns_; ++j) sum.add(at(argument, j));
+                return how == RowReduction::Sum ? sum.value() : sum.value() / static_cast<double>(columns_);
+            }
+            case RowReduction::Max: case RowReduction::Min: {
+                const bool max = how == RowReduction::Max;
+                double best = max ? -inf : inf;
+                for (std::int64_t j = 0; j < columns_; ++j) {
+                    const double v = at(argument, j);
+                    if (std::isnan(v)) return v;
+                    best = max ? std::max(best, v) : std::min(best, v);
+                }
+                return best;
+            }
+            case RowReduction::LogSumExp: {
+                double top = -inf;
+                for (std::int64_t j = 0; j < columns_; ++j) {
+                    const double v = at(argument, j);
+                    if (std::isnan(v)) return nan;
+                    top = std::max(top, v);
+                }
+                if (std::isinf(top)) return top;  // +inf; or -inf: every term is 0, an empty row too
+                CompensatedSum sum;
+                for (std::int64_t j = 0; j < columns_; ++j) sum.add(std::exp(at(argument, j) - top));
+                return top + std::log(sum.value());
+            }
+            case RowReduction::Count_: break;
+        }
+        throw InternalError("unknown row reduction");
+    }
+
+    const ir::Program& program_;
+    const Layout& layout_;
+    std::span<const HostOperand> inputs_;
+    std::span<const double> params_;
+    bool float64_;
+    std::vector<bool> index_;
+    std::vector<bool> per_row_;
+    std::int64_t columns_;
+    std::vector<bool> live_;
+    std::vector<std::vector<double>> values_;
+};
+
+// A Composite program's final value: its body over the totals (each divided by its divisor),
+// parameters and constants, in float64 as the kernel's finish computes it.
+double composite_value(const ir::Program& program, std::span<const double> totals, std::span<const double> params) {
+    std::vector<double> value(program.nodes.size(), 0.0);
+    std::size_t next_total = 0;
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        switch (n.kind) {
+            case ir::NodeKind::Constant: value[id] = n.value; break;
+            case ir::NodeKind::Param: value[id] = params[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Binding: value[id] = value[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
+            case ir::NodeKind::Total: value[id] = totals[next_total++]; break;
+            case ir::NodeKind::Apply:
+                value[id] = apply_builtin(n.fn, value[static_cast<std::size_t>(n.args[0])],
+                                          n.arity > 1 ? value[static_cast<std::size_t>(n.args[1])] : 0.0,
+                                          n.arity > 2 ? value[static_cast<std::size_t>(n.args[2])] : 0.0);
+                break;
+            default: break;  // per element or per row: never part of the final expression
+        }
+    }
+    return value[static_cast<std::size_t>(program.body)];
+}
+
+double reference_reduce_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                             std::span<const double> params) {
+    const auto totals = row_totals(program);
+    const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::vector<CompensatedSum>> partial(max_threads, std::vector<CompensatedSum>(totals.size()));
+    std::size_t threads = 0;
+    parallel_ranges(
+        layout.rows,
+        [&](std::int64_t begin, std::int64_t end, std::size_t t) {
+            RowEvaluator eval(program, layout, inputs, params);
+            for (std::int64_t row = begin; row < end; ++row) {
+                eval.evaluate(row);
+                for (std::size_t k = 0; k < totals.size(); ++k) {
+                    const int argument = totals[k].argument;
+                    if (eval.per_row(argument)) {
+                        partial[t][k].add(eval.at(argument, 0));
+                    } else {
+                        for (std::int64_t j = 0; j < eval.columns(); ++j) partial[t][k].add(eval.at(argument, j));
+                    }
+                }
+            }
+        },
+        &threads);
+    const auto divisors = total_divisors(program, layout);
+    std::vector<double> values;
+    for (std::size_t k = 0; k < totals.size(); ++k) {
+        CompensatedSum total;
+        for (std::size_t t = 0; t < threads; ++t) {
+            total.add(partial[t][k].sum);
+            total.add(partial[t][k].compensation);
+        }
+        values.push_back(total.value() / divisors[k]);
+    }
+    if (program.reduction != ir::Reduction::Composite) return values.at(0);
+    return composite_value(program, values, params);
+}
+
+void reference_map_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                        std::span<const double> params, HostOutput output) {
+    std::size_t threads = 0;
+    const std::size_t last = layout.dims.size() - 1;
+    parallel_ranges(
+        layout.rows,
+        [&](std::int64_t begin, std::int64_t end, std::size_t) {
+            RowEvaluator eval(program, layout, inputs, params);
+            for (std::int64_t row = begin; row < end; ++row) {
+                eval.evaluate(row);
+                const std::int64_t base = eval.row_offset(row, layout.output);
+                if (eval.per_row(program.body)) {
+                    store_from_double(output.data, output.dtype, base, eval.at(program.body, 0));
+                } else {
+                    for (std::int64_t j = 0; j < eval.columns(); ++j)
+                        store_from_double(output.data, output.dtype, base + j * layout.output.strides[last],
+                                          eval.at(program.body, j));
+                }
+            }
+        },
+        &threads);
+}
+
 }  // namespace
 
 double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params) {
+    if (program.by_rows()) return reference_reduce_rows(program, layout, inputs, params);
     std::vector<CompensatedSum> partial(std::max(1u, std::thread::hardware_concurrency()));
     std::size_t threads = 0;
     parallel_ranges(
@@ -226,6 +458,7 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
 
 void reference_map(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                    std::span<const double> params, HostOutput output) {
+    if (program.by_rows()) return reference_map_rows(program, layout, inputs, params, output);
     std::size_t threads = 0;
     parallel_ranges(
         layout.count,
@@ -245,6 +478,8 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const HostOperand> inputs,
                                                      std::span<const double> params, double upstream) {
+    if (program.by_rows())
+        throw UnsupportedError("gradients of programs that reduce along rows are not supported yet");
     const Layout& read = layout.read;
     const Layout& write = layout.write;
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||

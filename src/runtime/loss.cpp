@@ -116,9 +116,9 @@ struct Loss::State {
 
     Layout layout_for(const ir::Program& prog, std::span<const TensorView> inputs, const OutputView* output) const {
         const auto shapes = operand_shapes(operand_names(prog), inputs);
-        if (!output) return plan_layout(shapes, nullptr);
+        if (!output) return plan_program_layout(prog, shapes, nullptr);
         const OperandShape out{"output", output->shape.to_vector(), output->strides.to_vector()};
-        return plan_layout(shapes, &out);
+        return plan_program_layout(prog, shapes, &out);
     }
 
     // The kernel a call would run, without a GPU (no tuning record is looked up for a GPU that was
@@ -204,6 +204,7 @@ struct Loss::State {
         const ir::Program& prog = *what.program;
         const bool map_forward = prog.is_map() && prog.derivatives.empty();
         check_views(*what.operands, inputs);
+        check_indices(prog, inputs);
         if (output && map_forward) check_data("output", output->dtype, output->data, output->numel(), true);
         if (result) {
             check_data("the result", result->dtype, result->data, 1, true);
@@ -268,9 +269,9 @@ struct Loss::State {
             args.output.ptr = output->data;
         } else if (!prog.is_map()) {
             here.workspace.ensure(dev.context, workspace_slots(), stream);
-            args.reduce.partials = here.workspace.partials();
-            args.reduce.arrivals = here.workspace.arrivals();
-            args.reduce.result = result ? result->data : here.workspace.result();
+            args.reduce.partials = args.rows.partials = here.workspace.partials();
+            args.reduce.arrivals = args.rows.arrivals = here.workspace.arrivals();
+            args.reduce.result = args.rows.result = result ? result->data : here.workspace.result();
         }
         if (p.spec.loop == KernelSpec::Loop::Columns) {
             here.workspace.ensure_columns(dev.context, p.grid.column_strips, p.grid.column_partials, stream);
@@ -409,7 +410,7 @@ DType Loss::output_dtype(std::span<const TensorView> inputs) const {
 }
 
 Shape Loss::output_shape(std::span<const TensorView> inputs) const {
-    return broadcast_shapes(operand_shapes(state_->program.inputs, inputs));
+    return program_output_shape(state_->program, operand_shapes(state_->program.inputs, inputs));
 }
 
 float Loss::operator()(std::span<const TensorView> inputs, Stream stream) {
@@ -499,6 +500,7 @@ void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string>
 double Loss::reference(std::span<const TensorView> host_inputs) const {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: use reference_map()");
     check_views(state_->program.inputs, host_inputs);
+    check_indices(state_->program, host_inputs);
     const Layout layout = state_->layout_for(state_->program, host_inputs, nullptr);
     return reference_reduce(state_->program, layout, host_operands(host_inputs), state_->params_now());
 }
@@ -506,6 +508,7 @@ double Loss::reference(std::span<const TensorView> host_inputs) const {
 void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const {
     if (kind() != Kind::Map) throw UsageError("this program is a reduction: use reference()");
     check_views(state_->program.inputs, host_inputs);
+    check_indices(state_->program, host_inputs);
     check_data("output", host_output.dtype, host_output.data, host_output.numel(), true);
     const Layout layout = state_->layout_for(state_->program, host_inputs, &host_output);
     lossjit::reference_map(state_->program, layout, host_operands(host_inputs), state_->params_now(),
@@ -544,6 +547,7 @@ std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> 
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: its gradient needs an upstream tensor of the output's shape");
     check_views(state_->program.inputs, host_inputs);
+    check_indices(state_->program, host_inputs);
     return state_->gradients_on_cpu(host_inputs, wrt, upstream, nullptr);
 }
 
@@ -553,6 +557,7 @@ std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> 
     if (kind() != Kind::Map)
         throw UsageError("this program is a reduction: its upstream gradient is a number, not a tensor");
     check_views(state_->program.inputs, host_inputs);
+    check_indices(state_->program, host_inputs);
     return state_->gradients_on_cpu(host_inputs, wrt, 0.0, &host_upstream);
 }
 
@@ -567,7 +572,7 @@ Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) c
     // A map's output is taken to be contiguous, as the CLI allocates it.
     std::optional<OutputView> output;
     if (program.is_map()) {
-        const Shape shape = broadcast_shapes(operand_shapes(program.inputs, inputs));
+        const Shape shape = program_output_shape(program, operand_shapes(program.inputs, inputs));
         output = OutputView::contiguous(nullptr, shape, default_output_dtype(program, inputs));
     }
     const OutputView* out = output ? &*output : nullptr;

@@ -116,9 +116,9 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     const auto shapes = operand_shapes(*launchable.operands, inputs);
     if (output) {
         const OperandShape out{"output", output->shape.to_vector(), output->strides.to_vector()};
-        plan->layout = plan_layout(shapes, &out);
+        plan->layout = plan_program_layout(program, shapes, &out);
     } else {
-        plan->layout = plan_layout(shapes, nullptr);
+        plan->layout = plan_program_layout(program, shapes, nullptr);
     }
     Variant chosen = choose_variant(options, program, launchable.label.empty(), plan->layout, views, device.tuning_text);
     plan->spec = std::move(chosen.spec);
@@ -134,7 +134,11 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     const Occupancy occupancy{plan->kernel->info.resident_blocks_per_sm, plan->max_blocks_per_sm,
                               device.multiprocessors};
     plan->grid = plan_grid(program, plan->spec, plan->layout, occupancy);
-    plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
+    if (program.by_rows()) {
+        for (double d : total_divisors(program, plan->layout)) plan->scales.push_back(1.0 / d);
+    } else {
+        plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
+    }
     plan->params = program.params.size();
     plan->derivatives = program.derivatives.size();
     plan->map_forward = program.is_map() && program.derivatives.empty();
@@ -203,6 +207,8 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(), output.strides);
     reduce = {};
     reduce.scale = 1.0 / p.divisor;
+    rows = {};
+    std::copy(p.scales.begin(), p.scales.end(), rows.scale);
     params.assign(p.params, 0.0);
     const std::size_t g = p.derivatives;
     grads.assign(g + kMaxRank + 2, 0);
@@ -217,7 +223,10 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     args_.push_back(&extents_);
     args_.push_back(inputs->data());
     for (auto& value : params) args_.push_back(&value);
-    args_.push_back(p.map_forward ? static_cast<void*>(&output) : static_cast<void*>(&reduce));
+    void* out = &reduce;
+    if (p.map_forward) out = &output;
+    else if (p.spec.loop == KernelSpec::Loop::ByRow) out = &rows;
+    args_.push_back(out);
     if (g > 0) args_.push_back(grads.data());
     if (p.spec.loop == KernelSpec::Loop::Columns) args_.push_back(&columns);
 }

@@ -84,6 +84,7 @@ struct Plan {
     LaunchGrid grid;
     std::vector<int> slots;  // program input slot of each kernel input (a map's upstream: one past them)
     double divisor = 1;      // what a reduction's sum is divided by (reduction_divisor)
+    std::vector<double> scales;  // by-row programs: 1 / each total's divisor (total_divisors)
     std::size_t params = 0;
     std::size_t derivatives = 0;  // gradients the kernel writes
     bool map_forward = false;     // writes a map's output (else a reduction's result, or gradients)
@@ -154,6 +155,7 @@ public:
     std::vector<double> params;
     abi::Output output{};
     abi::ReduceOut reduce{};
+    abi::RowsOut rows{};  // a by-row reduction's (several totals)
     std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale (double)
     abi::ColumnScratch columns{};
 

@@ -31,6 +31,15 @@ void check_views(std::span<const std::string> names, std::span<const TensorView>
     for (std::size_t k = 0; k < views.size(); ++k) check_data(names[k], views[k].dtype, views[k].data, views[k].numel());
 }
 
+void check_indices(const ir::Program& program, std::span<const TensorView> views) {
+    const auto index = program.index_inputs();
+    for (std::size_t k = 0; k < index.size() && k < views.size(); ++k) {
+        if (index[k] && is_floating(views[k].dtype))
+            throw UsageError(fmt::format("'{}' is an index (x[{}]) and must be of an integer dtype (int64, int32, uint8), "
+                                         "not {}", program.inputs[k], program.inputs[k], to_string(views[k].dtype)));
+    }
+}
+
 bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t> strides) {
     if (strides.empty()) return true;
     if (strides.size() != shape.size()) return false;

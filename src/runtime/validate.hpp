@@ -53,6 +53,8 @@ void check_differentiable(const std::string& name, DType dtype);
 
 // The count, then every view's data (check_data), named after `names`.
 void check_views(std::span<const std::string> names, std::span<const TensorView> views);
+// The inputs a program uses as indices (x[y]) are integers (bool too: 0 or 1).
+void check_indices(const ir::Program& program, std::span<const TensorView> views);
 
 // Row-major contiguous: no strides given, or the row-major ones (extent-1 dimensions may have any
 // stride, as torch gives them).

@@ -1,0 +1,33 @@
+// What the two emitters (emit.cpp: elementwise programs and one reduction; emit_rows.cpp: programs
+// that reduce along rows) share: template filling and the per-program declarations.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "lossjit/dtype.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+
+// `text` with every {{KEY}} replaced by values[KEY] (InternalError for a key without a value).
+std::string substitute(std::string_view text, const std::map<std::string, std::string>& values);
+
+// The CUDA helpers (builtins table) of the functions the program applies, each after the ones it
+// calls, in table order: a kernel carries only what it uses.
+std::string function_helpers(const ir::Program& program);
+
+// The kernel's constant for a dtype (templates/dtype.cuh): "lj::kFloat32", ...
+std::string_view kernel_dtype(DType dtype);
+
+// A chain of conditionals over `k` for per-input (or per-gradient) constants: after the loops
+// unroll, k is a constant and the chain folds.
+std::string per_index(std::span<const std::string> values, const std::string& fallback, const char* k);
+
+// The kernel for a program that reduces along rows (emit_rows.cpp); emit_cuda calls it.
+struct KernelSpec;
+std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec);
+
+}  // namespace lossjit

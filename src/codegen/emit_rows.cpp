@@ -1,0 +1,478 @@
+// emit_rows: CUDA for programs that reduce along rows (ir::Program::by_rows): row reductions
+// (sum(e, -1), logsumexp(e, -1), ...), takes (x[y]) and several whole-tensor reductions. A team of
+// threads (a warp, or the block) takes one row at a time and walks it once per level of nested row
+// reductions; what is one value per row is computed once per row, in every thread of the team.
+// The scaffolding (teams, accumulators, the finish) is templates/by_rows.cuh; this file prints the
+// program's row function.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/emit_detail.hpp"
+#include "codegen/kernel_spec.hpp"
+#include "codegen/templates.hpp"
+#include "ir/print.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/version.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit {
+namespace {
+
+constexpr std::string_view kIndent = "        ";
+
+std::string_view accumulator_type(RowReduction how) {
+    switch (how) {
+        case RowReduction::Sum: case RowReduction::Mean: return "lj::SumAcc";
+        case RowReduction::Max: return "lj::ExtremeAcc<Value, true>";
+        case RowReduction::Min: return "lj::ExtremeAcc<Value, false>";
+        case RowReduction::LogSumExp: return "lj::LogSumExpAcc<Value>";
+        case RowReduction::Count_: break;
+    }
+    throw InternalError("unknown row reduction");
+}
+
+std::string accumulated_value(RowReduction how, const std::string& acc) {
+    switch (how) {
+        case RowReduction::Sum: return fmt::format("(Value){}.s", acc);
+        case RowReduction::Mean: return fmt::format("(Value)({}.s / (double)C)", acc);  // 0 / 0: nan, as torch
+        case RowReduction::Max: case RowReduction::Min: return acc + ".m";
+        case RowReduction::LogSumExp: return acc + ".value()";
+        case RowReduction::Count_: break;
+    }
+    throw InternalError("unknown row reduction");
+}
+
+class RowEmitter {
+public:
+    RowEmitter(const ir::Program& program, const KernelSpec& spec)
+        : program_(program), spec_(spec), slots_(read_inputs(program)),
+          printer_(program, spec.compute == DType::float64 ? PrintStyle::Cuda64 : PrintStyle::Cuda),
+          index_(program.index_inputs()), totals_(row_totals(program)) {
+        if (spec.inner_strides.size() != slots_.size())
+            throw InternalError("kernel spec and program disagree on the inputs read");
+        std::vector<bool> input_per_row(program.inputs.size(), false);
+        for (std::size_t k = 0; k < slots_.size(); ++k) {
+            const auto slot = static_cast<std::size_t>(slots_[k]);
+            input_per_row[slot] = spec.inner_strides[k] == 0 || index_[slot];
+            kernel_index_[slots_[k]] = static_cast<int>(k);
+        }
+        per_row_ = per_row_nodes(program, input_per_row);
+        mark_live();
+        stages();
+        for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+            const ir::Node& n = program.nodes[id];
+            const bool named = live_[id] && per_row_[id] &&
+                               (n.kind == ir::NodeKind::Apply || n.kind == ir::NodeKind::RowReduce ||
+                                n.kind == ir::NodeKind::Take);
+            if (named) printer_.name(static_cast<int>(id), fmt::format("n{}", id));
+        }
+    }
+
+    std::string row_program() {
+        std::string out = "// The program, one row at a time (templates/by_rows.cuh has the pieces it uses).\nstruct RowProgram {\n";
+        out += fmt::format("    using Value = {};  // what the program computes in\n",
+                           spec_.compute == DType::float64 ? "double" : "float");
+        out += fmt::format("    static constexpr int kInputs = {};\n", slots_.size());
+        std::vector<std::string> dtypes;
+        for (DType d : spec_.input_dtypes) dtypes.emplace_back(kernel_dtype(d));
+        out += fmt::format("    __host__ __device__ static constexpr int dtype(int k) {{ return {}; }}\n",
+                           per_index(dtypes, "lj::kFloat32", "k"));
+        out += fmt::format("    static constexpr int kResultDType = {};  // a map's output, or the result\n",
+                           kernel_dtype(spec_.result_dtype));
+        out += fmt::format("    static constexpr int kTotals = {};\n", std::max<std::size_t>(totals_.size(), 1));
+        for (const auto& p : program_.params) out += fmt::format("    Value {};\n", cuda_param_name(p.name));
+        for (const auto& p : program_.params) out += fmt::format("    double {}_f64;\n", cuda_param_name(p.name));
+        out += final_function();
+        out += "    template <class Team, int R, int VW, int U, class Out>\n";
+        out += "    __device__ __forceinline__ void row(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long row,\n";
+        out += "                                       long long C, double (&totals)[kTotals], const Out& out) const {\n";
+        out += row_body();
+        out += "    }\n};";
+        return out;
+    }
+
+    std::size_t totals() const { return totals_.size(); }
+
+private:
+    // Live: what the outputs (a map's body, the totals' arguments) need, through bindings.
+    void mark_live() {
+        live_.assign(program_.nodes.size(), false);
+        std::vector<int> roots;
+        if (program_.is_map()) roots.push_back(program_.body);
+        for (const auto& t : totals_) roots.push_back(t.argument);
+        for (int r : roots) live_[static_cast<std::size_t>(r)] = true;
+        for (std::size_t id = program_.nodes.size(); id-- > 0;) {
+            if (!live_[id]) continue;
+            const ir::Node& n = program_.nodes[id];
+            if (n.kind == ir::NodeKind::Binding) live_[static_cast<std::size_t>(bound(static_cast<int>(id)))] = true;
+            for (int i = 0; i < n.arity; ++i) live_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])] = true;
+        }
+    }
+    int bound(int id) const { return program_.bindings[static_cast<std::size_t>(program_.node(id).slot)].node; }
+
+    // The stage of a node: after how many passes over the row its value (per row) or every value it
+    // depends on (per element) is known. A row reduction's pass is its argument's stage + 1.
+    void stages() {
+        stage_.assign(program_.nodes.size(), 0);
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            const ir::Node& n = program_.nodes[id];
+            int s = 0;
+            if (n.kind == ir::NodeKind::Binding) s = stage_[static_cast<std::size_t>(bound(static_cast<int>(id)))];
+            if (n.kind != ir::NodeKind::Total)
+                for (int i = 0; i < n.arity; ++i) s = std::max(s, stage_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]);
+            if (n.kind == ir::NodeKind::RowReduce) ++s;
+            stage_[id] = s;
+        }
+    }
+
+    // Element-level work (a map's per-element body, per-element totals) goes into the first pass
+    // after everything it needs: a pass of row reductions if there is one then, else a pass of its own.
+    int element_pass() const {
+        int pass = 0;
+        bool any = false;
+        if (program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)]) {
+            any = true;
+            pass = std::max(pass, stage_[static_cast<std::size_t>(program_.body)] + 1);
+        }
+        for (const auto& t : totals_) {
+            if (per_row_[static_cast<std::size_t>(t.argument)]) continue;
+            any = true;
+            pass = std::max(pass, stage_[static_cast<std::size_t>(t.argument)] + 1);
+        }
+        return any ? pass : 0;
+    }
+
+    std::string final_function() const {
+        std::string out = "    // The result from the totals (each already divided by its divisor), in float64.\n";
+        out += "    __device__ __forceinline__ double final(const double (&t)[kTotals]) const {\n";
+        if (program_.reduction != ir::Reduction::Composite) {
+            out += "        return t[0];\n    }\n";
+            return out;
+        }
+        ExpressionPrinter final_printer(program_, PrintStyle::Cuda64);
+        std::size_t k = 0;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+            if (program_.nodes[id].kind == ir::NodeKind::Total) final_printer.name(static_cast<int>(id), fmt::format("t[{}]", k++));
+        for (const auto& p : program_.params)
+            out += fmt::format("        const double {} = {}_f64;\n", cuda_param_name(p.name), cuda_param_name(p.name));
+        // Bindings of totals, in order (those of per-row values are never reached from here).
+        for (const auto& b : program_.bindings) {
+            if (!reaches_only_totals(b.node)) continue;
+            out += fmt::format("        const double {} = {};\n", cuda_binding_name(b.name),
+                               without_outer_parens(final_printer.define(b.node)));
+        }
+        out += fmt::format("        return {};\n    }}\n", without_outer_parens(final_printer.print(program_.body)));
+        return out;
+    }
+
+    // Does this node's value come from totals, parameters and constants alone (checked: never mixed)?
+    bool reaches_only_totals(int id) const {
+        const ir::Node& n = program_.node(id);
+        switch (n.kind) {
+            case ir::NodeKind::Total: return true;
+            case ir::NodeKind::Input: case ir::NodeKind::RowReduce: case ir::NodeKind::Take: return false;
+            case ir::NodeKind::Constant: case ir::NodeKind::Param: return true;
+            case ir::NodeKind::Binding: return reaches_only_totals(bound(id));
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i)
+                    if (!reaches_only_totals(n.args[static_cast<std::size_t>(i)])) return false;
+                return true;
+        }
+        return false;
+    }
+
+    std::string value_type(int id) const { return program_.node(id).type == ValueType::Bool ? "bool" : "Value"; }
+    std::string print(int id) const { return without_outer_parens(printer_.print(id)); }
+
+    // The element inputs (kernel indices) and element bindings the expressions `roots` need at one
+    // column, stopping at per-row values.
+    void element_needs(std::span<const int> roots, std::set<int>& inputs, std::set<int>& bindings) const {
+        std::vector<bool> seen(program_.nodes.size(), false);
+        std::vector<int> stack(roots.begin(), roots.end());
+        while (!stack.empty()) {
+            const int id = stack.back();
+            stack.pop_back();
+            if (seen[static_cast<std::size_t>(id)] || per_row_[static_cast<std::size_t>(id)]) continue;
+            seen[static_cast<std::size_t>(id)] = true;
+            const ir::Node& n = program_.node(id);
+            if (n.kind == ir::NodeKind::Input) inputs.insert(kernel_index_.at(n.slot));
+            if (n.kind == ir::NodeKind::Binding) {
+                bindings.insert(id);
+                stack.push_back(bound(id));
+            }
+            for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
+        }
+    }
+
+    // Definitions of the element bindings among `binding_nodes`, in program order (each binding once:
+    // several Binding nodes may name it).
+    std::string element_bindings(const std::set<int>& binding_nodes, std::string_view indent) const {
+        std::set<int> slots;
+        for (int id : binding_nodes) slots.insert(program_.node(id).slot);
+        std::string out;
+        for (int slot : slots) {
+            const auto& b = program_.bindings[static_cast<std::size_t>(slot)];
+            out += fmt::format("{}const {} {} = {};\n", indent, value_type(b.node), cuda_binding_name(b.name),
+                               print(b.node));
+        }
+        return out;
+    }
+
+    std::string input_name(int kernel_index) const {
+        return cuda_input_name(program_.inputs[static_cast<std::size_t>(slots_[static_cast<std::size_t>(kernel_index)])]);
+    }
+    std::string index_name(int slot) const { return "i_" + program_.inputs[static_cast<std::size_t>(slot)]; }
+
+    // Per-row values of stage `s`, in node order: takes, reduced values (`reduced` holds their
+    // accumulators' names) and what is computed from them.
+    std::string stage_definitions(int s, const std::map<int, std::string>& reduced) const {
+        std::string out;
+        for (std::size_t i = 0; i < program_.nodes.size(); ++i) {
+            const int id = static_cast<int>(i);
+            if (!live_[i] || !per_row_[i] || stage_[i] != s) continue;
+            const ir::Node& n = program_.node(id);
+            switch (n.kind) {
+                case ir::NodeKind::Apply:
+                    out += fmt::format("{}const {} n{} = {};\n", kIndent, value_type(id), id, without_outer_parens(printer_.define(id)));
+                    break;
+                case ir::NodeKind::Binding: {
+                    const auto& b = program_.bindings[static_cast<std::size_t>(n.slot)];
+                    if (defined_bindings_.insert(n.slot).second)
+                        out += fmt::format("{}const {} {} = {};\n", kIndent, value_type(id), cuda_binding_name(b.name), print(b.node));
+                    break;
+                }
+                case ir::NodeKind::RowReduce:
+                    out += fmt::format("{}const Value n{} = {};\n", kIndent, id, reduced.at(id));
+                    break;
+                case ir::NodeKind::Take: out += take(id); break;
+                default: break;
+            }
+        }
+        return out;
+    }
+
+    // x[y]: the argument evaluated at column y of this row; nan where y is outside [0, C).
+    std::string take(int id) const {
+        const ir::Node& n = program_.node(id);
+        const int index_slot = program_.node(n.args[1]).slot;
+        std::set<int> inputs, bindings;
+        const int root = n.args[0];
+        element_needs(std::span<const int>(&root, 1), inputs, bindings);
+        std::string out = fmt::format("{}Value n{} = (Value)__int_as_float(0x7fffffff);  // nan: no such column\n", kIndent, id);
+        out += fmt::format("{}if ({} >= 0 && {} < C) {{\n", kIndent, index_name(index_slot), index_name(index_slot));
+        const std::string inner = std::string(kIndent) + "    ";
+        out += fmt::format("{}const long long j = {};\n", inner, index_name(index_slot));
+        for (int k : inputs)
+            out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1]);\n",
+                               inner, input_name(k), k, k, k, k);
+        out += element_bindings(bindings, inner);
+        out += fmt::format("{}n{} = {};\n{}}}\n", inner, id, print(root), kIndent);
+        return out;
+    }
+
+    // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
+    std::string pass(int number, const std::vector<int>& reductions, bool elements, std::map<int, std::string>& reduced) {
+        std::vector<int> roots;
+        for (int id : reductions) roots.push_back(program_.node(id).args[0]);
+        const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
+        std::vector<std::size_t> element_totals;
+        if (elements) {
+            if (map_elements) roots.push_back(program_.body);
+            for (std::size_t k = 0; k < totals_.size(); ++k) {
+                if (per_row_[static_cast<std::size_t>(totals_[k].argument)]) continue;
+                element_totals.push_back(k);
+                roots.push_back(totals_[k].argument);
+            }
+        }
+        std::set<int> inputs, bindings;
+        element_needs(roots, inputs, bindings);
+        const std::vector<int> loaded(inputs.begin(), inputs.end());
+        const std::size_t slots = std::max<std::size_t>(loaded.size(), 1);
+
+        std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, number, kIndent);
+        const std::string in1 = std::string(kIndent) + "    ";
+        for (int id : reductions) {
+            const std::string acc = fmt::format("a{}", id);
+            reduced[id] = acc;
+            out += fmt::format("{}{} {};\n", in1, accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), acc);
+        }
+        out += fmt::format("{}for (long long j0 = (long long)Team::lane() * VW; j0 < C; j0 += (long long)Team::kTeam * VW * U) {{\n", in1);
+        const std::string in2 = in1 + "    ";
+        const std::string in3 = in2 + "    ";
+        const std::string in4 = in3 + "    ";
+        out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
+        out += fmt::format("{}if (j < C) {{\n", in3);
+        for (std::size_t s = 0; s < loaded.size(); ++s) {
+            const int k = loaded[s];
+            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);\n",
+                               in4, k, k, k, k, s);
+        }
+        out += fmt::format("{}}}\n{}}}\n", in3, in2);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
+        out += fmt::format("{}if (j >= C) continue;\n", in3);
+        if (map_elements) out += fmt::format("{}Value r[VW];\n", in3);
+        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in3, in3);
+        for (std::size_t s = 0; s < loaded.size(); ++s)
+            out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
+        out += element_bindings(bindings, in4);
+        for (int id : reductions)
+            out += fmt::format("{}a{}.add((Value)({}));\n", in4, id, print(program_.node(id).args[0]));
+        if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
+        for (std::size_t k : element_totals)
+            out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
+        out += fmt::format("{}}}\n", in3);
+        if (map_elements)
+            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
+        out += fmt::format("{}}}\n{}}}\n", in2, in1);
+        for (int id : reductions) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
+        // The accumulators leave the block scope as values.
+        std::string values;
+        for (int id : reductions) {
+            values += fmt::format("{}r{}_ = {};\n", in1, id,
+                                  accumulated_value(static_cast<RowReduction>(program_.node(id).slot), fmt::format("a{}", id)));
+        }
+        std::string declarations;
+        for (int id : reductions) {
+            declarations += fmt::format("{}Value r{}_;\n", kIndent, id);
+            reduced[id] = fmt::format("r{}_", id);
+        }
+        return declarations + out + values + fmt::format("{}}}\n", kIndent);
+    }
+
+    std::string row_body() {
+        std::string out;
+        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::row_coords<R>(e, row, c);\n", kIndent, kIndent);
+        const std::size_t n = std::max<std::size_t>(slots_.size(), 1);
+        out += fmt::format("{}long long base[{}];\n", kIndent, n);
+        out += fmt::format("{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
+                           kIndent, kIndent);
+        const bool map = program_.is_map();
+        if (map) out += fmt::format("{}const long long out_base = lj::offset<R - 1>(c, out.strides);\n", kIndent);
+        // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
+        // value too where the program also computes with it (y != -100).
+        std::vector<bool> value_use(program_.inputs.size(), false);
+        auto use_value = [&](int id) {
+            const ir::Node& node = program_.node(id);
+            if (node.kind == ir::NodeKind::Input) value_use[static_cast<std::size_t>(node.slot)] = true;
+        };
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            if (!live_[id]) continue;
+            const ir::Node& user = program_.nodes[id];
+            for (int a = 0; a < user.arity; ++a)
+                if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
+        }
+        for (const auto& b : program_.bindings) use_value(b.node);
+        if (program_.is_map()) use_value(program_.body);
+        for (const auto& t : totals_) use_value(t.argument);
+        for (std::size_t k = 0; k < slots_.size(); ++k) {
+            const auto slot = static_cast<std::size_t>(slots_[k]);
+            if (index_[slot])
+                out += fmt::format("{}const long long {} = lj::load_index(dtype({}), in.ptr[{}], base[{}]);\n", kIndent,
+                                   index_name(slots_[k]), k, k, k);
+            if (spec_.inner_strides[k] == 0 || index_[slot]) {
+                if (value_use[slot])
+                    out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}]);\n", kIndent,
+                                       input_name(static_cast<int>(k)), k, k, k);
+            }
+        }
+        std::map<int, std::string> reduced;
+        out += stage_definitions(0, reduced);
+        int last_pass = 0;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+            if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce) last_pass = std::max(last_pass, stage_[id]);
+        const int elements = element_pass();
+        last_pass = std::max(last_pass, elements);
+        for (int p = 1; p <= last_pass; ++p) {
+            std::vector<int> reductions;
+            for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+                if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce && stage_[id] == p)
+                    reductions.push_back(static_cast<int>(id));
+            if (reductions.empty() && elements != p) continue;
+            out += pass(p, reductions, elements == p, reduced);
+            out += stage_definitions(p, reduced);
+        }
+        // Per-row outputs, once per row.
+        std::string once;
+        if (map && per_row_[static_cast<std::size_t>(program_.body)])
+            once += fmt::format("{}    lj::store1<Value>(kResultDType, out.ptr, out_base, (Value)({}));\n", kIndent, print(program_.body));
+        for (std::size_t k = 0; k < totals_.size(); ++k)
+            if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
+                once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
+        if (!once.empty()) out += fmt::format("{}if (Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
+        if (!map) out += fmt::format("{}(void)out;\n", kIndent);
+        return out;
+    }
+
+    const ir::Program& program_;
+    const KernelSpec& spec_;
+    std::vector<int> slots_;
+    ExpressionPrinter printer_;
+    std::vector<bool> index_;
+    std::vector<RowTotal> totals_;
+    std::map<int, int> kernel_index_;  // program input slot -> kernel input index
+    std::vector<bool> per_row_;
+    std::vector<bool> live_;
+    std::vector<int> stage_;
+    mutable std::set<int> defined_bindings_;  // per-row bindings already defined (by slot)
+};
+
+}  // namespace
+
+std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
+    if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_rows_cuda needs a by-row kernel spec");
+    if (!program.derivatives.empty()) throw InternalError("gradients of programs that reduce along rows are not emitted yet");
+    if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
+    if (spec.team != 32 && spec.team != spec.block_threads) throw InternalError("a team is a warp or the whole block");
+    RowEmitter emitter(program, spec);
+    if (emitter.totals() > static_cast<std::size_t>(kMaxTotals))
+        throw InternalError("more totals than the kernel ABI holds");  // KernelSpec::choose refuses these first
+
+    // RowProgram holds each parameter twice: in the compute type, then as passed (for the final value).
+    std::string parameters;
+    std::vector<std::string> parameter_values;
+    for (const auto& p : program.params) {
+        parameters += fmt::format(",\n    const double {}", cuda_param_name(p.name));
+        parameter_values.push_back(fmt::format("(RowProgram::Value){}", cuda_param_name(p.name)));
+    }
+    for (const auto& p : program.params) parameter_values.push_back(cuda_param_name(p.name));
+    std::string prelude(templates::prelude_cuh);
+    prelude += templates::dtype_cuh;
+    prelude += function_helpers(program);
+    if (!program.is_map()) prelude += templates::finish_cuh;
+    prelude += templates::by_rows_cuh;
+
+    const std::string finish =
+        program.is_map() ? std::string()
+                         : fmt::format("    lj::finish_totals<{}, RowProgram::kTotals, {}, RowProgram::kResultDType>(totals, out, "
+                                       "[&](const double (&t)[RowProgram::kTotals]) {{ return program.final(t); }});\n",
+                                       spec.block_threads, spec.one_block ? "true" : "false");
+    std::string what;
+    if (program.is_map()) what = "an elementwise map with reductions along rows";
+    else if (program.reduction == ir::Reduction::Composite) what = fmt::format("{} whole-tensor reductions combined", emitter.totals());
+    else what = fmt::format("a {} reduction", ir::to_string(program.reduction));
+    const std::map<std::string, std::string> values{
+        {"VERSION", kVersion},
+        {"WHAT", what},
+        {"SIGNATURE", spec.signature()},
+        {"PRELUDE", prelude},
+        {"PROGRAM", emitter.row_program()},
+        {"BLOCK_THREADS", std::to_string(spec.block_threads)},
+        {"TEAM", std::to_string(spec.team)},
+        {"RANK", std::to_string(spec.rank)},
+        {"VECTOR", std::to_string(spec.vector_width)},
+        {"UNROLL", std::to_string(spec.unroll)},
+        {"OUT", program.is_map() ? "lj::Output" : "lj::RowsOut"},
+        {"PARAMETERS", parameters},
+        {"PARAMETER_VALUES", fmt::format("{}", fmt::join(parameter_values, ", "))},
+        {"FINISH", finish},
+    };
+    return substitute(templates::by_rows_cu, values);
+}
+
+}  // namespace lossjit

@@ -1,0 +1,168 @@
+// ---- programs that reduce along rows: teams, row accumulators, the finish of several totals ----
+namespace lj {
+
+constexpr int kMaxTotals = 8;  // must match kMaxTotals in src/codegen/kernel_abi.hpp
+
+// Where the whole-tensor reductions of a program go: per block and total a partial sum, then the
+// last block adds them in block order, scales each total (1 / its divisor) and stores the final
+// value. As ReduceOut, with one scale per total.
+struct RowsOut {
+    double* partials;           // [total][block]
+    unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
+    void* result;               // one element of the kernel's result dtype
+    double scale[kMaxTotals];
+};
+
+// An index (x[y]'s y) exactly, as an integer.
+__device__ __forceinline__ long long load_index(int dt, const void* p, long long i) {
+    switch (dt) {
+        case kInt32: return __ldg(static_cast<const int*>(p) + i);
+        case kInt64: return __ldg(static_cast<const long long*>(p) + i);
+        case kUInt8: return __ldg(static_cast<const unsigned char*>(p) + i);
+        default: return __ldg(static_cast<const unsigned char*>(p) + i) != 0 ? 1 : 0;
+    }
+}
+
+// Offset of row `row`'s first element along the collapsed row dims (all but the last).
+template <int R>
+__device__ __forceinline__ void row_coords(const Extents& e, long long row, long long (&c)[kMaxRank]) {
+#pragma unroll
+    for (int d = R - 2; d > 0; --d) {
+        c[d] = row % e.dims[d];
+        row /= e.dims[d];
+    }
+    c[0] = row;
+}
+
+__device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+
+// Row accumulators. Each has add (one element), combine (another thread's), and shuffle_xor. Every
+// combine is commutative, so the butterfly leaves the same bits in every lane: a row's value is the
+// same in all threads of its team, and the same every run.
+struct SumAcc {  // float64, as whole-tensor sums: a row of 100k elements keeps its digits
+    double s = 0.0;
+    template <class T> __device__ __forceinline__ void add(T v) { s += (double)v; }
+    __device__ __forceinline__ void combine(const SumAcc& o) { s += o.s; }
+    __device__ __forceinline__ SumAcc shuffle_xor(int o) const { SumAcc r; r.s = lj::shuffle_xor(s, o); return r; }
+};
+template <class T, bool kMax>
+struct ExtremeAcc {  // amax / amin: nan wins, as torch.amax
+    T m = kMax ? -__int_as_float(0x7f800000) : __int_as_float(0x7f800000);
+    __device__ __forceinline__ void add(T v) {
+        if (m != m) return;
+        if (v != v || (kMax ? v > m : v < m)) m = v;
+    }
+    __device__ __forceinline__ void combine(const ExtremeAcc& o) { add(o.m); }
+    __device__ __forceinline__ ExtremeAcc shuffle_xor(int o) const { ExtremeAcc r; r.m = lj::shuffle_xor(m, o); return r; }
+};
+// logsumexp in one pass: the running maximum m and the sum s of exp(x - m), rescaled when m grows.
+// Equal maxima add 1 instead of exp(m - m), so rows of ±inf give ±inf (not nan), as torch does.
+template <class T>
+struct LogSumExpAcc {
+    T m = -__int_as_float(0x7f800000);
+    double s = 0.0;
+    __device__ __forceinline__ void add(T v) {
+        if (v > m) {
+            s = s * (double)exp(m - v) + 1.0;
+            m = v;
+        } else if (v == m) {
+            s += 1.0;
+        } else {
+            s += (double)exp(v - m);  // nan when v is nan: the row's result is nan
+        }
+    }
+    __device__ __forceinline__ void combine(const LogSumExpAcc& o) {
+        const T top = o.m > m ? o.m : m;
+        const double mine = m == top ? s : s * (double)exp(m - top);
+        const double theirs = o.m == top ? o.s : o.s * (double)exp(o.m - top);
+        m = top;
+        s = mine + theirs;
+    }
+    __device__ __forceinline__ LogSumExpAcc shuffle_xor(int o) const {
+        LogSumExpAcc r;
+        r.m = lj::shuffle_xor(m, o);
+        r.s = lj::shuffle_xor(s, o);
+        return r;
+    }
+    __device__ __forceinline__ T value() const { return m + (T)log(s); }
+};
+
+// A team of TEAM threads (a warp, or the whole block) takes one row at a time.
+template <int BLOCK, int TEAM>
+struct Team {
+    static_assert(TEAM == 32 || TEAM == BLOCK, "a team is a warp or the whole block");
+    static constexpr int kTeam = TEAM;
+    static constexpr int kPerBlock = BLOCK / TEAM;
+    __device__ __forceinline__ static int lane() { return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x; }
+    __device__ __forceinline__ static long long first_row() {
+        return (long long)blockIdx.x * kPerBlock + (TEAM == 32 ? (long long)(threadIdx.x >> 5) : 0);
+    }
+    __device__ __forceinline__ static long long row_step() { return (long long)gridDim.x * kPerBlock; }
+
+    // Every thread of the team gets the combination of the team's accumulators, in a fixed order.
+    template <class Acc>
+    __device__ __forceinline__ static Acc all_reduce(Acc a) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
+        if constexpr (TEAM != 32) {
+            __shared__ Acc warps[BLOCK / 32];
+            __syncthreads();  // the previous use of `warps` is over
+            if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = a;
+            __syncthreads();
+            a = warps[0];
+#pragma unroll
+            for (int w = 1; w < BLOCK / 32; ++w) a.combine(warps[w]);
+        }
+        return a;
+    }
+};
+
+// The end of a program's whole-tensor reductions: each block's partial sum of each total, then the
+// last block adds them in block order, scales them, computes the final value (Final, from the
+// totals) and stores it. Deterministic, as finish_reduction.
+template <int BLOCK, int K, bool kOneBlock, int kResultDType, class Final>
+__device__ __forceinline__ void finish_totals(const double (&acc)[K], const RowsOut& out, const Final& final) {
+    __shared__ double scratch[32];
+    __shared__ bool is_last;
+    double block_total[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        block_total[k] = block_sum<BLOCK>(acc[k], scratch);
+        __syncthreads();  // scratch is reused by the next total
+    }
+    if (kOneBlock) {
+        if (threadIdx.x == 0) {
+            double t[K];
+#pragma unroll
+            for (int k = 0; k < K; ++k) t[k] = block_total[k] * out.scale[k];
+            store1<double>(kResultDType, out.result, 0, final(t));
+        }
+        return;
+    }
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) out.partials[(long long)k * gridDim.x + blockIdx.x] = block_total[k];
+        __threadfence();
+        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
+        is_last = arrived == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!is_last || threadIdx.x >= 32) return;
+    __threadfence();
+    double t[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        double total = 0.0;
+        for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + (long long)k * gridDim.x + b);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+        t[k] = total * out.scale[k];
+    }
+    if (threadIdx.x == 0) {
+        store1<double>(kResultDType, out.result, 0, final(t));
+        *out.arrivals = 0u;
+    }
+}
+
+}  // namespace lj

@@ -1,0 +1,148 @@
+// GPU runs of programs that reduce along rows, against the CPU reference: warp and block teams,
+// vector and scalar accesses, strided rows, ranks above 2, 16-bit and float64 logits, int32 and
+// int64 indices (some out of range), maps per row and per element. Part of the gpu suite: skipped,
+// visibly, without a device.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lossjit/lossjit.hpp"
+#include "tools/host.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+bool have_gpu() {
+    static const bool available = cuda_available();
+    return available;
+}
+
+struct Typed {
+    HostTensor host;
+    DeviceBuffer device;
+    Typed(const std::string& spec, DType dtype, std::uint64_t seed)
+        : host(generate(parse_generator(spec), seed).converted(dtype)), device(host.bytes.size() + 64) {
+        device.upload(host.bytes.data(), host.bytes.size());
+    }
+    TensorView view() const { return TensorView{device.data(), host.dtype, host.shape, {}}; }
+};
+
+double rel_error(double a, double b) {
+    if (std::isnan(a) && std::isnan(b)) return 0.0;
+    return a == b ? 0.0 : std::fabs(a - b) / std::max(std::fabs(b), 1e-30);
+}
+
+// Logits of `rows` x `columns` and class indices in [-2, columns + 1]: a few out of range (nan).
+struct Problem {
+    std::string shape;
+    std::int64_t rows;
+    std::int64_t columns;
+};
+const Problem kProblems[] = {
+    {"512x1024", 512, 1024},    // warp per row, four elements per access
+    {"300x1001", 300, 1001},    // rows not a multiple of 4: one element per access
+    {"24x20000", 24, 20000},    // long rows: the block per row
+    {"1x7", 1, 7},              // one row, one block
+};
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("row programs: reductions match the reference in every team and access width" * doctest::skip(!have_gpu())) {
+    const char* programs[] = {
+        "mean(logsumexp(x, -1) - x[y])",
+        "l = logsumexp(x, -1) - x[y]; sum(where(y >= 0 && y < 1000000, l, 0)) / sum(y >= 0 && y < 1000000)",
+        "lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))",
+        "lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)",
+        "mean(amax(x, -1) - amin(x, -1)) + sum(x) / sum(x * x)",
+        "sum(exp(x - logsumexp(x, -1)) * x) / 1000",
+    };
+    for (const auto& problem : kProblems) {
+        for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
+            const Typed x(problem.shape + ":normal", dtype, 11);
+            const std::string index_spec = std::to_string(problem.rows) + ":integers[0," + std::to_string(problem.columns - 1) + "]";
+            const Typed y(index_spec, DType::int64, 12);
+            for (const char* text : programs) {
+                CAPTURE(problem.shape);
+                CAPTURE(to_string(dtype));
+                CAPTURE(text);
+                Options options;
+                options.inputs = {"x", "y"};
+                auto loss = compile(text, options);
+                const std::vector<TensorView> views{x.view(), y.view()};
+                const std::vector<TensorView> host{x.host.view(), y.host.view()};
+                const double expected = loss.reference(host);
+                const double got = loss(views);
+                CHECK(rel_error(got, expected) < 2e-6);
+                // The same bits every run.
+                CHECK(loss(views) == got);
+            }
+        }
+    }
+}
+
+TEST_CASE("row programs: out-of-range indices give nan rows, int32 indices, strided logits" * doctest::skip(!have_gpu())) {
+    const Typed x("256x513:normal", DType::float32, 3);
+    const Typed y("256:integers[-3,515]", DType::int32, 4);  // some below 0, some at or past 513
+    Options options;
+    options.inputs = {"x", "y"};
+    auto ignore = compile("l = logsumexp(x, -1) - x[y]; sum(where(y >= 0 && y < 513, l, 0)) / sum(y >= 0 && y < 513)", options);
+    const std::vector<TensorView> views{x.view(), y.view()};
+    const std::vector<TensorView> host{x.host.view(), y.host.view()};
+    CHECK(rel_error(ignore(views), ignore.reference(host)) < 2e-6);
+    auto plain = compile("mean(logsumexp(x, -1) - x[y])", options);
+    CHECK(std::isnan(plain(views)));  // out of range: nan, never a read elsewhere
+
+    // Per-row map (reduction 'none'), in float32 and bfloat16 outputs.
+    auto none = compile("logsumexp(x, -1) - x[y]", options);
+    for (DType out_dtype : {DType::float32, DType::bfloat16}) {
+        DeviceBuffer device(static_cast<std::size_t>(256) * size_of(out_dtype));
+        none.map(views, OutputView{device.data(), out_dtype, {256}, {}});
+        HostTensor got({256}, out_dtype), expected({256}, out_dtype);
+        device.download(got.bytes.data(), got.bytes.size());
+        none.reference_map(host, expected.output());
+        int mismatched = 0;
+        for (std::int64_t i = 0; i < 256; ++i) {
+            const double a = got.at(i), b = expected.at(i);
+            if (std::isnan(a) != std::isnan(b) || (!std::isnan(a) && rel_error(a, b) > (out_dtype == DType::float32 ? 2e-6 : 8e-3)))
+                ++mismatched;
+        }
+        CHECK(mismatched == 0);
+    }
+
+    // Log-softmax map over a transposed view (rows strided): one element per access.
+    const Typed square("384x384:normal", DType::float32, 5);
+    const TensorView transposed{square.device.data(), DType::float32, {384, 384}, {1, 384}};
+    const TensorView transposed_host{square.host.bytes.data(), DType::float32, {384, 384}, {1, 384}};
+    auto log_softmax = compile("x - logsumexp(x, -1)");
+    DeviceBuffer out(384 * 384 * sizeof(float));
+    log_softmax.map(std::vector<TensorView>{transposed}, OutputView{out.data(), DType::float32, {384, 384}, {}});
+    std::vector<float> got(384 * 384), expected(384 * 384);
+    out.download(got.data(), got.size() * sizeof(float));
+    log_softmax.reference_map(std::vector<TensorView>{transposed_host}, OutputView{expected.data(), DType::float32, {384, 384}, {}});
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, rel_error(got[i], expected[i]));
+    CHECK(worst < 2e-6);
+}
+
+TEST_CASE("row programs: rank 3, and rows of one value per row" * doctest::skip(!have_gpu())) {
+    const Typed a("6x40x256:normal", DType::float32, 7);
+    const Typed b("6x40x256:normal", DType::float32, 8);
+    const Typed r("6x40x1:uniform[0,2]", DType::float32, 9);  // one weight per row
+    Options options;
+    options.inputs = {"a", "b", "r"};
+    auto cosine = compile("mean(r * (1 - sum(a * b, -1) / max(sqrt(sum(a * a, -1)) * sqrt(sum(b * b, -1)), 1e-8)))", options);
+    const std::vector<TensorView> views{a.view(), b.view(), r.view()};
+    const std::vector<TensorView> host{a.host.view(), b.host.view(), r.host.view()};
+    CHECK(rel_error(cosine(views), cosine.reference(host)) < 2e-6);
+    auto triplet = compile("mean(max(sqrt(sum((a - b + 1e-6)^2, -1)) - sqrt(sum((a - r + 1e-6)^2, -1)) + 1, 0))", options);
+    CHECK(rel_error(triplet(views), triplet.reference(host)) < 2e-6);
+}
+
+}  // TEST_SUITE

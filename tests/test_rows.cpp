@@ -1,0 +1,280 @@
+// Programs that reduce along rows: the language (row reductions, x[y], several whole-tensor
+// reductions), the CPU reference against values computed here by hand, and NVRTC compiles of their
+// kernels. GPU runs are in test_gpu_rows.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_spec.hpp"
+#include "jit/compile.hpp"
+#include "lossjit/lossjit.hpp"
+#include "pipeline.hpp"
+#include "tools/host.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+// Logits [4, 5], their class indices (one ignored: -100), a second set of logits, class weights.
+const std::vector<float> kLogits{0.5f, -1.25f, 2.0f, 0.0f, 1.5f,    3.0f, 2.5f, -0.5f, 1.0f, 0.25f,
+                                 -2.0f, 0.75f, 0.5f, 1.75f, -1.0f,  0.0f, 0.0f, 1.0f, -3.0f, 2.25f};
+const std::vector<float> kOther{1.0f, 0.5f, -0.5f, 2.0f, 0.0f,  -1.0f, 0.25f, 1.5f, 0.5f, 2.5f,
+                                0.75f, -0.25f, 1.0f, 0.0f, 3.0f,  2.0f, -2.0f, 0.5f, 1.0f, -0.75f};
+const std::vector<std::int64_t> kTargets{2, 0, 4, 1};
+const std::vector<std::int64_t> kIgnored{2, -100, 4, 1};
+const std::vector<float> kWeights{1.0f, 2.0f, 0.5f, 1.5f, 3.0f};
+constexpr std::int64_t kRows = 4, kCols = 5;
+
+double logit(const std::vector<float>& x, std::int64_t r, std::int64_t c) { return x[static_cast<std::size_t>(r * kCols + c)]; }
+double lse(const std::vector<float>& x, std::int64_t r, double scale = 1.0) {
+    double m = -INFINITY, s = 0;
+    for (std::int64_t c = 0; c < kCols; ++c) m = std::max(m, logit(x, r, c) / scale);
+    for (std::int64_t c = 0; c < kCols; ++c) s += std::exp(logit(x, r, c) / scale - m);
+    return m + std::log(s);
+}
+
+struct Host {
+    std::vector<float> x = kLogits, s = kOther, w = kWeights;
+    std::vector<std::int64_t> y = kTargets, ignored = kIgnored;
+    TensorView view(const std::vector<float>& v, Shape shape) const { return TensorView{v.data(), DType::float32, shape, {}}; }
+    TensorView index(const std::vector<std::int64_t>& v) const { return TensorView{v.data(), DType::int64, {kRows}, {}}; }
+};
+
+double value_of(const std::string& program, std::vector<std::string> inputs, std::vector<TensorView> views) {
+    Options options;
+    options.inputs = std::move(inputs);
+    return compile(program, options).reference(views);
+}
+
+}  // namespace
+
+TEST_SUITE("rows") {
+
+TEST_CASE("mistakes in row reductions, indices and combined reductions point at their column") {
+    struct Case {
+        const char* program;
+        const char* message;
+        int column;
+    };
+    const Case cases[] = {
+        {"mean(sum(x, 0))", "the dimension of 'sum' must be -1", 13},
+        {"mean(logsumexp(x))", "'logsumexp' takes 2 arguments", 6},
+        {"mean(amax(x, 1, 2))", "'amax' takes 2 arguments", 6},
+        {"mean(x[y + 1])", "an index must be an input", 10},  // at the index's operator
+        {"mean(x[2])", "an index must be an input", 8},
+        {"x - mean(x)", "cannot be combined with values per element or per row", 3},
+        {"mean(x - mean(x))", "cannot be inside another reduction", 10},
+        {"sum(sum(x), -1)", "cannot be inside another reduction", 5},
+        {"mean(x[y", "expected ']'", 9},
+        {"amax = 2; amax", "is a function name and cannot be bound", 1},
+        {"sum(x, -1, 2)", "'sum' takes 1 argument (the whole tensor) or 2", 1},
+        {"mean(logsumexpp(x, -1))", "did you mean 'logsumexp'", 6},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.program);
+        try {
+            compile(c.program);
+            FAIL("compiled");
+        } catch (const SourceError& e) {
+            CHECK(std::string(e.what()).find(c.message) != std::string::npos);
+            CHECK(e.where().column == c.column);
+        }
+    }
+}
+
+TEST_CASE("what a program is: kinds and output shapes") {
+    Host h;
+    const auto x = h.view(h.x, {kRows, kCols});
+    const auto y = h.index(h.y);
+    auto log_softmax = compile("x - logsumexp(x, -1)");
+    CHECK(log_softmax.kind() == Kind::Map);
+    CHECK(log_softmax.output_shape(std::vector<TensorView>{x}) == Shape{kRows, kCols});
+    auto per_row = compile("logsumexp(x, -1) - x[y]");
+    CHECK(per_row.kind() == Kind::Map);
+    CHECK(per_row.output_shape(std::vector<TensorView>{x, y}) == Shape{kRows});
+    auto ratio = compile("sum(x) / sum(x * x)");
+    CHECK(ratio.kind() == Kind::Reduction);
+    CHECK(ratio.reduction() == "composite");
+    CHECK(compile("mean(logsumexp(x, -1))").reduction() == "mean");
+    // A float index, and an index of the wrong shape, are refused when called.
+    auto ce = compile("mean(logsumexp(x, -1) - x[y])");
+    CHECK_THROWS_WITH_AS(ce.reference(std::vector<TensorView>{x, h.view(h.w, {kRows})}),
+                         doctest::Contains("must be of an integer dtype"), UsageError);
+    const std::vector<std::int64_t> three{0, 1, 2};
+    CHECK_THROWS_AS(ce.reference(std::vector<TensorView>{x, TensorView{three.data(), DType::int64, {3}, {}}}),
+                    UsageError);
+}
+
+TEST_CASE("the reference: cross-entropy and its variants against values computed here") {
+    Host h;
+    const auto x = h.view(h.x, {kRows, kCols});
+    const auto y = h.index(h.y);
+    double ce = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) ce += lse(h.x, r) - logit(h.x, r, h.y[static_cast<std::size_t>(r)]);
+    ce /= kRows;
+    CHECK(value_of("mean(logsumexp(x, -1) - x[y])", {"x", "y"}, {x, y}) == doctest::Approx(ce).epsilon(1e-12));
+    // The same through a binding and log-softmax, and as an int32 index.
+    const std::vector<std::int32_t> y32(h.y.begin(), h.y.end());
+    CHECK(value_of("lp = x - logsumexp(x, -1); mean(-lp[y])", {"x", "y"},
+                   {x, TensorView{y32.data(), DType::int32, {kRows}, {}}}) == doctest::Approx(ce).epsilon(1e-12));
+
+    // ignore_index = -100: the mean over the rows that are not ignored; x[-100] is nan but unused.
+    double ignored = 0;
+    int kept = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        const auto t = h.ignored[static_cast<std::size_t>(r)];
+        if (t == -100) continue;
+        ignored += lse(h.x, r) - logit(h.x, r, t);
+        ++kept;
+    }
+    CHECK(value_of("l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)", {"x", "y"},
+                   {x, h.index(h.ignored)}) == doctest::Approx(ignored / kept).epsilon(1e-12));
+
+    // label_smoothing = 0.1 (torch: (1 - e) * nll + e * mean over classes of -log p).
+    double smooth = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        double mean_lp = 0;
+        for (std::int64_t c = 0; c < kCols; ++c) mean_lp += logit(h.x, r, c) - lse(h.x, r);
+        mean_lp /= kCols;
+        smooth += -(0.9 * (logit(h.x, r, h.y[static_cast<std::size_t>(r)]) - lse(h.x, r))) - 0.1 * mean_lp;
+    }
+    CHECK(value_of("lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x", "y"}, {x, y}) ==
+          doctest::Approx(smooth / kRows).epsilon(1e-7));  // constants round to float32 where they meet data
+
+    // Class weights: torch's weighted mean, sum(w[y] * l) / sum(w[y]).
+    double num = 0, den = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        const auto t = h.y[static_cast<std::size_t>(r)];
+        num += h.w[static_cast<std::size_t>(t)] * (lse(h.x, r) - logit(h.x, r, t));
+        den += h.w[static_cast<std::size_t>(t)];
+    }
+    CHECK(value_of("l = logsumexp(x, -1) - x[y]; sum(w[y] * l) / sum(w[y])", {"x", "y", "w"},
+                   {x, y, h.view(h.w, {kCols})}) == doctest::Approx(num / den).epsilon(1e-12));
+
+    // Focal loss, gamma 2.
+    double focal = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        const double lp = logit(h.x, r, h.y[static_cast<std::size_t>(r)]) - lse(h.x, r);
+        focal += -std::pow(1 - std::exp(lp), 2) * lp;
+    }
+    CHECK(value_of("lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", {"x", "y"}, {x, y}) ==
+          doctest::Approx(focal / kRows).epsilon(1e-12));
+}
+
+TEST_CASE("the reference: row reductions, nested ones, and maps per row and per element") {
+    Host h;
+    const auto x = h.view(h.x, {kRows, kCols});
+    const auto s = h.view(h.s, {kRows, kCols});
+    // amax - amin, and a mean along the row.
+    double spread = 0, means = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        double hi = -INFINITY, lo = INFINITY, sum = 0;
+        for (std::int64_t c = 0; c < kCols; ++c) {
+            hi = std::max(hi, logit(h.x, r, c));
+            lo = std::min(lo, logit(h.x, r, c));
+            sum += logit(h.x, r, c);
+        }
+        spread += hi - lo;
+        means += sum / kCols;
+    }
+    CHECK(value_of("mean(amax(x, -1) - amin(x, -1))", {"x"}, {x}) == doctest::Approx(spread / kRows).epsilon(1e-12));
+    CHECK(value_of("sum(mean(x, -1))", {"x"}, {x}) == doctest::Approx(means).epsilon(1e-12));
+
+    // Cosine similarity loss, and distillation KL at temperature 2 (batchmean, times T^2).
+    double cosine = 0, kl = 0;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+        double ab = 0, aa = 0, bb = 0;
+        for (std::int64_t c = 0; c < kCols; ++c) {
+            ab += logit(h.x, r, c) * logit(h.s, r, c);
+            aa += logit(h.x, r, c) * logit(h.x, r, c);
+            bb += logit(h.s, r, c) * logit(h.s, r, c);
+        }
+        cosine += 1 - ab / std::max(std::sqrt(aa) * std::sqrt(bb), 1e-8);
+        for (std::int64_t c = 0; c < kCols; ++c) {
+            const double log_q = logit(h.x, r, c) / 2 - lse(h.x, r, 2);  // teacher: x
+            const double log_p = logit(h.s, r, c) / 2 - lse(h.s, r, 2);  // student: s
+            kl += std::exp(log_q) * (log_q - log_p);
+        }
+    }
+    CHECK(value_of("mean(1 - sum(a * b, -1) / max(sqrt(sum(a * a, -1)) * sqrt(sum(b * b, -1)), 1e-8))", {"a", "b"},
+                   {x, s}) == doctest::Approx(cosine / kRows).epsilon(1e-12));
+    CHECK(value_of("param T = 2; q = t / T - logsumexp(t / T, -1); p = s / T - logsumexp(s / T, -1);"
+                   "batchmean(sum(exp(q) * (q - p), -1)) * T^2",
+                   {"t", "s"}, {x, s}) == doctest::Approx(kl / kRows * 4).epsilon(1e-12));
+
+    // Maps: log-softmax (per element) and the loss per row (reduction='none').
+    auto log_softmax = compile("x - logsumexp(x, -1)");
+    std::vector<float> out(static_cast<std::size_t>(kRows * kCols));
+    log_softmax.reference_map(std::vector<TensorView>{x}, OutputView{out.data(), DType::float32, {kRows, kCols}, {}});
+    for (std::int64_t r = 0; r < kRows; ++r)
+        for (std::int64_t c = 0; c < kCols; ++c)
+            CHECK(out[static_cast<std::size_t>(r * kCols + c)] == doctest::Approx(logit(h.x, r, c) - lse(h.x, r)).epsilon(1e-6));
+    Options options;
+    options.inputs = {"x", "y"};
+    auto none = compile("logsumexp(x, -1) - x[y]", options);
+    std::vector<double> rows(kRows);
+    none.reference_map(std::vector<TensorView>{x, h.index(h.ignored)}, OutputView{rows.data(), DType::float64, {kRows}, {}});
+    CHECK(std::isnan(rows[1]));  // y = -100: no such column
+    CHECK(rows[0] == doctest::Approx(lse(h.x, 0) - logit(h.x, 0, 2)).epsilon(1e-6));
+    // The output may also be [N, 1], as keepdim gives it.
+    none.reference_map(std::vector<TensorView>{x, h.index(h.y)}, OutputView{rows.data(), DType::float64, {kRows, 1}, {}});
+    CHECK(rows[1] == doctest::Approx(lse(h.x, 1) - logit(h.x, 1, 0)).epsilon(1e-6));
+    CHECK_THROWS_WITH_AS(
+        none.reference_map(std::vector<TensorView>{x, h.index(h.y)}, OutputView{out.data(), DType::float32, {kRows, kCols}, {}}),
+        doctest::Contains("one value per row"), UsageError);
+}
+
+TEST_CASE("the reference: edge rows (empty, infinite, nan) as torch gives them") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x{-inf, -inf, inf, 1.0f, NAN, 2.0f};
+    const TensorView view{x.data(), DType::float32, {3, 2}, {}};
+    std::vector<double> out(3);
+    compile("logsumexp(x, -1)").reference_map(std::vector<TensorView>{view}, OutputView{out.data(), DType::float64, {3}, {}});
+    CHECK(out[0] == -INFINITY);
+    CHECK(out[1] == INFINITY);
+    CHECK(std::isnan(out[2]));
+    compile("amax(x, -1)").reference_map(std::vector<TensorView>{view}, OutputView{out.data(), DType::float64, {3}, {}});
+    CHECK(out[0] == -INFINITY);
+    CHECK(out[1] == INFINITY);
+    CHECK(std::isnan(out[2]));
+    // Rows of no elements: sum 0, mean nan, logsumexp -inf.
+    const TensorView empty{x.data(), DType::float32, {3, 0}, {}};
+    compile("sum(x, -1) + logsumexp(x, -1)").reference_map(std::vector<TensorView>{empty}, OutputView{out.data(), DType::float64, {3}, {}});
+    CHECK(out[0] == -INFINITY);
+}
+
+TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and team") {
+    const char* programs[] = {
+        "mean(logsumexp(x, -1) - x[y])",
+        "l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)",
+        "lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))",
+        "lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)",
+        "mean(amax(x, -1) - amin(x, -1) + sum(x, -1))",
+        "x - logsumexp(x, -1)",
+        "logsumexp(x, -1) - x[y]",
+        "param T = 2; mean(exp(x / T - logsumexp(x / T, -1))[y]) + T * sum(x) / sum(x * x)",
+    };
+    for (const char* text : programs) {
+        CAPTURE(text);
+        const bool indexed = std::string(text).find("[y]") != std::string::npos;
+        Options options;
+        options.inputs = indexed ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+        auto loss = compile(text, options);
+        for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
+            for (std::int64_t columns : {std::int64_t{1024}, std::int64_t{1023}, std::int64_t{20000}}) {
+                CAPTURE(to_string(dtype));
+                CAPTURE(columns);
+                std::vector<TensorView> views{TensorView::contiguous(nullptr, {64, columns}, dtype)};
+                if (indexed) views.push_back(TensorView::contiguous(nullptr, {64}, DType::int64));
+                const KernelBuild build = loss.compile_kernel(views, "compute_90");
+                CHECK(build.image_bytes > 0);
+            }
+        }
+    }
+}
+
+}  // TEST_SUITE
