@@ -189,6 +189,19 @@ const std::vector<Problem> kProblems = {
     {"hardsigmoid", "hardsigmoid.loss", {{"x", "4096x393216:normal[0,3]"}}},
 };
 
+// The row-wise losses (issue 12) at the issue's shapes, and the inputs their gradients are taken for.
+struct RowProblem {
+    Problem problem;
+    std::vector<std::string> wrt;
+};
+const std::vector<RowProblem> kRowProblems = {
+    {{"cross_entropy 32768x4096", "cross_entropy.loss", {{"x", "32768x4096:uniform[-4,4]"}, {"y", "32768:integers[0,4095]:i64"}}}, {"x"}},
+    {{"cross_entropy 16384x32768", "cross_entropy.loss", {{"x", "16384x32768:uniform[-4,4]"}, {"y", "16384:integers[0,32767]:i64"}}}, {"x"}},
+    {{"cross_entropy 4096x131072", "cross_entropy.loss", {{"x", "4096x131072:uniform[-4,4]"}, {"y", "4096:integers[0,131071]:i64"}}}, {"x"}},
+    {{"cosine 16384x16384", "cosine.loss", {{"a", "16384x16384:uniform[-1,1]"}, {"b", "16384x16384:uniform[-1,1]"}}}, {"a", "b"}},
+    {{"triplet 32768x8192", "triplet.loss", {{"a", "32768x8192:uniform[-1,1]"}, {"p", "32768x8192:uniform[-1,1]"}, {"n", "32768x8192:uniform[-1,1]"}}}, {"a", "p", "n"}},
+};
+
 json bench_problem(const Problem& problem, const Device& d, int reps, const Options& options, bool check_accuracy) {
     auto loss = compile(read_example(problem.file), options);
     double bytes = 0;
@@ -351,6 +364,9 @@ int main(int argc, char** argv) try {
     app.add_flag("--explore", explore, "also time unroll / blocks-per-SM variants of each problem");
     app.add_flag("!--no-sweep", sweep, "skip the 2^10..2^30 size sweep");
     app.add_flag("!--no-accuracy", accuracy, "skip the CPU reference and determinism checks");
+    bool rows = false;
+    app.add_flag("--rows", rows, "time the row-wise losses (cross-entropy, cosine, triplet) instead: the value, and the "
+                                 "value with its gradients in one kernel");
     std::string dtype_name = "float32";
     app.add_option("--dtype", dtype_name,
                    "the five problems' inputs in this dtype (generated in float32, then rounded), maps writing it "
@@ -373,6 +389,8 @@ int main(int argc, char** argv) try {
     };
     for (const auto& problem : kProblems)
         if (wanted(problem.name)) read_example(problem.file);
+    for (const auto& row : kRowProblems)
+        if (rows) read_example(row.problem.file);
     if (wanted("value_and_grad")) {
         read_example(kProblems[0].file);
         read_example(kProblems[3].file);
@@ -405,6 +423,31 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "read roofline %.0f GB/s, copy roofline %.0f GB/s, add (2 reads, 1 write) %.0f GB/s\n",
                  out["read_roofline"]["gbps"].get<double>(), out["copy_roofline"]["gbps"].get<double>(),
                  out["add_roofline"]["gbps"].get<double>());
+
+    if (rows) {
+        // Forward: the inputs read once, against the read roofline. Value and gradients: the inputs
+        // read once and the gradients written once is the floor, against the copy roofline.
+        json row_problems = json::array();
+        for (const auto& rp : kRowProblems) {
+            json row;
+            {
+                const Device d = upload(rp.problem.inputs, 2026);
+                row = bench_problem(rp.problem, d, reps, Options{}, false);
+            }
+            row["read_fraction"] = row["gbps"].get<double>() / out["read_roofline"]["gbps"].get<double>();
+            const json vg = bench_value_and_grad(rp.problem, rp.wrt, reps, false, false);
+            row["value_and_grad_ms"] = vg["ms"];
+            row["value_and_grad_floor_fraction"] = vg["gbps"].get<double>() / out["copy_roofline"]["gbps"].get<double>();
+            std::fprintf(stderr, "%-28s %8.3f ms (%.1f%% of read)  value+grad %8.3f ms (%.1f%% of floor)\n",
+                         rp.problem.name.c_str(), row["ms"].get<double>(), 100 * row["read_fraction"].get<double>(),
+                         vg["ms"].get<double>(), 100 * row["value_and_grad_floor_fraction"].get<double>());
+            row_problems.push_back(row);
+        }
+        out["row_problems"] = row_problems;
+        if (!json_path.empty()) std::ofstream(json_path) << lossjit::json_text(out) << "\n";
+        else std::printf("%s\n", lossjit::json_text(out).c_str());
+        return 0;
+    }
 
     json problems = json::array();
     for (const auto& problem : kProblems) {

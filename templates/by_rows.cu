@@ -5,7 +5,7 @@
 
 extern "C" __global__ void __launch_bounds__({{BLOCK_THREADS}})
 lossjit_kernel(const lj::Extents extents, const lj::Inputs<RowProgram::kInputs> in{{PARAMETERS}},
-    const {{OUT}} out)
+    const {{OUT}} out{{GRADS_PARAMETER}})
 {
     using Team = lj::Team<{{BLOCK_THREADS}}, {{TEAM}}>;
     const RowProgram program{ {{PARAMETER_VALUES}} };
@@ -15,5 +15,5 @@ lossjit_kernel(const lj::Extents extents, const lj::Inputs<RowProgram::kInputs> 
 #pragma unroll
     for (int d = 0; d < {{RANK}} - 1; ++d) rows *= extents.dims[d];
     for (long long row = Team::first_row(); row < rows; row += Team::row_step())
-        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, columns, totals, out);
+        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, columns, totals, out, {{GRADS}});
 {{FINISH}}}

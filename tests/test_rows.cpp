@@ -247,6 +247,73 @@ TEST_CASE("the reference: edge rows (empty, infinite, nan) as torch gives them")
     CHECK(out[0] == -INFINITY);
 }
 
+TEST_CASE("gradients through rows: softmax minus one-hot, ties, and finite differences") {
+    Host h;
+    const auto x = h.view(h.x, {kRows, kCols});
+    const auto y = h.index(h.y);
+    Options options;
+    options.inputs = {"x", "y"};
+    auto ce = compile("mean(logsumexp(x, -1) - x[y])", options);
+    const std::vector<std::string> wrt{"x"};
+    const auto grads = ce.reference_grad(std::vector<TensorView>{x, y}, wrt);
+    REQUIRE(grads.size() == 1);
+    for (std::int64_t r = 0; r < kRows; ++r)
+        for (std::int64_t c = 0; c < kCols; ++c) {
+            const double softmax = std::exp(logit(h.x, r, c) - lse(h.x, r));
+            const double expected = (softmax - (c == h.y[static_cast<std::size_t>(r)] ? 1.0 : 0.0)) / kRows;
+            CHECK(grads[0].values[static_cast<std::size_t>(r * kCols + c)] == doctest::Approx(expected).epsilon(1e-12));
+        }
+    // An index has no gradient; a program of several whole-tensor reductions has none yet.
+    CHECK_THROWS_AS(ce.reference_grad(std::vector<TensorView>{x, y}, std::vector<std::string>{"y"}), UsageError);
+    CHECK_THROWS_AS(compile("sum(x) / sum(x * x)").reference_grad(std::vector<TensorView>{x}, wrt), UnsupportedError);
+
+    // amax: torch gives ties equal shares.
+    const std::vector<double> tied{1.0, 3.0, 3.0, -1.0};
+    const TensorView tied_view{tied.data(), DType::float64, {1, 4}, {}};
+    const auto shares = compile("sum(amax(x, -1))").reference_grad(std::vector<TensorView>{tied_view}, wrt);
+    CHECK(shares[0].values == std::vector<double>{0.0, 0.5, 0.5, 0.0});
+
+    // Every differentiable row loss against central differences of its own value (float64 inputs).
+    struct Loss {
+        const char* program;
+        std::vector<std::string> inputs;
+    };
+    const Loss losses[] = {
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x", "y"}},
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", {"x", "y"}},
+        {"mean(1 - sum(x * s, -1) / (max(sqrt(sum(x * x, -1)), 1e-8) * max(sqrt(sum(s * s, -1)), 1e-8)))", {"x", "s"}},
+        {"mean(max(sqrt(sum((x - s + 1e-6)^2, -1)) - sqrt(sum((x - 0.5 * s)^2, -1)) + 1, 0))", {"x", "s"}},
+        {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)",
+         {"x", "s"}},
+        {"mean(amax(x * s, -1) + amin(x, -1) + mean(x^2, -1))", {"x", "s"}},
+    };
+    std::vector<double> x64(h.x.begin(), h.x.end()), s64(h.s.begin(), h.s.end());
+    for (const auto& l : losses) {
+        CAPTURE(l.program);
+        Options o;
+        o.inputs = l.inputs;
+        auto loss = compile(l.program, o);
+        auto views = [&](const std::vector<double>& xs) {
+            std::vector<TensorView> v{TensorView{xs.data(), DType::float64, {kRows, kCols}, {}}};
+            if (l.inputs[1] == "y") v.push_back(h.index(h.y));
+            else v.push_back(TensorView{s64.data(), DType::float64, {kRows, kCols}, {}});
+            return v;
+        };
+        const auto g = loss.reference_grad(views(x64), wrt);
+        double largest = 0;
+        for (double v : g[0].values) largest = std::max(largest, std::fabs(v));
+        for (std::size_t i = 0; i < x64.size(); ++i) {
+            CAPTURE(i);
+            auto up = x64, down = x64;
+            const double step = 1e-6;
+            up[i] += step;
+            down[i] -= step;
+            const double numeric = (loss.reference(views(up)) - loss.reference(views(down))) / (2 * step);
+            CHECK(std::fabs(g[0].values[i] - numeric) <= 1e-6 * std::max(largest, 1.0));
+        }
+    }
+}
+
 TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and team") {
     const char* programs[] = {
         "mean(logsumexp(x, -1) - x[y])",
@@ -272,6 +339,12 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
                 if (indexed) views.push_back(TensorView::contiguous(nullptr, {64}, DType::int64));
                 const KernelBuild build = loss.compile_kernel(views, "compute_90");
                 CHECK(build.image_bytes > 0);
+                // The fused value-and-gradient kernel of a single reduction.
+                if (!loss.reduction().empty() && loss.reduction() != "composite") {
+                    const std::vector<std::string> wrt{"x"};
+                    const std::string source = loss.cuda_source(views, wrt);
+                    CHECK(!compile_cuda(source, "compute_90").data.empty());
+                }
             }
         }
     }

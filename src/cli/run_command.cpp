@@ -262,11 +262,22 @@ int run_reduction(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in,
     int status = 0;
     double value = 0;
     if (gpu) {
+        // The value in the inputs' promoted dtype: a float64 program's value is not cut to float32.
+        const bool float64 = loss.output_dtype(device_views) == DType::float64;
+        std::optional<DeviceBuffer> result;
+        if (float64) result.emplace(sizeof(double), args.common.device);
+        auto evaluate = [&] {
+            if (!float64) return static_cast<double>(loss(device_views));
+            loss.evaluate(device_views, OutputView{result->data(), DType::float64, {}, {}});
+            double v = 0;
+            result->download(&v, sizeof v);  // on the legacy stream, after the kernel
+            return v;
+        };
         const auto start = Clock::now();
-        value = loss(device_views);
+        value = evaluate();
         report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         const auto again = Clock::now();
-        loss(device_views);
+        evaluate();
         report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
     } else {
         value = loss.reference(host_views);

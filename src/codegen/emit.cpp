@@ -218,6 +218,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         case KernelSpec::Loop::Strided:
             loop = fmt::format("lj::for_each_strided<{}, {}>", spec.block_threads, spec.rank);
             break;
+        case KernelSpec::Loop::ByRow: throw InternalError("a by-row kernel spec for an elementwise program");
     }
 
     // The prelude, then only the pieces of scaffolding this kernel uses: its sink, its loop and, for
@@ -235,6 +236,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         case KernelSpec::Loop::Rows: prelude += templates::rows_cuh; break;
         case KernelSpec::Loop::Strided: prelude += templates::strided_cuh; break;
         case KernelSpec::Loop::Columns: prelude += templates::columns_cuh; break;
+        case KernelSpec::Loop::ByRow: break;  // refused above
     }
     if (!program.is_map() || grads > 0) prelude += templates::finish_cuh;  // the gradient templates name it
 

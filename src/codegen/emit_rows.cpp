@@ -68,6 +68,10 @@ public:
                                (n.kind == ir::NodeKind::Apply || n.kind == ir::NodeKind::RowReduce ||
                                 n.kind == ir::NodeKind::Take);
             if (named) printer_.name(static_cast<int>(id), fmt::format("n{}", id));
+            // Derivatives' own nodes: the row's length, and "this element's column is the index".
+            if (n.kind == ir::NodeKind::RowLength) printer_.name(static_cast<int>(id), "((Value)C)");
+            if (n.kind == ir::NodeKind::OneHot)
+                printer_.name(static_cast<int>(id), fmt::format("(col == {})", index_name(program.node(n.args[0]).slot)));
         }
     }
 
@@ -86,9 +90,17 @@ public:
         for (const auto& p : program_.params) out += fmt::format("    Value {};\n", cuda_param_name(p.name));
         for (const auto& p : program_.params) out += fmt::format("    double {}_f64;\n", cuda_param_name(p.name));
         out += final_function();
-        out += "    template <class Team, int R, int VW, int U, class Out>\n";
+        if (!program_.derivatives.empty()) {
+            std::vector<std::string> grad_dtypes;
+            for (DType d : spec_.grad_dtypes) grad_dtypes.emplace_back(kernel_dtype(d));
+            out += fmt::format("    static constexpr int kGrads = {};\n", program_.derivatives.size());
+            out += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
+                               per_index(grad_dtypes, "lj::kFloat32", "g"));
+        }
+        out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
         out += "    __device__ __forceinline__ void row(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long row,\n";
-        out += "                                       long long C, double (&totals)[kTotals], const Out& out) const {\n";
+        out += "                                       long long C, double (&totals)[kTotals], const Out& out,\n";
+        out += "                                       const Grads& grads) const {\n";
         out += row_body();
         out += "    }\n};";
         return out;
@@ -103,6 +115,7 @@ private:
         std::vector<int> roots;
         if (program_.is_map()) roots.push_back(program_.body);
         for (const auto& t : totals_) roots.push_back(t.argument);
+        for (const auto& d : program_.derivatives) roots.push_back(d.node);
         for (int r : roots) live_[static_cast<std::size_t>(r)] = true;
         for (std::size_t id = program_.nodes.size(); id-- > 0;) {
             if (!live_[id]) continue;
@@ -142,6 +155,10 @@ private:
             any = true;
             pass = std::max(pass, stage_[static_cast<std::size_t>(t.argument)] + 1);
         }
+        for (const auto& d : program_.derivatives) {  // written per element, even where one per row
+            any = true;
+            pass = std::max(pass, stage_[static_cast<std::size_t>(d.node)] + 1);
+        }
         return any ? pass : 0;
     }
 
@@ -173,7 +190,8 @@ private:
         const ir::Node& n = program_.node(id);
         switch (n.kind) {
             case ir::NodeKind::Total: return true;
-            case ir::NodeKind::Input: case ir::NodeKind::RowReduce: case ir::NodeKind::Take: return false;
+            case ir::NodeKind::Input: case ir::NodeKind::RowReduce: case ir::NodeKind::Take:
+            case ir::NodeKind::RowLength: case ir::NodeKind::OneHot: return false;
             case ir::NodeKind::Constant: case ir::NodeKind::Param: return true;
             case ir::NodeKind::Binding: return reaches_only_totals(bound(id));
             case ir::NodeKind::Apply:
@@ -264,7 +282,7 @@ private:
         std::string out = fmt::format("{}Value n{} = (Value)__int_as_float(0x7fffffff);  // nan: no such column\n", kIndent, id);
         out += fmt::format("{}if ({} >= 0 && {} < C) {{\n", kIndent, index_name(index_slot), index_name(index_slot));
         const std::string inner = std::string(kIndent) + "    ";
-        out += fmt::format("{}const long long j = {};\n", inner, index_name(index_slot));
+        out += fmt::format("{}const long long j = {}, col = j;\n", inner, index_name(index_slot));
         for (int k : inputs)
             out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1]);\n",
                                inner, input_name(k), k, k, k, k);
@@ -279,6 +297,8 @@ private:
         for (int id : reductions) roots.push_back(program_.node(id).args[0]);
         const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
         std::vector<std::size_t> element_totals;
+        const std::size_t grads = elements ? program_.derivatives.size() : 0;
+        for (std::size_t g = 0; g < grads; ++g) roots.push_back(program_.derivatives[g].node);
         if (elements) {
             if (map_elements) roots.push_back(program_.body);
             for (std::size_t k = 0; k < totals_.size(); ++k) {
@@ -317,7 +337,9 @@ private:
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
         out += fmt::format("{}if (j >= C) continue;\n", in3);
         if (map_elements) out += fmt::format("{}Value r[VW];\n", in3);
+        if (grads > 0) out += fmt::format("{}Value rg[{}][VW];\n", in3, grads);
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in3, in3);
+        out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in4, in4);
         for (std::size_t s = 0; s < loaded.size(); ++s)
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
         out += element_bindings(bindings, in4);
@@ -326,9 +348,14 @@ private:
         if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
+        for (std::size_t g = 0; g < grads; ++g)
+            out += fmt::format("{}rg[{}][q] = (Value)({}) * grad_scale;\n", in4, g, print(program_.derivatives[g].node));
         out += fmt::format("{}}}\n", in3);
         if (map_elements)
             out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
+        for (std::size_t g = 0; g < grads; ++g)
+            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
+                               in3, g, g, g);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
         for (int id : reductions) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
         // The accumulators leave the block scope as values.
@@ -354,6 +381,10 @@ private:
                            kIndent, kIndent);
         const bool map = program_.is_map();
         if (map) out += fmt::format("{}const long long out_base = lj::offset<R - 1>(c, out.strides);\n", kIndent);
+        if (!program_.derivatives.empty()) {
+            out += fmt::format("{}const long long grad_base = lj::offset<R - 1>(c, grads.strides);\n", kIndent);
+            out += fmt::format("{}const Value grad_scale = (Value)grads.total_scale();\n", kIndent);
+        }
         // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
         // value too where the program also computes with it (y != -100).
         std::vector<bool> value_use(program_.inputs.size(), false);
@@ -364,6 +395,7 @@ private:
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
             if (!live_[id]) continue;
             const ir::Node& user = program_.nodes[id];
+            if (user.kind == ir::NodeKind::OneHot) continue;  // compares the integer index
             for (int a = 0; a < user.arity; ++a)
                 if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
         }
@@ -406,6 +438,7 @@ private:
                 once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
         if (!once.empty()) out += fmt::format("{}if (Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
         if (!map) out += fmt::format("{}(void)out;\n", kIndent);
+        if (program_.derivatives.empty()) out += fmt::format("{}(void)grads;\n", kIndent);
         return out;
     }
 
@@ -426,7 +459,6 @@ private:
 
 std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_rows_cuda needs a by-row kernel spec");
-    if (!program.derivatives.empty()) throw InternalError("gradients of programs that reduce along rows are not emitted yet");
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
     if (spec.team != 32 && spec.team != spec.block_threads) throw InternalError("a team is a warp or the whole block");
     RowEmitter emitter(program, spec);
@@ -453,7 +485,8 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
                                        "[&](const double (&t)[RowProgram::kTotals]) {{ return program.final(t); }});\n",
                                        spec.block_threads, spec.one_block ? "true" : "false");
     std::string what;
-    if (program.is_map()) what = "an elementwise map with reductions along rows";
+    if (!program.derivatives.empty()) what = fmt::format("a {} reduction and its gradients", ir::to_string(program.reduction));
+    else if (program.is_map()) what = "an elementwise map with reductions along rows";
     else if (program.reduction == ir::Reduction::Composite) what = fmt::format("{} whole-tensor reductions combined", emitter.totals());
     else what = fmt::format("a {} reduction", ir::to_string(program.reduction));
     const std::map<std::string, std::string> values{
@@ -471,6 +504,9 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"PARAMETERS", parameters},
         {"PARAMETER_VALUES", fmt::format("{}", fmt::join(parameter_values, ", "))},
         {"FINISH", finish},
+        {"GRADS_PARAMETER", program.derivatives.empty() ? std::string()
+                                                        : fmt::format(",\n    const lj::Grads<{}> grads", program.derivatives.size())},
+        {"GRADS", program.derivatives.empty() ? "0" : "grads"},
     };
     return substitute(templates::by_rows_cu, values);
 }

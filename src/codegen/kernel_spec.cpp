@@ -198,7 +198,6 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
 
 KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                                      const Knobs& knobs, bool tuned) {
-    if (!program.derivatives.empty()) throw InternalError("gradients of programs that reduce along rows");
     if (!layout.by_rows) throw InternalError("a program that reduces along rows planned without a row layout");
     const auto totals = row_totals(program).size();
     if (totals > static_cast<std::size_t>(kMaxTotals))
@@ -228,6 +227,14 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
     }
     spec.compute = compute_dtype(spec.input_dtypes);
     spec.result_dtype = operands.result_dtype;
+    spec.grad_dtypes = operands.grad_dtypes;
+    for (const auto& d : program.derivatives) {
+        const auto k = static_cast<std::size_t>(d.input);
+        if (layout.inputs[k].elements != layout.count)
+            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
+                                               "along rows, gradients are computed for inputs of the full shape only",
+                                               program.inputs[k]));
+    }
 
     // Four elements per access where every row of every operand walked along the row starts
     // aligned and steps by 1.
@@ -247,10 +254,10 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
                                      program.inputs[k], vector_alignment(spec.input_dtypes[i]));
     }
     const bool per_row_body = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
-    if (program.is_map() && !per_row_body && why_scalar.empty())
+    if (((program.is_map() && !per_row_body) || !program.derivatives.empty()) && why_scalar.empty())
         for (std::size_t k = 0; k < operands.written_data.size(); ++k)
             if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output))
-                why_scalar = "the output's rows are not contiguous, or do not all start aligned";
+                why_scalar = "the rows written (output or gradients) are not contiguous, or do not all start aligned";
     bool vector = why_scalar.empty();
     if (knobs.vector_width == 1) vector = false;
     if (knobs.vector_width == 4 && !vector)
@@ -367,11 +374,15 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         blocks = KernelSpec::blocks(spec, layout);
     }
     if (spec.loop == KernelSpec::Loop::ByRow) {
-        // Rows are taken grid-stride, so a resident grid does it all; its partial sums (one per block
-        // and total) must fit the workspace's slots.
-        grid_limit = resident;
-        const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
-        grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
+        // A block per team of rows, not a resident grid taking rows in turn: blocks that end at
+        // different times keep every SM busy to the end (CE 32768 x 4096 on H100: a resident grid
+        // left the last rows to few warps, 86% of the read roofline). A reduction's partial sums
+        // (one per block and total) must fit the workspace's slots; beyond, blocks take rows grid-stride.
+        grid_limit = occupancy.max_blocks_per_sm > 0 ? resident : std::numeric_limits<int>::max();
+        if (!program.is_map()) {
+            const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
+            grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
+        }
     }
     grid.blocks = static_cast<unsigned>(spec.loop == KernelSpec::Loop::Columns
                                             ? blocks  // exactly chunks x strip blocks: the arrivals count on it

@@ -87,6 +87,7 @@ public:
         out_.reduction = program.reduction;
         out_.inputs = program.inputs;
         out_.params = program.params;
+        index_ = program.index_inputs();
     }
 
     ir::Program run() {
@@ -103,6 +104,8 @@ public:
             b.set_pos(node.pos);
             if (node.kind == ir::NodeKind::Binding) give(out_.bindings[static_cast<std::size_t>(node.slot)].node, *g);
             if (node.kind == ir::NodeKind::Apply) backward(node, id, *g);
+            if (node.kind == ir::NodeKind::RowReduce) backward_row_reduction(node, id, *g);
+            if (node.kind == ir::NodeKind::Take) backward_take(node, *g);
         }
         for (int slot : wrt_) {
             std::optional<int> d;
@@ -156,7 +159,82 @@ private:
         }
     }
 
+    // One value per row (a row reduction, a take, an index, a row's length, and what is computed from
+    // those and constants alone), as opposed to one per element. Inputs other than indices count as
+    // per element: where one has extent 1 along the row, the sums below still add its broadcast copies.
+    bool per_row(int id) {
+        if (per_row_.size() < out_.nodes.size()) per_row_.resize(out_.nodes.size(), -1);
+        signed char& known = per_row_[static_cast<std::size_t>(id)];
+        if (known >= 0) return known != 0;
+        const ir::Node& n = out_.node(id);
+        bool row = true;
+        switch (n.kind) {
+            case ir::NodeKind::Input: row = index_[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Binding: row = per_row(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i) row = row && per_row(n.args[static_cast<std::size_t>(i)]);
+                break;
+            case ir::NodeKind::OneHot: row = false; break;
+            default: break;  // constants, parameters, row reductions, takes, totals, row lengths
+        }
+        per_row_[static_cast<std::size_t>(id)] = row ? 1 : 0;
+        return row;
+    }
+
+    // d row reduction / d e_j times the reduction's adjoint g (one per row), as torch's backward
+    // formulas give them: sum 1, mean 1 / C, logsumexp softmax, amax / amin evenly among the
+    // elements equal to the result.
+    void backward_row_reduction(const ir::Node& n, int self, int g) {
+        if (!wants(n, 0)) return;
+        NodeBuilder& b = builder();
+        const int e = n.args[0];
+        switch (static_cast<RowReduction>(n.slot)) {
+            case RowReduction::Sum: give(e, g); return;
+            case RowReduction::Mean: give(e, b.div(g, row_length())); return;
+            case RowReduction::LogSumExp: give(e, b.mul(g, b.unary(Builtin::Exp, b.sub(e, self)))); return;
+            case RowReduction::Max:
+            case RowReduction::Min: {
+                const int at_extreme = b.binary(Builtin::Eq, e, self);
+                const int count = row_sum(at_extreme);
+                give(e, b.select(at_extreme, b.div(g, count), b.constant(0.0)));
+                return;
+            }
+            case RowReduction::Count_: break;
+        }
+        throw InternalError("differentiate: unknown row reduction");
+    }
+
+    // x[y]: the adjoint goes to column y of the row alone (torch's gather backward, a scatter).
+    void backward_take(const ir::Node& n, int g) {
+        if (!wants(n, 0)) return;
+        ir::Node hot;
+        hot.kind = ir::NodeKind::OneHot;
+        hot.type = ValueType::Bool;
+        hot.arity = 1;
+        hot.args[0] = n.args[1];
+        hot.pos = n.pos;
+        const int at_index = builder().intern(hot);
+        give(n.args[0], builder().select(at_index, g, builder().constant(0.0)));
+    }
+
+    int row_length() {
+        ir::Node length;
+        length.kind = ir::NodeKind::RowLength;
+        return builder().intern(length);
+    }
+    int row_sum(int e) {
+        ir::Node sum;
+        sum.kind = ir::NodeKind::RowReduce;
+        sum.slot = static_cast<int>(RowReduction::Sum);
+        sum.arity = 1;
+        sum.args[0] = e;
+        return builder().intern(sum);
+    }
+
     void give(int id, int contribution) {
+        // A per-element contribution to a per-row value adds up along the row: the row value was
+        // broadcast to every element, so its adjoint is the sum of theirs.
+        if (per_row(id) && !per_row(contribution)) contribution = row_sum(contribution);
         auto& slot = adjoint_[static_cast<std::size_t>(id)];
         slot = slot ? builder().add(*slot, contribution) : contribution;
     }
@@ -210,6 +288,7 @@ private:
                 if (e.text == "g") return at.g;
                 break;
             }
+            case ast::ExprKind::Index: break;  // no formula indexes
             case ast::ExprKind::Unary:
                 if (e.text == "+") return build(*e.args[0], at);
                 [[fallthrough]];
@@ -282,6 +361,8 @@ private:
     std::unique_ptr<NodeBuilder> builder_;
     std::vector<bool> depends_;
     std::vector<std::optional<int>> adjoint_;
+    std::vector<bool> index_;              // index inputs (one value per row)
+    std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
 };
 
 }  // namespace
@@ -311,9 +392,11 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt) 
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
-    if (program.by_rows())
-        throw UnsupportedError("gradients of programs that reduce along rows (sum(x, -1), logsumexp, x[y], several "
-                               "reductions) are not supported yet");
+    if (program.reduction == ir::Reduction::Composite)
+        throw UnsupportedError("gradients of a program that combines several whole-tensor reductions are not supported "
+                               "yet (the factor each gets is known only after all of them)");
+    if (program.by_rows() && program.is_map())
+        throw UnsupportedError("gradients of maps that reduce along rows are not supported yet");
     return Differentiator(program, wrt).run();
 }
 

@@ -91,8 +91,10 @@ std::string ExpressionPrinter::define(int id) const {
         case ir::NodeKind::RowReduce:
         case ir::NodeKind::Take:
         case ir::NodeKind::Total:
+        case ir::NodeKind::RowLength:
+        case ir::NodeKind::OneHot:
             // A kernel computes these in its own loops (emit_rows.cpp) and names the results.
-            if (cuda) throw InternalError("the CUDA printer met a reduction that was not named");
+            if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
     }
     throw InternalError("printer met an unknown node kind");
@@ -137,12 +139,15 @@ std::string ExpressionPrinter::language_apply(const ir::Node& n) const {
 }
 
 std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
-    const std::string argument = without_outer_parens(print(n.args[0]));
+    const std::string argument = n.arity > 0 ? without_outer_parens(print(n.args[0])) : std::string();
     switch (n.kind) {
         case ir::NodeKind::RowReduce:
             return fmt::format("{}({}, -1)", row_reduction_info(static_cast<RowReduction>(n.slot)).name, argument);
         case ir::NodeKind::Total:
             return fmt::format("{}({})", ir::to_string(static_cast<ir::Reduction>(n.slot)), argument);
+        // Only in derivatives, which dumps show but nobody parses back.
+        case ir::NodeKind::RowLength: return "size(-1)";
+        case ir::NodeKind::OneHot: return fmt::format("onehot({})", print(n.args[0]));
         case ir::NodeKind::Take: {
             std::string values = print(n.args[0]);
             if (precedence(n.args[0]) != kAtom) values = "(" + values + ")";

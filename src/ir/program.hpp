@@ -23,7 +23,9 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 // - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row.
 // - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
 //   only in a Composite body, a scalar.
-enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total };
+// Two more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
+// per row), and OneHot, true at the column args[0] (an index input) names (a bool per element).
+enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, OneHot };
 
 struct Node {
     NodeKind kind = NodeKind::Constant;

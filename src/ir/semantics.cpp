@@ -59,7 +59,9 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
                 for (int i = 0; i < n.arity; ++i)
                     per_row[id] = per_row[id] && per_row[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
                 break;
-            case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total: break;
+            case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total: case ir::NodeKind::RowLength:
+                break;
+            case ir::NodeKind::OneHot: per_row[id] = false; break;
         }
     }
     return per_row;

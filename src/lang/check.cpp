@@ -358,6 +358,10 @@ private:
                 case ir::NodeKind::Binding:
                     mine = level(out_.bindings[static_cast<std::size_t>(n.slot)].node);
                     break;
+                case ir::NodeKind::RowLength:
+                case ir::NodeKind::OneHot:  // only derivatives have these
+                    mine = Level::Data;
+                    break;
                 case ir::NodeKind::Total:
                 case ir::NodeKind::RowReduce:
                 case ir::NodeKind::Take:

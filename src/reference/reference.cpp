@@ -133,6 +133,9 @@ public:
                     for (std::int64_t i = 0; i < count; ++i) out[i] = apply_builtin(n.fn, a[i], b[i], c[i]);
                     break;
                 }
+                case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total:
+                case ir::NodeKind::RowLength: case ir::NodeKind::OneHot:
+                    throw InternalError("a program that reduces along rows in the elementwise evaluator");
             }
         }
         return column(program_.body);
@@ -212,6 +215,7 @@ public:
         std::vector<int> roots;
         if (program.reduction != ir::Reduction::Composite) roots.push_back(program.body);
         for (const auto& t : row_totals(program)) roots.push_back(t.argument);
+        for (const auto& d : program.derivatives) roots.push_back(d.node);
         for (int root : roots) live_[static_cast<std::size_t>(root)] = true;
         for (std::size_t id = program.nodes.size(); id-- > 0;) {
             if (!live_[id]) continue;
@@ -272,13 +276,15 @@ public:
                     break;
                 case ir::NodeKind::RowReduce: out[0] = reduce_row(static_cast<RowReduction>(n.slot), n.args[0]); break;
                 case ir::NodeKind::Take: {
-                    const ir::Node& index = program_.node(n.args[1]);
-                    const auto slot = static_cast<std::size_t>(index.slot);
-                    const std::int64_t offset = row_offset(row, layout_.inputs[slot]);
-                    // Exactly, as an integer: any index a float64 holds exactly (every int32; int64 up to 2^53).
-                    const double i = load_as_double(inputs_[slot].data, inputs_[slot].dtype, offset, DType::float64);
+                    const double i = index_at(row, program_.node(n.args[1]).slot);
                     out[0] = i >= 0 && i < static_cast<double>(columns_) ? at(n.args[0], static_cast<std::int64_t>(i))
                                                                         : std::numeric_limits<double>::quiet_NaN();
+                    break;
+                }
+                case ir::NodeKind::RowLength: out[0] = static_cast<double>(columns_); break;
+                case ir::NodeKind::OneHot: {
+                    const double i = index_at(row, program_.node(n.args[0]).slot);
+                    for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(j) == i ? 1.0 : 0.0;
                     break;
                 }
                 case ir::NodeKind::Total: throw InternalError("a total inside a row's evaluation");
@@ -287,6 +293,12 @@ public:
     }
 
 private:
+    // An index exactly, as an integer: any index a float64 holds exactly (every int32; int64 to 2^53).
+    double index_at(std::int64_t row, int slot) const {
+        const auto k = static_cast<std::size_t>(slot);
+        return load_as_double(inputs_[k].data, inputs_[k].dtype, row_offset(row, layout_.inputs[k]), DType::float64);
+    }
+
     std::size_t source(int id) const {
         const ir::Node* n = &program_.node(id);
         while (n->kind == ir::NodeKind::Binding) {
@@ -475,11 +487,45 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
         &threads);
 }
 
+// The gradients of a differentiated program that reduces along rows: each derivative evaluated per
+// row, into a buffer of its input's shape, which must be the whole broadcast shape (row-major, so
+// element j of row r is at r * C + j).
+std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const Layout& layout,
+                                                          std::span<const std::int64_t> sizes,
+                                                          std::span<const HostOperand> inputs,
+                                                          std::span<const double> params, double upstream) {
+    const double scale = upstream / total_divisors(program, layout).at(0);
+    std::vector<std::vector<double>> grads;
+    for (const auto& d : program.derivatives) {
+        const auto slot = static_cast<std::size_t>(d.input);
+        if (sizes[slot] != layout.count)
+            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce along "
+                                               "rows, gradients are computed for inputs of the full shape only",
+                                               program.inputs[slot]));
+        grads.emplace_back(static_cast<std::size_t>(layout.count), 0.0);
+    }
+    std::size_t threads = 0;
+    parallel_ranges(
+        layout.rows,
+        [&](std::int64_t begin, std::int64_t end, std::size_t) {
+            RowEvaluator eval(program, layout, inputs, params);
+            for (std::int64_t row = begin; row < end; ++row) {
+                eval.evaluate(row);
+                for (std::size_t k = 0; k < grads.size(); ++k)
+                    for (std::int64_t j = 0; j < eval.columns(); ++j)
+                        grads[k][static_cast<std::size_t>(row * eval.columns() + j)] =
+                            eval.at(program.derivatives[k].node, j) * scale;
+            }
+        },
+        &threads);
+    return grads;
+}
+
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const HostOperand> inputs,
                                                      std::span<const double> params, double upstream) {
     if (program.by_rows())
-        throw UnsupportedError("gradients of programs that reduce along rows are not supported yet");
+        return reference_gradients_rows(program, layout.read, layout.sizes, inputs, params, upstream);
     const Layout& read = layout.read;
     const Layout& write = layout.write;
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||

@@ -301,7 +301,7 @@ struct Loss::State {
                                          wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
         const Launchable& what = gradient_program(wrt);
 
-        const Shape shape = broadcast_shapes(operand_shapes(program.inputs, inputs));
+        const Shape shape = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr).shape;
         if (upstream_tensor && upstream_tensor->shape != shape)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream_tensor->shape, ", "), fmt::join(shape, ", ")));
@@ -529,8 +529,14 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
         up = OperandShape{"upstream", host_upstream->shape.to_vector(), host_upstream->strides.to_vector()};
     }
-    const GradientLayout layout =
-        plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);
+    GradientLayout layout;
+    if (differentiated.by_rows()) {  // read row by row; the gradients of full-shape inputs only
+        const auto shapes = operand_shapes(differentiated.inputs, host_inputs);
+        layout.read = plan_program_layout(differentiated, shapes, nullptr);
+        for (const auto& s : shapes) layout.sizes.push_back(element_count(s.shape));
+    } else {
+        layout = plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);
+    }
     std::vector<HostOperand> data = host_operands(host_inputs);
     if (host_upstream) data.push_back({host_upstream->data, host_upstream->dtype});
     auto values = reference_gradients(differentiated, layout, data, params_now(), upstream);
@@ -586,7 +592,8 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return
 std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     if (wrt.empty()) return cuda_source(inputs);
     const auto program = differentiate(state_->program, gradient_slots(state_->program, wrt));
-    const Shape shape = output_shape(inputs);
+    // The gradients' shared layout: the whole broadcast shape (even where the body is one per row).
+    const Shape shape = plan_program_layout(state_->program, operand_shapes(state_->program.inputs, inputs), nullptr).shape;
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
     if (program.is_map())  // the upstream gradient, in the output's dtype as torch passes it
