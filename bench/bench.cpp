@@ -435,6 +435,24 @@ int main(int argc, char** argv) try {
                 row = bench_problem(rp.problem, d, reps, Options{}, false);
             }
             row["read_fraction"] = row["gbps"].get<double>() / out["read_roofline"]["gbps"].get<double>();
+            if (explore) {
+                const Device d = upload(rp.problem.inputs, 2026);
+                json variants = json::array();
+                for (int block : {128, 256, 512}) {
+                    for (int unroll : {2, 4, 8}) {
+                        for (int per_sm : {0, 2, 4, 8}) {
+                            Options o;
+                            o.knobs.block_threads = block;
+                            o.knobs.unroll = unroll;
+                            o.knobs.max_blocks_per_sm = per_sm;
+                            const json v = bench_problem(rp.problem, d, reps, o, false);
+                            variants.push_back({{"block", block}, {"unroll", unroll}, {"max_blocks_per_sm", per_sm},
+                                                {"ms", v["ms"]}});
+                        }
+                    }
+                }
+                row["variants"] = variants;
+            }
             const json vg = bench_value_and_grad(rp.problem, rp.wrt, reps, false, false);
             row["value_and_grad_ms"] = vg["ms"];
             row["value_and_grad_floor_fraction"] = vg["gbps"].get<double>() / out["copy_roofline"]["gbps"].get<double>();

@@ -205,15 +205,21 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
                                            totals, kMaxTotals));
     KernelSpec spec;
     spec.loop = Loop::ByRow;
-    spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : 256;
+    spec.rank = static_cast<int>(layout.dims.size());
+    const std::size_t inner = layout.dims.size() - 1;
+    const long long columns = layout.dims[inner];
+    // A warp per row while a row is a few thousand elements (no block-wide synchronisation per row);
+    // the whole block beyond, so that long rows are not read by 32 threads alone. Warps come 16 to a
+    // block, blocks 256 threads: measured on H100 (bench --rows --explore, docs/performance.md),
+    // cross-entropy over 32768 x 4096 took 0.202 ms with 512 threads (16 warps) against 0.208 with
+    // 256, over 4096 x 131072 0.724 ms with 256-thread blocks against 0.755 with 128.
+    const bool warp_per_row = columns <= 8192;
+    spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : warp_per_row ? 512 : 256;
     spec.fast_math = knobs.fast_math.value_or(false);
     spec.tuned = tuned;
     spec.accumulator = Accumulator::Float64;
     if (knobs.accumulator != Accumulator::Auto && knobs.accumulator != Accumulator::Float64)
         spec.notes.push_back("a program that reduces along rows accumulates in float64");
-    spec.rank = static_cast<int>(layout.dims.size());
-    const std::size_t inner = layout.dims.size() - 1;
-    const long long columns = layout.dims[inner];
     const auto slots = read_inputs(program);
     const auto per_row = per_row_inputs(program, layout);
     if (operands.input_dtypes.size() < program.inputs.size() || operands.input_data.size() < program.inputs.size())
@@ -264,15 +270,15 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
         spec.notes.push_back(fmt::format("vector width 4 was asked for, but {}: vector width 1 is used", why_scalar));
     spec.vector_width = vector ? 4 : 1;
 
-    // A warp per row while a row is a few thousand elements (no block-wide synchronisation per row);
-    // the whole block beyond, so that long rows are not read by 32 threads alone.
-    spec.team = columns > 8192 ? spec.block_threads : kWarpThreads;
+    spec.team = warp_per_row ? kWarpThreads : spec.block_threads;
     if (knobs.unroll > 0) {
         spec.unroll = knobs.unroll;
     } else if (knobs.items_per_thread > 0) {
         spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
     } else {
-        spec.unroll = std::clamp(4 / std::max(1, element_inputs), 1, 4);
+        // Measured as above: one input read along the row (cross-entropy's logits) 2, against 4 at
+        // 0.219 ms; two or three (cosine, triplet) 4.
+        spec.unroll = element_inputs <= 1 ? 2 : 4;
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
@@ -374,11 +380,13 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         blocks = KernelSpec::blocks(spec, layout);
     }
     if (spec.loop == KernelSpec::Loop::ByRow) {
-        // A block per team of rows, not a resident grid taking rows in turn: blocks that end at
-        // different times keep every SM busy to the end (CE 32768 x 4096 on H100: a resident grid
-        // left the last rows to few warps, 86% of the read roofline). A reduction's partial sums
-        // (one per block and total) must fit the workspace's slots; beyond, blocks take rows grid-stride.
-        grid_limit = occupancy.max_blocks_per_sm > 0 ? resident : std::numeric_limits<int>::max();
+        // Teams of a block: a block per row, so that blocks ending at different times keep every SM
+        // busy to the end (H100, 16384 x 32768: 0.750 ms against 0.789 for a resident grid taking
+        // rows in turn). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
+        // block per 16 rows). A reduction's partial sums (one per block and total) must fit the
+        // workspace's slots; beyond, blocks take rows grid-stride.
+        const bool block_teams = spec.team == spec.block_threads && spec.team > kWarpThreads;
+        grid_limit = block_teams && occupancy.max_blocks_per_sm <= 0 ? std::numeric_limits<int>::max() : resident;
         if (!program.is_map()) {
             const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
             grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
