@@ -164,6 +164,9 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
         {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", true},
         {"mean(1 - sum(x * s, -1) / (max(sqrt(sum(x * x, -1)), 1e-8) * max(sqrt(sum(s * s, -1)), 1e-8)))", false},
         {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)", false},
+        // Composite: the factor 1 / sum(...) comes from a kernel of its own, first.
+        {"l = logsumexp(x, -1) - x[y]; sum(where(y % 3 != 0, l, 0)) / sum(y % 3 != 0)", true},
+        {"l = logsumexp(x, -1) - x[y]; sum((y % 5 + 1) * l) / sum(y % 5 + 1)", true},
     };
     for (const auto& problem : kProblems) {
         for (DType dtype : {DType::float32, DType::bfloat16}) {

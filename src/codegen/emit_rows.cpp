@@ -170,36 +170,34 @@ private:
             return out;
         }
         ExpressionPrinter final_printer(program_, PrintStyle::Cuda64);
-        std::size_t k = 0;
-        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
-            if (program_.nodes[id].kind == ir::NodeKind::Total) final_printer.name(static_cast<int>(id), fmt::format("t[{}]", k++));
+        for (std::size_t k = 0; k < totals_.size(); ++k) final_printer.name(totals_[k].node, fmt::format("t[{}]", k));
         for (const auto& p : program_.params)
             out += fmt::format("        const double {} = {}_f64;\n", cuda_param_name(p.name), cuda_param_name(p.name));
-        // Bindings of totals, in order (those of per-row values are never reached from here).
-        for (const auto& b : program_.bindings) {
-            if (!reaches_only_totals(b.node)) continue;
+        // Bindings the final value uses, in order (those of per-row values are never reached from here).
+        std::vector<bool> used(program_.bindings.size(), false);
+        std::vector<int> stack{program_.body};
+        std::vector<bool> seen(program_.nodes.size(), false);
+        while (!stack.empty()) {
+            const int id = stack.back();
+            stack.pop_back();
+            if (seen[static_cast<std::size_t>(id)]) continue;
+            seen[static_cast<std::size_t>(id)] = true;
+            const ir::Node& n = program_.node(id);
+            if (n.kind == ir::NodeKind::Total) continue;
+            if (n.kind == ir::NodeKind::Binding) {
+                used[static_cast<std::size_t>(n.slot)] = true;
+                stack.push_back(bound(id));
+            }
+            for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
+        }
+        for (std::size_t slot = 0; slot < program_.bindings.size(); ++slot) {
+            const auto& b = program_.bindings[slot];
+            if (!used[slot]) continue;
             out += fmt::format("        const double {} = {};\n", cuda_binding_name(b.name),
                                without_outer_parens(final_printer.define(b.node)));
         }
         out += fmt::format("        return {};\n    }}\n", without_outer_parens(final_printer.print(program_.body)));
         return out;
-    }
-
-    // Does this node's value come from totals, parameters and constants alone (checked: never mixed)?
-    bool reaches_only_totals(int id) const {
-        const ir::Node& n = program_.node(id);
-        switch (n.kind) {
-            case ir::NodeKind::Total: return true;
-            case ir::NodeKind::Input: case ir::NodeKind::RowReduce: case ir::NodeKind::Take:
-            case ir::NodeKind::RowLength: case ir::NodeKind::OneHot: return false;
-            case ir::NodeKind::Constant: case ir::NodeKind::Param: return true;
-            case ir::NodeKind::Binding: return reaches_only_totals(bound(id));
-            case ir::NodeKind::Apply:
-                for (int i = 0; i < n.arity; ++i)
-                    if (!reaches_only_totals(n.args[static_cast<std::size_t>(i)])) return false;
-                return true;
-        }
-        return false;
     }
 
     std::string value_type(int id) const { return program_.node(id).type == ValueType::Bool ? "bool" : "Value"; }

@@ -106,7 +106,15 @@ public:
             if (node.kind == ir::NodeKind::Apply) backward(node, id, *g);
             if (node.kind == ir::NodeKind::RowReduce) backward_row_reduction(node, id, *g);
             if (node.kind == ir::NodeKind::Take) backward_take(node, *g);
+            if (node.kind == ir::NodeKind::Total) {
+                // The one reduction the differentiated inputs reach: the body's derivative by it (a
+                // scalar of the other reductions) becomes the factor program; its argument's
+                // elements each get 1, and the kernel scales them by the factor and its divisor.
+                factor_ = *g;
+                give(node.args[0], b.constant(1.0));
+            }
         }
+        if (factor_) out_.gradient_factor = factor_program();
         for (int slot : wrt_) {
             std::optional<int> d;
             for (int id = 0; id < primal; ++id) {
@@ -215,6 +223,20 @@ private:
         hot.pos = n.pos;
         const int at_index = builder().intern(hot);
         give(n.args[0], builder().select(at_index, g, builder().constant(0.0)));
+    }
+
+    // The body's derivative by the differentiated reduction, as a Composite program of its own.
+    std::shared_ptr<const ir::Program> factor_program() {
+        auto factor = std::make_shared<ir::Program>();
+        factor->source_name = out_.source_name;
+        factor->source = out_.source;
+        factor->reduction = ir::Reduction::Composite;
+        factor->inputs = out_.inputs;
+        factor->params = out_.params;
+        factor->bindings = out_.bindings;
+        factor->nodes = out_.nodes;
+        factor->body = *factor_;
+        return factor;
     }
 
     int row_length() {
@@ -362,6 +384,7 @@ private:
     std::vector<bool> depends_;
     std::vector<std::optional<int>> adjoint_;
     std::vector<bool> index_;              // index inputs (one value per row)
+    std::optional<int> factor_;            // Composite: d body / d (the one reduction differentiated)
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
 };
 
@@ -392,9 +415,35 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt) 
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
-    if (program.reduction == ir::Reduction::Composite)
-        throw UnsupportedError("gradients of a program that combines several whole-tensor reductions are not supported "
-                               "yet (the factor each gets is known only after all of them)");
+    if (program.reduction == ir::Reduction::Composite) {
+        // The gradient of f(T1, ..., Tk) is the sum over the reductions of df/dTi times Ti's gradient;
+        // df/dTi is known only once every reduction is. One reduction may depend on the inputs
+        // differentiated: its factor is computed first, from the others (which read only what they
+        // read: the indices and class weights of a weighted cross-entropy), and scales the gradient.
+        const auto totals = row_totals(program);
+        std::vector<bool> depends(program.nodes.size(), false);
+        for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+            const ir::Node& n = program.nodes[id];
+            bool d = n.kind == ir::NodeKind::Input && std::find(wrt.begin(), wrt.end(), n.slot) != wrt.end();
+            if (n.kind == ir::NodeKind::Binding)
+                d = depends[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+            for (int i = 0; i < n.arity; ++i) d = d || depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+            depends[id] = d;
+        }
+        std::vector<int> reached;
+        for (std::size_t k = 0; k < totals.size(); ++k)
+            if (depends[static_cast<std::size_t>(totals[k].node)]) reached.push_back(static_cast<int>(k));
+        if (reached.size() > 1) {
+            const ast::Pos at = program.node(totals[static_cast<std::size_t>(reached[1])].node).pos;
+            throw UnsupportedError(fmt::format(
+                "{}:{}:{}: the inputs differentiated reach {} of the whole-tensor reductions; gradients are supported "
+                "where they reach one (as in sum(w[y] * l) / sum(w[y]))", program.source_name, at.line, at.column,
+                reached.size()));
+        }
+        ir::Program differentiated = Differentiator(program, wrt).run();
+        differentiated.gradient_total = reached.empty() ? 0 : reached[0];
+        return differentiated;
+    }
     if (program.by_rows() && program.is_map())
         throw UnsupportedError("gradients of maps that reduce along rows are not supported yet");
     return Differentiator(program, wrt).run();

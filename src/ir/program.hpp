@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,12 @@ struct Program {
     std::vector<Node> nodes;
     int body = -1;
     std::vector<Derivative> derivatives;  // empty unless differentiated; further roots beside body
+    // A differentiated Composite program: `derivatives` are those of the one whole-tensor reduction
+    // that depends on the inputs differentiated (gradient_total: its index in row_totals), and the
+    // body's derivative by that reduction, a scalar of the other reductions, is gradient_factor's
+    // value (a Composite program of its own, launched first: its value scales the gradients).
+    int gradient_total = 0;
+    std::shared_ptr<const Program> gradient_factor;
 
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }

@@ -70,8 +70,19 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
 std::vector<RowTotal> row_totals(const ir::Program& program) {
     std::vector<RowTotal> totals;
     if (program.reduction == ir::Reduction::Composite) {
+        // The totals the body reaches (a binding of one it never uses is not computed).
+        std::vector<bool> reached(program.nodes.size(), false);
+        reached[static_cast<std::size_t>(program.body)] = true;
+        for (std::size_t id = program.nodes.size(); id-- > 0;) {
+            if (!reached[id]) continue;
+            const ir::Node& n = program.nodes[id];
+            if (n.kind == ir::NodeKind::Total) continue;  // its argument is the kernel's, not the final value's
+            if (n.kind == ir::NodeKind::Binding)
+                reached[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)] = true;
+            for (int i = 0; i < n.arity; ++i) reached[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])] = true;
+        }
         for (std::size_t id = 0; id < program.nodes.size(); ++id)
-            if (program.nodes[id].kind == ir::NodeKind::Total)
+            if (reached[id] && program.nodes[id].kind == ir::NodeKind::Total)
                 totals.push_back({static_cast<ir::Reduction>(program.nodes[id].slot), program.nodes[id].args[0], static_cast<int>(id)});
     } else if (!program.is_map()) {
         totals.push_back({program.reduction, program.body, -1});

@@ -361,14 +361,15 @@ private:
 // parameters and constants, in float64 as the kernel's finish computes it.
 double composite_value(const ir::Program& program, std::span<const double> totals, std::span<const double> params) {
     std::vector<double> value(program.nodes.size(), 0.0);
-    std::size_t next_total = 0;
+    const auto listed = row_totals(program);  // `totals` in this order
+    for (std::size_t k = 0; k < listed.size(); ++k) value[static_cast<std::size_t>(listed[k].node)] = totals[k];
     for (std::size_t id = 0; id < program.nodes.size(); ++id) {
         const ir::Node& n = program.nodes[id];
         switch (n.kind) {
             case ir::NodeKind::Constant: value[id] = n.value; break;
             case ir::NodeKind::Param: value[id] = params[static_cast<std::size_t>(n.slot)]; break;
             case ir::NodeKind::Binding: value[id] = value[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
-            case ir::NodeKind::Total: value[id] = totals[next_total++]; break;
+            case ir::NodeKind::Total: break;  // set above (0 for one the body never reaches)
             case ir::NodeKind::Apply:
                 value[id] = apply_builtin(n.fn, value[static_cast<std::size_t>(n.args[0])],
                                           n.arity > 1 ? value[static_cast<std::size_t>(n.args[1])] : 0.0,
@@ -494,7 +495,7 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                                                           std::span<const std::int64_t> sizes,
                                                           std::span<const HostOperand> inputs,
                                                           std::span<const double> params, double upstream) {
-    const double scale = upstream / total_divisors(program, layout).at(0);
+    const double scale = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
     std::vector<std::vector<double>> grads;
     for (const auto& d : program.derivatives) {
         const auto slot = static_cast<std::size_t>(d.input);

@@ -88,6 +88,7 @@ struct Loss::State {
     struct GradientProgram {  // the program differentiated for one list of inputs
         ir::Program program;
         Launchable launchable;
+        Launchable factor;  // a Composite program's gradient factor (program.gradient_factor), if any
     };
     struct NamesLess {  // lets a span of names find a vector of names
         using is_transparent = void;
@@ -164,10 +165,10 @@ struct Loss::State {
     }
 
     // The gradient program for `wrt`, differentiating on first use.
-    const Launchable& gradient_program(std::span<const std::string> wrt) {
+    const GradientProgram& gradient_program(std::span<const std::string> wrt) {
         {
             std::shared_lock lock(gradients_mutex);
-            if (auto it = gradients.find(wrt); it != gradients.end()) return it->second->launchable;
+            if (auto it = gradients.find(wrt); it != gradients.end()) return *it->second;
         }
         const auto slots = gradient_slots(program, wrt);
         auto entry = std::make_unique<GradientProgram>();
@@ -179,8 +180,13 @@ struct Loss::State {
             slot->launchable.program = &slot->program;
             slot->launchable.operands = &operand_names(slot->program);
             slot->launchable.label = fmt::format("grad({}) ", fmt::join(wrt, ","));
+            if (const auto& factor = slot->program.gradient_factor) {
+                slot->factor.program = factor.get();
+                slot->factor.operands = &factor->inputs;
+                slot->factor.label = fmt::format("grad({}) factor ", fmt::join(wrt, ","));
+            }
         }
-        return slot->launchable;
+        return *slot;
     }
 
     // A launch holds its stream's lock until the caller drops this (operator() first queues the
@@ -299,7 +305,8 @@ struct Loss::State {
         if (grads.size() != wrt.size())
             throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
                                          wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
-        const Launchable& what = gradient_program(wrt);
+        const GradientProgram& differentiated = gradient_program(wrt);
+        const Launchable& what = differentiated.launchable;
 
         const Shape shape = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr).shape;
         if (upstream_tensor && upstream_tensor->shape != shape)
@@ -314,6 +321,25 @@ struct Loss::State {
             operands.assign(inputs.begin(), inputs.end());
             operands.push_back(*upstream_tensor);
             inputs = operands;
+        }
+        if (differentiated.factor.program) {
+            // The factor first, into this stream's workspace; the gradient kernel reads it there as
+            // its upstream gradient (stream order: no host sync).
+            if (upstream.device)
+                throw UnsupportedError("an upstream gradient in device memory is not supported for a program that "
+                                       "combines several whole-tensor reductions");
+            const DeviceFacts& dev = ensure_device();
+            cuda::ScopedContext scope(*dev.context);
+            float* factor = nullptr;
+            {
+                StreamState& here = stream_state(stream);
+                std::lock_guard lock(here.mutex);
+                here.workspace.ensure(dev.context, workspace_slots(), stream);
+                factor = here.workspace.factor();
+            }
+            const OutputView factor_view{factor, DType::float32, {}, {}};
+            run(differentiated.factor, inputs, nullptr, &factor_view, stream, {}, {});
+            upstream = Upstream::on_device(factor, upstream.value);
         }
         run(what, inputs, &layout_view, device_value, stream, grads, upstream);
     }
@@ -539,6 +565,10 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     }
     std::vector<HostOperand> data = host_operands(host_inputs);
     if (host_upstream) data.push_back({host_upstream->data, host_upstream->dtype});
+    if (const auto& factor = differentiated.gradient_factor) {  // d body / d the reduction differentiated
+        const Layout factor_layout = plan_program_layout(*factor, operand_shapes(factor->inputs, host_inputs), nullptr);
+        upstream *= reference_reduce(*factor, factor_layout, data, params_now());
+    }
     auto values = reference_gradients(differentiated, layout, data, params_now(), upstream);
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {

@@ -136,9 +136,9 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     plan->grid = plan_grid(program, plan->spec, plan->layout, occupancy);
     if (program.by_rows()) {
         for (double d : total_divisors(program, plan->layout)) plan->scales.push_back(1.0 / d);
-        // A single reduction's divisor also scales its gradients (run: upstream / divisor).
-        if (!program.is_map() && program.reduction != ir::Reduction::Composite)
-            plan->divisor = total_divisors(program, plan->layout).at(0);
+        // The divisor of the reduction differentiated also scales its gradients (run: upstream / divisor).
+        if (!program.is_map() && (program.reduction != ir::Reduction::Composite || !program.derivatives.empty()))
+            plan->divisor = total_divisors(program, plan->layout).at(static_cast<std::size_t>(program.gradient_total));
     } else {
         plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
     }

@@ -119,6 +119,8 @@ public:
     double* partials() const { return reinterpret_cast<double*>(memory_->get()); }
     unsigned int* arrivals() const { return reinterpret_cast<unsigned int*>(memory_->get() + sizeof(double) * slots_); }
     float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }  // float32
+    // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float32.
+    float* factor() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 24); }
 
     // The columns loop's arrival counters and partial sums, at least this many. Kernels leave every
     // counter at 0, and the counters never move, so plans of other sizes share the buffer; it is
