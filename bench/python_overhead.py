@@ -60,9 +60,28 @@ def main():
         ("torch eager: F.mse_loss(p, t)", lambda: F.mse_loss(p, t)),
         ("torch.compile: torch.mean((p - t) ** 2)", lambda: mse_compiled(p, t)),
     ]
+    # Where the direct path's time goes: its parts, each alone.
+    from lossjit import _lib, _torch as lt
+    side = loss._torch
+    lay = side.layout((p, t))
+    stream = lt._raw_stream(0)
+    ex = lt._exec_address(side.handle, 0, stream)
+    out = torch.empty((), device=dev)
+    side.result.data, side.result.dtype = out.data_ptr(), lay.out_code
+    results = lt._Results(torch.float32, dev)
+    parts = [
+        ("part: the C call alone (lossjit_evaluate: checks, plan lookup, cuLaunchKernel)",
+         lambda: lt._evaluate(side.handle, lay.address, lay.count, side.result_address, ex)),
+        ("part: a ctypes call that does nothing (lossjit_c_api_version)", _lib.gil_lib.lossjit_c_api_version),
+        ("part: torch.empty((), device=cuda)", lambda: torch.empty((), dtype=torch.float32, device=dev)),
+        ("part: the next 0-dim result view (_Results.next)", results.next),
+        ("part: the layout key of two tensors", lambda: lt._key((p, t))),
+        ("part: the current raw stream", lambda: lt._raw_stream(0)),
+        ("part: two data_ptr() into the views", lambda: [setattr(v, "data", x.data_ptr()) for v, x in zip(lay.items, (p, t))]),
+    ]
     rows = []
     with torch.no_grad():
-        for name, fn in variants:
+        for name, fn in variants + parts:
             median, best = host_us(fn, args.calls, args.repeats)
             rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
             print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)

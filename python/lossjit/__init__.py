@@ -127,10 +127,14 @@ class Loss:
             name = ctypes.c_char_p()
             _lib.check(lib.lossjit_param_at(handle, i, ctypes.byref(name), None))
             self._param_names.append(name.value.decode())
-        self._torch = None  # the torch side (lossjit._torch.TorchLoss), made on the first tensor call
         with _registry_lock:
             self._id = (max(_registry) + 1) if _registry else 1
             _registry[self._id] = self
+        # The torch side (lossjit._torch.TorchLoss): made now if torch is loaded (so that a first call
+        # inside torch.compile finds it made), else on the first tensor call.
+        self._torch = None
+        if "torch" in sys.modules:
+            self._torch_side()
 
     def __del__(self):
         handle, self._handle = getattr(self, "_handle", None), None
@@ -141,6 +145,8 @@ class Loss:
         """Frees the compiled program now (a Loss used after this raises UsageError)."""
         with _registry_lock:
             _registry.pop(self._id, None)
+        if self._torch is not None:
+            self._torch.handle = None
         self.__del__()
 
     def __repr__(self):
@@ -178,6 +184,9 @@ class Loss:
     def __call__(self, *args):
         """Reduction: the value (a 0-dim tensor for torch tensors, differentiable; a float for NumPy).
         Map: the output tensor (or array)."""
+        side = self._torch
+        if side is not None and args and isinstance(args[0], side.Tensor):
+            return side(args)
         torch = sys.modules.get("torch")
         if torch is not None and args and isinstance(args[0], torch.Tensor):
             return self._torch_side()(args)

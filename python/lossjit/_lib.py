@@ -108,14 +108,14 @@ def _load():
             tried.append(f"{path}: no such file")
             continue
         try:
-            return ctypes.CDLL(path)
+            return ctypes.CDLL(path), ctypes.PyDLL(path)  # one library; PyDLL calls keep the GIL
         except OSError as e:
             tried.append(str(e))
     raise ImportError("lossjit: cannot load liblossjit_c.so.1 (build it with CMake, or set LOSSJIT_LIBRARY "
                       "to its path); tried:\n  " + "\n  ".join(tried))
 
 
-lib = _load()
+lib, gil_lib = _load()
 
 _vp, _sz, _i32, _cp, _dbl = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_char_p, ctypes.c_double
 _SIGNATURES = {
@@ -154,8 +154,9 @@ _SIGNATURES = {
     "lossjit_reference_dlpack": (_i32, [_vp, _vp, _sz, ctypes.POINTER(_dbl)]),
 }
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
-    _f = getattr(lib, _name)
-    _f.restype, _f.argtypes = _restype, _argtypes
+    for _library in (lib, gil_lib):
+        _f = getattr(_library, _name)
+        _f.restype, _f.argtypes = _restype, _argtypes
 
 _version = lib.lossjit_c_api_version()
 if _version >> 16 != C_API_MAJOR:

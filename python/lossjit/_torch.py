@@ -15,10 +15,13 @@ from . import _lib
 from ._lib import SCRATCH_TOO_SMALL, UsageError
 
 lib = _lib.lib
-_evaluate = lib.lossjit_evaluate
-_map = lib.lossjit_map
-_value_and_grad = lib.lossjit_value_and_grad
-_map_grad = lib.lossjit_map_grad
+# The GPU entry points through PyDLL: the GIL stays held during the call (microseconds: the host
+# side of a launch), so no other thread patches the shared ctypes views while C reads them. (The
+# first call of a layout holds it while NVRTC compiles.)
+_evaluate = _lib.gil_lib.lossjit_evaluate
+_map = _lib.gil_lib.lossjit_map
+_value_and_grad = _lib.gil_lib.lossjit_value_and_grad
+_map_grad = _lib.gil_lib.lossjit_map_grad
 
 # torch dtype <-> lossjit code, by the names of the library's dtype table (torch spells them alike).
 _CODES = {getattr(torch, name): code for code, name in enumerate(_lib.DTYPE_NAMES)}
@@ -95,15 +98,37 @@ def _key(tensors):
     return tuple(key)
 
 
+class _Results:
+    """0-dim result tensors handed out one per eager call: views of one buffer of 256, made with
+    unbind (one allocation and one call per 256 results instead of a torch.empty each). Each view
+    is its own element, never handed out twice; the buffer is freed when its last view is. One per
+    (device, stream, dtype), allocated on that stream like torch.empty would be."""
+    __slots__ = ("views", "dtype", "device")
+    SIZE = 256
+
+    def __init__(self, dtype, device):
+        self.views, self.dtype, self.device = iter(()), dtype, device
+
+    def next(self):
+        out = next(self.views, None)
+        if out is None:
+            self.views = iter(torch.empty(self.SIZE, dtype=self.dtype, device=self.device).unbind())
+            out = next(self.views)
+        return out
+
+
 class TorchLoss:
     """The torch side of a lossjit.Loss."""
+    Tensor = torch.Tensor
 
     def __init__(self, loss):
         self.loss = loss
+        self.handle = loss._handle
         self.id = loss._id
         self.n = len(loss.inputs)
         self.is_map = loss.kind == "map"
         self.layouts = {}
+        self.results = {}  # (device, stream, dtype) -> _Results
         self.result = _lib.View(None, 0, 0, None, None)  # reused by eager reductions
         self.result_address = ctypes.addressof(self.result)
 
@@ -119,25 +144,59 @@ class TorchLoss:
                     raise UsageError(f"input {i} ('{self.loss.inputs[i]}') is on {t.device}, input 0 on {tensors[0].device}")
             if device < 0:
                 raise UsageError("CPU tensors: lossjit runs torch tensors on CUDA devices (Loss.reference takes host data)")
-            lay = self.layouts[key] = _Layout(self.loss._handle, tensors, device)
+            lay = self.layouts[key] = _Layout(self.handle, tensors, device)
         return lay
 
     # ---- entry points ----
     def __call__(self, tensors):
-        if tensors and tensors[0].device.type == "cpu":
-            return self._on_cpu(tensors)
+        if torch.compiler.is_compiling():  # traced: only the ops, which torch.compile sees through their fake kernels
+            return self.through_ops(tensors)
+        if torch.is_grad_enabled():
+            for t in tensors:
+                if t.requires_grad:
+                    return self.through_ops(tensors)
+        if self.is_map:
+            return self.run_map(tensors, None)
+        # The eager fast path (no autograd, no dispatcher): the layout's views get the pointers,
+        # the result is the next of a buffer's 0-dim views, one C call launches.
+        key = []
+        for t in tensors:
+            key += (t.shape, t.stride(), t.dtype, t.get_device())
+        lay = self.layouts.get(tuple(key))
+        if lay is None:
+            if tensors and tensors[0].get_device() < 0:
+                return self._on_cpu(tensors)
+            lay = self.layout(tensors)
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        device = lay.device
+        stream = _raw_stream(device)
+        results = self.results.get((device, stream, lay.out_code))
+        if results is None:
+            results = self.results[(device, stream, lay.out_code)] = _Results(lay.out_dtype, lay.torch_device)
+        out = results.next()
+        result = self.result
+        result.data = out.data_ptr()
+        result.dtype = lay.out_code
+        entry = _scratch.get((device, stream))
+        status = _evaluate(self.handle, lay.address, lay.count, self.result_address,
+                           entry[2] if entry is not None else _exec_address(self.handle, device, stream))
+        if status:
+            if status != SCRATCH_TOO_SMALL:
+                raise _lib.error(status)
+            _launch(_evaluate, self.handle, device, stream, lay.address, lay.count, self.result_address)
+        return out
+
+    def through_ops(self, tensors):
+        """The custom ops: what autograd and torch.compile see."""
         mask = 0
         if torch.is_grad_enabled():
             for i, t in enumerate(tensors):
                 if t.requires_grad:
                     mask |= 1 << i
         if self.is_map:
-            if mask or torch.compiler.is_compiling():
-                return torch.ops.lossjit.map(self.id, list(tensors))
-            return self.run_map(tensors, None)
-        if mask or torch.compiler.is_compiling():
-            return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
-        return self.evaluate(tensors)  # the eager fast path: no dispatcher, no autograd
+            return torch.ops.lossjit.map(self.id, list(tensors))
+        return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
 
     def _on_cpu(self, tensors):
         arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
@@ -145,22 +204,15 @@ class TorchLoss:
         return torch.tensor(out, dtype=torch.float64) if not self.is_map else torch.from_numpy(out)
 
     def evaluate(self, tensors):
+        """The value into a fresh tensor (inside the op; the eager path in __call__ does the same)."""
         lay = self.layout(tensors)
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         out = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
-        result = self.result
-        result.data = out.data_ptr()
-        result.dtype = lay.out_code
-        device = lay.device
-        stream = _raw_stream(device)
-        entry = _scratch.get((device, stream))
-        status = _evaluate(self.loss._handle, lay.address, lay.count, self.result_address,
-                           entry[2] if entry is not None else _exec_address(self.loss._handle, device, stream))
-        if status:
-            if status != SCRATCH_TOO_SMALL:
-                raise _lib.error(status)
-            _launch(_evaluate, self.loss._handle, device, stream, lay.address, lay.count, self.result_address)
+        self.result.data = out.data_ptr()
+        self.result.dtype = lay.out_code
+        _launch(_evaluate, self.handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
+                self.result_address)
         return out
 
     def run_map(self, tensors, out):
