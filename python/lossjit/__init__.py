@@ -8,8 +8,10 @@
 NumPy arrays (and host __dlpack__ objects) run on the float64 CPU reference. docs/python.md has the rest.
 """
 import ctypes
+import itertools
 import sys
 import threading
+import weakref
 
 from . import _lib
 from ._lib import (CaptureError, CompileError, CudaError, InternalError, LossjitError, NoDeviceError,
@@ -36,16 +38,19 @@ def cuda_available():
 
 
 _KINDS = {None: 0, "reduction": 1, "map": 2}
-_registry = {}  # id -> Loss: the PyTorch op names its Loss by an int (a constant under torch.compile)
+# id -> Loss: the PyTorch ops name their Loss by an int (a constant under torch.compile). Weak: a
+# Loss is freed when its last user drops it (a compiled function holds the Loss it calls).
+_registry = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
+_ids = itertools.count(1)
 
 
-def compile(program, inputs=None, params=None, *, device=0, source_name="expr", expect=None):
+def compile(program, inputs=None, params=None, *, source_name="expr", expect=None):
     """Parses and checks `program` (SourceError with a caret on mistakes); needs no GPU.
 
     inputs: the call order of the inputs (default: order of first appearance); params: {name: default}
-    (overrides `param x = v;`); device: the CUDA device of calls whose tensors carry none (NumPy has
-    none; torch tensors run on their own device); expect: "reduction" or "map" to refuse the other kind.
+    (overrides `param x = v;`); expect: "reduction" or "map" to refuse the other kind. Tensors run
+    on their own CUDA device, whichever it is.
     """
     if expect not in _KINDS:
         raise UsageError(f"expect is {expect!r}; it takes 'reduction', 'map' or None")
@@ -61,7 +66,6 @@ def compile(program, inputs=None, params=None, *, device=0, source_name="expr", 
         array = (_lib.Param * len(params))(*[_lib.Param(k.encode(), float(v)) for k, v in params.items()])
         keep.append(array)
         options.params, options.param_count = array, len(params)
-    options.device = device
     options.expect = _KINDS[expect]
     handle = ctypes.c_void_p()
     _lib.check(_lib.lib.lossjit_compile(program.encode(), ctypes.byref(options), ctypes.byref(handle)))
@@ -128,7 +132,7 @@ class Loss:
             _lib.check(lib.lossjit_param_at(handle, i, ctypes.byref(name), None))
             self._param_names.append(name.value.decode())
         with _registry_lock:
-            self._id = (max(_registry) + 1) if _registry else 1
+            self._id = next(_ids)
             _registry[self._id] = self
         # The torch side (lossjit._torch.TorchLoss): made now if torch is loaded (so that a first call
         # inside torch.compile finds it made), else on the first tensor call.

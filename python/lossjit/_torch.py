@@ -11,7 +11,7 @@ from typing import List
 
 import torch
 
-from . import _lib
+from . import _lib, _registry
 from ._lib import SCRATCH_TOO_SMALL, UsageError
 
 lib = _lib.lib
@@ -303,8 +303,10 @@ def _tensor_view(t, keep):
 
 
 def _side(loss_id):
-    from . import _registry
-    return _registry[loss_id]._torch_side()
+    loss = _registry.get(loss_id)
+    if loss is None:
+        raise UsageError(f"lossjit op called for Loss {loss_id}, which no longer exists (keep the Loss alive)")
+    return loss._torch_side()
 
 
 def _set_bits(inputs, mask):
@@ -388,6 +390,7 @@ def _(loss_id, inputs, upstream, wrt_mask):
 def _map_setup(ctx, inputs, output):
     loss_id, tensors = inputs
     ctx.loss_id, ctx.count = loss_id, len(tensors)
+    ctx.loss = _registry.get(loss_id)  # keeps the Loss alive until backward has run its kernel
     ctx.mask = sum(1 << i for i, t in enumerate(tensors) if t.requires_grad)
     ctx.save_for_backward(*tensors)
 

@@ -122,3 +122,17 @@ def test_dlpack_objects_on_the_reference():
 def test_cuda_available_says_why():
     ok, reason = lossjit.cuda_available()
     assert ok or reason
+
+
+def test_a_dropped_loss_is_freed():
+    import gc
+    loss = lossjit.compile("mean(p)")
+    key = loss._id
+    assert lossjit._registry.get(key) is loss
+    del loss
+    gc.collect()
+    assert lossjit._registry.get(key) is None
+    closed = lossjit.compile("mean(p)")
+    closed.close()
+    with pytest.raises(lossjit.UsageError, match="NULL"):
+        closed.reference(np.zeros(2))

@@ -30,7 +30,7 @@ thread_local LastError last_error;
 class Views {
 public:
     Views(const lossjit_view* views, std::size_t count) {
-        if (count > 0 && !views) throw UsageError(fmt_count(count));
+        if (count > 0 && !views) throw UsageError("the inputs are NULL but their count is " + std::to_string(count));
         if (count > kInline) heap_.resize(count);
         TensorView* out = count > kInline ? heap_.data() : inline_.data();
         for (std::size_t i = 0; i < count; ++i) out[i] = capi::to_view(views[i], "an input");
@@ -39,9 +39,6 @@ public:
     std::span<const TensorView> span() const { return span_; }
 
 private:
-    static std::string fmt_count(std::size_t count) {
-        return "the inputs are NULL but their count is " + std::to_string(count);
-    }
     static constexpr std::size_t kInline = 8;
     std::array<TensorView, kInline> inline_;
     std::vector<TensorView> heap_;
