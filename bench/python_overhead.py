@@ -63,15 +63,16 @@ def main():
     # Where the direct path's time goes: its parts, each alone.
     from lossjit import _lib, _torch as lt
     side = loss._torch
-    lay = side.layout((p, t))
+    st = side.state()
+    lay = side.layout((p, t), st)
     stream = lt._raw_stream(0)
     ex = lt._exec_address(side.handle, 0, stream)
     out = torch.empty((), device=dev)
-    side.result.data, side.result.dtype = out.data_ptr(), lay.out_code
+    st.result.data, st.result.dtype = out.data_ptr(), lay.out_code
     results = lt._Results(torch.float32, dev)
     parts = [
         ("part: the C call alone (lossjit_evaluate: checks, plan lookup, cuLaunchKernel)",
-         lambda: lt._evaluate(side.handle, lay.address, lay.count, side.result_address, ex)),
+         lambda: lt._evaluate(side.handle, lay.address, lay.count, st.result_address, ex)),
         ("part: a ctypes call that does nothing (lossjit_c_api_version)", _lib.gil_lib.lossjit_c_api_version),
         ("part: torch.empty((), device=cuda)", lambda: torch.empty((), dtype=torch.float32, device=dev)),
         ("part: the next 0-dim result view (_Results.next)", results.next),

@@ -7,6 +7,7 @@ second lossjit kernel). Every tensor lossjit writes, and its scratch, comes from
 allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
 """
 import ctypes
+import threading
 from typing import List
 
 import torch
@@ -15,9 +16,9 @@ from . import _lib, _registry
 from ._lib import SCRATCH_TOO_SMALL, UsageError
 
 lib = _lib.lib
-# The GPU entry points through PyDLL: the GIL stays held during the call (microseconds: the host
-# side of a launch), so no other thread patches the shared ctypes views while C reads them. (The
-# first call of a layout holds it while NVRTC compiles.)
+# The GPU entry points through PyDLL: the GIL stays held during the call (the host side of a
+# launch, microseconds), which saves releasing and taking it back; the first call of a layout
+# holds it while NVRTC compiles (milliseconds).
 _evaluate = _lib.gil_lib.lossjit_evaluate
 _map = _lib.gil_lib.lossjit_map
 _value_and_grad = _lib.gil_lib.lossjit_value_and_grad
@@ -117,6 +118,19 @@ class _Results:
         return out
 
 
+class _ThreadState:
+    """What one thread's calls patch and pass: its layouts' ctypes views, its result view and its
+    result buffers. Per thread, so that two threads calling one Loss never write each other's
+    pointers between setting them and the C call."""
+    __slots__ = ("layouts", "results", "result", "result_address")
+
+    def __init__(self):
+        self.layouts = {}   # layout key -> _Layout
+        self.results = {}   # (device, stream, dtype code) -> _Results
+        self.result = _lib.View(None, 0, 0, None, None)
+        self.result_address = ctypes.addressof(self.result)
+
+
 class TorchLoss:
     """The torch side of a lossjit.Loss."""
     Tensor = torch.Tensor
@@ -127,14 +141,17 @@ class TorchLoss:
         self.id = loss._id
         self.n = len(loss.inputs)
         self.is_map = loss.kind == "map"
-        self.layouts = {}
-        self.results = {}  # (device, stream, dtype) -> _Results
-        self.result = _lib.View(None, 0, 0, None, None)  # reused by eager reductions
-        self.result_address = ctypes.addressof(self.result)
+        self.local = threading.local()
 
-    def layout(self, tensors):
+    def state(self):
+        st = getattr(self.local, "state", None)
+        if st is None:
+            st = self.local.state = _ThreadState()
+        return st
+
+    def layout(self, tensors, st):
         key = _key(tensors)
-        lay = self.layouts.get(key)
+        lay = st.layouts.get(key)
         if lay is None:
             if len(tensors) != self.n:
                 self.loss._check_count(tensors)
@@ -144,7 +161,7 @@ class TorchLoss:
                     raise UsageError(f"input {i} ('{self.loss.inputs[i]}') is on {t.device}, input 0 on {tensors[0].device}")
             if device < 0:
                 raise UsageError("CPU tensors: lossjit runs torch tensors on CUDA devices (Loss.reference takes host data)")
-            lay = self.layouts[key] = _Layout(self.handle, tensors, device)
+            lay = st.layouts[key] = _Layout(self.handle, tensors, device)
         return lay
 
     # ---- entry points ----
@@ -159,32 +176,33 @@ class TorchLoss:
             return self.run_map(tensors, None)
         # The eager fast path (no autograd, no dispatcher): the layout's views get the pointers,
         # the result is the next of a buffer's 0-dim views, one C call launches.
+        st = getattr(self.local, "state", None) or self.state()
         key = []
         for t in tensors:
             key += (t.shape, t.stride(), t.dtype, t.get_device())
-        lay = self.layouts.get(tuple(key))
+        lay = st.layouts.get(tuple(key))
         if lay is None:
             if tensors and tensors[0].get_device() < 0:
                 return self._on_cpu(tensors)
-            lay = self.layout(tensors)
+            lay = self.layout(tensors, st)
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         device = lay.device
         stream = _raw_stream(device)
-        results = self.results.get((device, stream, lay.out_code))
+        results = st.results.get((device, stream, lay.out_code))
         if results is None:
-            results = self.results[(device, stream, lay.out_code)] = _Results(lay.out_dtype, lay.torch_device)
+            results = st.results[(device, stream, lay.out_code)] = _Results(lay.out_dtype, lay.torch_device)
         out = results.next()
-        result = self.result
+        result = st.result
         result.data = out.data_ptr()
         result.dtype = lay.out_code
         entry = _scratch.get((device, stream))
-        status = _evaluate(self.handle, lay.address, lay.count, self.result_address,
+        status = _evaluate(self.handle, lay.address, lay.count, st.result_address,
                            entry[2] if entry is not None else _exec_address(self.handle, device, stream))
         if status:
             if status != SCRATCH_TOO_SMALL:
                 raise _lib.error(status)
-            _launch(_evaluate, self.handle, device, stream, lay.address, lay.count, self.result_address)
+            _launch(_evaluate, self.handle, device, stream, lay.address, lay.count, st.result_address)
         return out
 
     def through_ops(self, tensors):
@@ -205,18 +223,19 @@ class TorchLoss:
 
     def evaluate(self, tensors):
         """The value into a fresh tensor (inside the op; the eager path in __call__ does the same)."""
-        lay = self.layout(tensors)
+        st = self.state()
+        lay = self.layout(tensors, st)
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         out = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
-        self.result.data = out.data_ptr()
-        self.result.dtype = lay.out_code
+        st.result.data = out.data_ptr()
+        st.result.dtype = lay.out_code
         _launch(_evaluate, self.handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
-                self.result_address)
+                st.result_address)
         return out
 
     def run_map(self, tensors, out):
-        lay = self.layout(tensors)
+        lay = self.layout(tensors, self.state())
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         if out is None:
@@ -235,7 +254,7 @@ class TorchLoss:
 
     def value_and_grad_masked(self, tensors, mask):
         """[value, gradient of each input whose bit is set in mask] (fresh tensors)."""
-        lay = self.layout(tensors)
+        lay = self.layout(tensors, self.state())
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         value = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
@@ -276,7 +295,7 @@ class TorchLoss:
         return out[0], tuple(by_input[n] for n in names)
 
     def map_grad(self, tensors, upstream, mask):
-        lay = self.layout(tensors)
+        lay = self.layout(tensors, self.state())
         for view, t in zip(lay.items, tensors):
             view.data = t.data_ptr()
         wrt, grads = [], []
