@@ -3,7 +3,10 @@
 # /usr/local/cuda). Does nothing when they are all present, so it is cheap to run before every build.
 set -euo pipefail
 
-packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev libreadline-dev libboost-math-dev)
+packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev libreadline-dev libboost-math-dev
+          libdlpack-dev python3-numpy python3-pytest python3-setuptools python3-pip)
+# libdlpack-dev: dlpack/dlpack.h for the C ABI (liblossjit_c.so); the python3 packages: the Python
+# package's tests (python/tests, run by scripts/test.sh) and `pip install ./python`.
 # Where clang 14 is installed, scripts/test.sh also runs a short fuzz test; it needs clang's runtime
 # (libFuzzer and the sanitizers), which Debian ships apart from the compiler.
 if dpkg-query -W -f='${Status}' clang-14 2>/dev/null | grep -q "install ok installed"; then

@@ -212,6 +212,20 @@ TEST_CASE("bad options are refused at compile()") {
     CHECK_THROWS_AS(compile("mean(p - t)", options), SourceError);
 }
 
+TEST_CASE("devices: a negative ordinal is refused; on_device copies the program and its parameters") {
+    Options options;
+    options.device = -1;
+    CHECK_THROWS_WITH_AS(compile("mean(p)", options), "device -1 is not a CUDA device ordinal", UsageError);
+    Loss loss = compile("param beta = 1; mean(beta * p)");
+    loss.set_param("beta", 3.0);
+    const Loss other = loss.on_device(5);  // no GPU is touched until a call
+    CHECK(loss.device() == 0);
+    CHECK(other.device() == 5);
+    CHECK(other.params()[0].value == 3.0);
+    CHECK(Loss(other).device() == 5);  // copies keep the device
+    CHECK_THROWS_AS((void)loss.on_device(-2), UsageError);
+}
+
 TEST_CASE("empty tensors and more than 2^31 elements are handled, not refused") {
     Options options;
     options.inputs = {"p", "t"};

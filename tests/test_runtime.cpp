@@ -12,6 +12,7 @@
 
 #include "lossjit/lossjit.hpp"
 #include "runtime/plans.hpp"
+#include "runtime/scratch.hpp"
 
 using namespace lossjit;
 
@@ -153,6 +154,32 @@ TEST_CASE("without a GPU, many threads on many streams each fail on their own; n
     CHECK(usage_errors == kThreads / 2 * 20);  // one input for two: caught before the device is asked
     CHECK(other == 0);
     CHECK(loss.cuda_source(good).find("lossjit_kernel") != std::string::npos);  // still usable
+}
+
+TEST_CASE("lent scratch: a ScratchScope lends its buffer to this thread's calls, scopes nest, other threads see none") {
+    CHECK_FALSE(lent_scratch().has_value());
+    alignas(16) unsigned char a[64], b[32];
+    {
+        ScratchScope outer(a, sizeof a);
+        REQUIRE(lent_scratch().has_value());
+        CHECK(lent_scratch()->data == a);
+        {
+            ScratchScope inner(b, sizeof b);
+            CHECK(lent_scratch()->data == b);
+            CHECK(lent_scratch()->bytes == sizeof b);
+            bool other_thread_sees = true;
+            std::thread([&] { other_thread_sees = lent_scratch().has_value(); }).join();
+            CHECK_FALSE(other_thread_sees);
+        }
+        CHECK(lent_scratch()->data == a);
+        ScratchScope none(nullptr, 100);  // no buffer lends nothing: 0 bytes, so any call needing scratch says so
+        CHECK(lent_scratch()->bytes == 0);
+    }
+    CHECK_FALSE(lent_scratch().has_value());
+    // The layout of lent scratch: the reduction's area rounded to 256 bytes, then the columns'.
+    CHECK(reduce_scratch_bytes(1) == 256);
+    CHECK(reduce_scratch_bytes(132 * 32) == (8 * 132 * 32 + 32 + 255) / 256 * 256);
+    CHECK(column_scratch_bytes(3, 10) == 8 * (2 + 10));
 }
 
 }  // TEST_SUITE

@@ -2,6 +2,7 @@
 // CLI among them) catch and decide what to show.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,6 +75,26 @@ public:
 
 private:
     int code_;
+};
+
+// A call that would compile or load a kernel, or allocate device memory, on a stream that is being
+// captured into a CUDA graph (torch.cuda.graph, cudaStreamBeginCapture). Those driver calls would
+// invalidate the capture, so lossjit refuses before making them: run the call once before capturing
+// (a warm-up) so that its kernel is loaded, and lend scratch (lossjit/scratch.hpp).
+class CaptureError : public Error {
+public:
+    using Error::Error;
+};
+
+// The device scratch lent to a call (lossjit::ScratchScope) is smaller than the call needs.
+// needed() is the size that suffices; lend at least that much and call again.
+class ScratchTooSmall : public UsageError {
+public:
+    ScratchTooSmall(const std::string& message, std::size_t needed) : UsageError(message), needed_(needed) {}
+    std::size_t needed() const { return needed_; }
+
+private:
+    std::size_t needed_;
 };
 
 // A broken invariant inside lossjit; never the user's fault.

@@ -20,6 +20,7 @@
 #include "lossjit/device.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/knobs.hpp"
+#include "lossjit/scratch.hpp"
 #include "lossjit/tensor.hpp"
 #include "lossjit/version.hpp"
 
@@ -166,6 +167,15 @@ public:
     void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile
     bool uses(std::string_view name) const;    // does the program read this input or parameter?
 
+    // A copy (the same program and current parameter values) that runs on another CUDA device: one
+    // Loss per device, each loading its own kernels there. No GPU is touched until its first call.
+    Loss on_device(int device) const;
+    int device() const;  // the CUDA device ordinal its GPU calls run on (Options::device at first)
+    // The device scratch a GPU call needs when the caller lends it (lossjit/scratch.hpp): enough
+    // for every reduction and gradient on this device but those whose kernel sums a broadcast row
+    // (they throw ScratchTooSmall saying how much they need). Opens the device.
+    std::size_t scratch_bytes();
+
     // ---- on the GPU; inputs are device tensors in the order of inputs() ----
     // Inputs may be of any DType, mixed freely (docs/language.md, "Types"): 16-bit floats, integers
     // and bools are widened to float32 as they are loaded, and the program computes in float32, or
@@ -251,7 +261,7 @@ public:
 private:
     struct Compiled;  // the immutable part copies share
     struct State;     // the rest: parameters, kernels, plans, workspaces
-    explicit Loss(std::shared_ptr<const Compiled> compiled);
+    Loss(std::shared_ptr<const Compiled> compiled, int device);
     friend Loss compile(std::string_view program, Options options);
     std::unique_ptr<State> state_;
 };

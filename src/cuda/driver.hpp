@@ -17,7 +17,7 @@ struct Api {
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)                       \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)             \
     X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemcpyDtoHAsync)                  \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuPointerGetAttribute) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)    \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuPointerGetAttribute) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)    \
     X(cuEventSynchronize) X(cuEventElapsedTime)
 #define LOSSJIT_DECLARE(name) decltype(&::name) name = nullptr;
     LOSSJIT_DRIVER_FUNCTIONS(LOSSJIT_DECLARE)

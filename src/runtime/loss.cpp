@@ -33,6 +33,7 @@
 #include "pipeline.hpp"
 #include "runtime/kernels.hpp"
 #include "runtime/plans.hpp"
+#include "runtime/scratch.hpp"
 #include "runtime/validate.hpp"
 #include "tuning/knobs.hpp"
 #include "util/timing.hpp"
@@ -59,9 +60,9 @@ struct Loss::Compiled {
 };
 
 struct Loss::State {
-    explicit State(std::shared_ptr<const Compiled> shared)
+    State(std::shared_ptr<const Compiled> shared, int device_ordinal)
         : compiled(std::move(shared)), options(compiled->options), program(compiled->program),
-          param_values(compiled->program.params.size()) {
+          device_ordinal(device_ordinal), param_values(compiled->program.params.size()) {
         for (std::size_t i = 0; i < program.params.size(); ++i) param_values[i] = program.params[i].default_value;
         timings.parse_ms = compiled->parse_ms;
         timings.check_ms = compiled->check_ms;
@@ -72,6 +73,8 @@ struct Loss::State {
     const std::shared_ptr<const Compiled> compiled;
     const Options& options;
     const ir::Program& program;
+    // The CUDA device this Loss runs on: Options::device, or what on_device() chose.
+    const int device_ordinal;
 
     // Read by every launch, written by set_param: one atomic each, so neither waits for the other.
     std::vector<std::atomic<double>> param_values;
@@ -143,7 +146,7 @@ struct Loss::State {
             std::lock_guard lock(mutex);
             if (!device_open.load(std::memory_order_relaxed)) {
                 util::Stopwatch watch;
-                device = open_device(options.device);
+                device = open_device(device_ordinal);
                 timings.device_ms = watch.lap_ms();
                 device_open.store(true, std::memory_order_release);
             }
@@ -224,7 +227,7 @@ struct Loss::State {
         Launched launched{std::unique_lock(here.mutex), &here};
 
         auto binding = here.bindings.find(&what);
-        if (binding == here.bindings.end()) binding = here.bindings.try_emplace(&what, options.device).first;
+        if (binding == here.bindings.end()) binding = here.bindings.try_emplace(&what, device_ordinal).first;
         LaunchArgs& args = binding->second.args;
         if (!args.plan() || !args.plan()->matches(views)) {
             std::shared_ptr<const Plan> plan;
@@ -233,6 +236,8 @@ struct Loss::State {
                 PlanCache& cache = plans[&what];
                 plan = cache.find(views);
                 if (!plan) {
+                    // Compiling and loading a module would invalidate a CUDA graph capture.
+                    refuse_if_capturing(stream, "compile and load the kernel for a new layout of its inputs");
                     plan = make_plan(what, options, views, dev, kernels, timings);
                     cache.add(plan);
                 }
@@ -271,18 +276,45 @@ struct Loss::State {
         if (result) pointers.check(named("the result pointer"), result->data, false);
         if (upstream.device) pointers.check(named("the upstream gradient"), upstream.device, false);
         for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = param_values[i].load();
-        if (map_forward) {
-            args.output.ptr = output->data;
-        } else if (!prog.is_map()) {
-            here.workspace.ensure(dev.context, workspace_slots(), stream);
-            args.reduce.partials = args.rows.partials = here.workspace.partials();
-            args.reduce.arrivals = args.rows.arrivals = here.workspace.arrivals();
-            args.reduce.result = args.rows.result = result ? result->data : here.workspace.result();
-        }
-        if (p.spec.loop == KernelSpec::Loop::Columns) {
-            here.workspace.ensure_columns(dev.context, p.grid.column_strips, p.grid.column_partials, stream);
-            args.columns.partials = here.workspace.column_sums();
-            args.columns.arrivals = here.workspace.column_arrivals();
+        const bool columns = p.spec.loop == KernelSpec::Loop::Columns;
+        if (map_forward) args.output.ptr = output->data;
+        if (const auto lent = lent_scratch()) {
+            // The caller's scratch (ScratchScope): a reduction's area, then the columns loop's.
+            const std::size_t reduce_bytes = reduce_scratch_bytes(workspace_slots());
+            const std::size_t needed =
+                reduce_bytes + (columns ? column_scratch_bytes(p.grid.column_strips, p.grid.column_partials) : 0);
+            if (lent->bytes < needed)
+                throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch on device {}, but {} were lent",
+                                                  needed, device_ordinal, lent->bytes),
+                                      needed);
+            auto* base = static_cast<unsigned char*>(lent->data);
+            if (!prog.is_map()) {
+                const std::size_t partials = sizeof(double) * static_cast<std::size_t>(workspace_slots());
+                args.reduce.partials = args.rows.partials = reinterpret_cast<double*>(base);
+                args.reduce.arrivals = args.rows.arrivals = reinterpret_cast<unsigned int*>(base + partials);
+                args.reduce.result = args.rows.result = result ? result->data : base + partials + 16;  // as Workspace::result()
+            }
+            if (columns) {
+                // Another layout may have left partial sums where this one keeps its counters, so
+                // they are cleared on the stream (a memset node when captured).
+                unsigned char* area = base + reduce_bytes;
+                const std::size_t counters = (p.grid.column_strips + 1) / 2;  // in doubles, as column_scratch_bytes
+                LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
+                args.columns.arrivals = reinterpret_cast<unsigned int*>(area);
+                args.columns.partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
+            }
+        } else {
+            if (!prog.is_map()) {
+                here.workspace.ensure(dev.context, workspace_slots(), stream);
+                args.reduce.partials = args.rows.partials = here.workspace.partials();
+                args.reduce.arrivals = args.rows.arrivals = here.workspace.arrivals();
+                args.reduce.result = args.rows.result = result ? result->data : here.workspace.result();
+            }
+            if (columns) {
+                here.workspace.ensure_columns(dev.context, p.grid.column_strips, p.grid.column_partials, stream);
+                args.columns.partials = here.workspace.column_sums();
+                args.columns.arrivals = here.workspace.column_arrivals();
+            }
         }
         const std::size_t g_count = grads.size();
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
@@ -331,7 +363,14 @@ struct Loss::State {
             const DeviceFacts& dev = ensure_device();
             cuda::ScopedContext scope(*dev.context);
             float* factor = nullptr;
-            {
+            if (const auto lent = lent_scratch()) {  // where Workspace::factor() is in the workspace's layout
+                if (lent->bytes < reduce_scratch_bytes(workspace_slots()))
+                    throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch, but {} were lent",
+                                                      reduce_scratch_bytes(workspace_slots()), lent->bytes),
+                                          reduce_scratch_bytes(workspace_slots()));
+                factor = reinterpret_cast<float*>(static_cast<unsigned char*>(lent->data) +
+                                                  sizeof(double) * static_cast<std::size_t>(workspace_slots()) + 24);
+            } else {
                 StreamState& here = stream_state(stream);
                 std::lock_guard lock(here.mutex);
                 here.workspace.ensure(dev.context, workspace_slots(), stream);
@@ -345,11 +384,27 @@ struct Loss::State {
     }
 };
 
-Loss::Loss(std::shared_ptr<const Compiled> compiled) : state_(std::make_unique<State>(std::move(compiled))) {}
+Loss::Loss(std::shared_ptr<const Compiled> compiled, int device)
+    : state_(std::make_unique<State>(std::move(compiled), device)) {}
 
-Loss::Loss(const Loss& other) : Loss(other.state_->compiled) {
+Loss::Loss(const Loss& other) : Loss(other.state_->compiled, other.state_->device_ordinal) {
     for (std::size_t i = 0; i < state_->param_values.size(); ++i)
         state_->param_values[i] = other.state_->param_values[i].load();
+}
+
+Loss Loss::on_device(int device) const {
+    if (device < 0) throw UsageError(fmt::format("device {} is not a CUDA device ordinal", device));
+    Loss copy(state_->compiled, device);
+    for (std::size_t i = 0; i < copy.state_->param_values.size(); ++i)
+        copy.state_->param_values[i] = state_->param_values[i].load();
+    return copy;
+}
+
+int Loss::device() const { return state_->device_ordinal; }
+
+std::size_t Loss::scratch_bytes() {
+    state_->ensure_device();
+    return reduce_scratch_bytes(state_->workspace_slots());
 }
 
 Loss& Loss::operator=(const Loss& other) {
@@ -388,8 +443,10 @@ Loss compile(std::string_view source, Options options) {
     }
     compiled->inputs_and_upstream = program.inputs;
     compiled->inputs_and_upstream.push_back("upstream");
+    const int device = options.device;
+    if (device < 0) throw UsageError(fmt::format("device {} is not a CUDA device ordinal", device));
     compiled->options = std::move(options);
-    return Loss(std::move(compiled));
+    return Loss(std::move(compiled), device);
 }
 
 Kind Loss::kind() const { return state_->program.is_map() ? Kind::Map : Kind::Reduction; }
@@ -509,7 +566,7 @@ std::vector<DeviceGradient> Loss::grad(std::span<const TensorView> inputs, std::
         check_differentiable(wrt[k], input.dtype);
         const Shape shape = input.shape.to_vector();
         const auto count = static_cast<std::size_t>(std::max<std::int64_t>(element_count(shape), 1));
-        out.push_back({wrt[k], shape, input.dtype, DeviceBuffer(count * size_of(input.dtype), state_->options.device)});
+        out.push_back({wrt[k], shape, input.dtype, DeviceBuffer(count * size_of(input.dtype), state_->device_ordinal)});
         views.push_back(out.back().view());
     }
     grad(inputs, wrt, views, stream, upstream);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/scratch.hpp"
 #include "tuning/knobs.hpp"
 #include "tuning/store.hpp"
 
@@ -173,6 +174,7 @@ void PlanCache::add(std::shared_ptr<const Plan> plan) {
 
 void Workspace::ensure(const std::shared_ptr<cuda::Context>& context, int slots, Stream stream) {
     if (memory_) return;
+    refuse_if_capturing(stream, "allocate its scratch memory");  // cuMemAlloc is not allowed during capture
     slots_ = static_cast<std::size_t>(slots);
     const std::size_t bytes = sizeof(double) * slots_ + 32;
     memory_ = std::make_unique<cuda::Memory>(context, bytes);
@@ -182,6 +184,7 @@ void Workspace::ensure(const std::shared_ptr<cuda::Context>& context, int slots,
 void Workspace::ensure_columns(const std::shared_ptr<cuda::Context>& context, std::size_t strips,
                                std::size_t partials, Stream stream) {
     if (column_strips_ >= strips && column_partials_ >= partials) return;
+    refuse_if_capturing(stream, "allocate its column scratch");
     // Earlier kernels on this stream may still use the smaller buffer: let them finish, free it,
     // then allocate the larger one.
     if (columns_) LOSSJIT_CU(cuStreamSynchronize(stream));

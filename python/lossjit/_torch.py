@@ -1,0 +1,430 @@
+"""lossjit on torch tensors: the custom ops (lossjit::reduce, lossjit::map, lossjit::map_grad) with
+their fake (meta) kernels and autograd formulas, and the eager fast path.
+
+A reduction's forward runs the fused value-and-gradient kernel when any input requires grad and
+saves the gradients; backward multiplies them by the upstream gradient (a torch elementwise op, no
+second lossjit kernel). Every tensor lossjit writes, and its scratch, comes from torch's caching
+allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
+"""
+import ctypes
+import threading
+from typing import List
+
+import torch
+
+from . import _lib, _registry
+from ._lib import SCRATCH_TOO_SMALL, UsageError
+
+lib = _lib.lib
+# The GPU entry points through PyDLL: the GIL stays held during the call (the host side of a
+# launch, microseconds), which saves releasing and taking it back; the first call of a layout
+# holds it while NVRTC compiles (milliseconds).
+_evaluate = _lib.gil_lib.lossjit_evaluate
+_map = _lib.gil_lib.lossjit_map
+_value_and_grad = _lib.gil_lib.lossjit_value_and_grad
+_map_grad = _lib.gil_lib.lossjit_map_grad
+
+# torch dtype <-> lossjit code, by the names of the library's dtype table (torch spells them alike).
+_CODES = {getattr(torch, name): code for code, name in enumerate(_lib.DTYPE_NAMES)}
+_DTYPES = [getattr(torch, name) for name in _lib.DTYPE_NAMES]
+
+try:  # the raw cudaStream_t without a torch.cuda.Stream object per call (what inductor's code uses)
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+except AttributeError:  # pragma: no cover - older torch
+    def _raw_stream(device):
+        return torch.cuda.current_stream(device).cuda_stream
+
+
+# ---- scratch: one zero-filled torch buffer per (device, stream), lent to every call there ----
+_scratch = {}       # (device, stream) -> (buffer tensor, lossjit_exec struct, its address)
+_base_bytes = {}    # device -> lossjit_scratch_bytes
+
+
+def _exec_address(handle, device, stream, at_least=0):
+    """The lossjit_exec for this device and stream, with scratch from torch (zero-filled once: the
+    kernels leave their counters at zero). Under CUDA graph capture a new buffer comes from the
+    graph's pool and stays referenced here, so replays find it."""
+    entry = _scratch.get((device, stream))
+    if entry is not None and entry[0].numel() >= at_least:
+        return entry[2]
+    if device not in _base_bytes:
+        size = ctypes.c_size_t()
+        _lib.check(lib.lossjit_scratch_bytes(handle, device, ctypes.byref(size)))
+        _base_bytes[device] = size.value
+    size = max(at_least, _base_bytes[device])
+    buffer = torch.zeros(size, dtype=torch.uint8, device=torch.device("cuda", device))
+    ex = _lib.Exec(stream, device, buffer.data_ptr(), size)
+    _scratch[(device, stream)] = (buffer, ex, ctypes.addressof(ex))
+    return ctypes.addressof(ex)
+
+
+def _launch(call, handle, device, stream, *args):
+    """Runs a GPU entry point with lent scratch, growing the scratch once if it says so."""
+    status = call(handle, *args, _exec_address(handle, device, stream))
+    if status == SCRATCH_TOO_SMALL:
+        status = call(handle, *args, _exec_address(handle, device, stream, lib.lossjit_last_error_scratch_bytes()))
+    if status:
+        raise _lib.error(status)
+
+
+class _Layout:
+    """The ctypes views for one layout of the inputs (shapes, strides, dtypes, device): made once,
+    then each call only writes the data pointers."""
+    __slots__ = ("views", "address", "items", "count", "out_dtype", "out_code", "device", "torch_device", "keep")
+
+    def __init__(self, handle, tensors, device):
+        self.count = len(tensors)
+        self.views = (_lib.View * max(self.count, 1))()
+        self.address = ctypes.addressof(self.views)
+        self.keep = []
+        for i, t in enumerate(tensors):
+            code = _CODES.get(t.dtype)
+            if code is None:
+                raise UsageError(f"input {i} is a tensor of {t.dtype}; lossjit reads {', '.join(_lib.DTYPE_NAMES)}")
+            shape, strides = _lib.shape_array(t.shape), _lib.shape_array(t.stride())
+            self.keep += [shape, strides]
+            self.views[i] = _lib.View(None, code, t.dim(), shape, strides)
+        self.items = [self.views[i] for i in range(self.count)]  # share the array's memory
+        out = ctypes.c_int32()
+        _lib.check(lib.lossjit_output_dtype(handle, self.address, self.count, ctypes.byref(out)))
+        self.out_code, self.out_dtype = out.value, _DTYPES[out.value]
+        self.device = device
+        self.torch_device = torch.device("cuda", device)
+
+
+def _key(tensors):
+    key = []
+    for t in tensors:
+        key += (t.shape, t.stride(), t.dtype, t.get_device())
+    return tuple(key)
+
+
+class _Results:
+    """0-dim result tensors handed out one per eager call: views of one buffer of 256, made with
+    unbind (one allocation and one call per 256 results instead of a torch.empty each). Each view
+    is its own element, never handed out twice; the buffer is freed when its last view is. One per
+    (device, stream, dtype), allocated on that stream like torch.empty would be."""
+    __slots__ = ("views", "dtype", "device")
+    SIZE = 256
+
+    def __init__(self, dtype, device):
+        self.views, self.dtype, self.device = iter(()), dtype, device
+
+    def next(self):
+        out = next(self.views, None)
+        if out is None:
+            self.views = iter(torch.empty(self.SIZE, dtype=self.dtype, device=self.device).unbind())
+            out = next(self.views)
+        return out
+
+
+class _ThreadState:
+    """What one thread's calls patch and pass: its layouts' ctypes views, its result view and its
+    result buffers. Per thread, so that two threads calling one Loss never write each other's
+    pointers between setting them and the C call."""
+    __slots__ = ("layouts", "results", "result", "result_address")
+
+    def __init__(self):
+        self.layouts = {}   # layout key -> _Layout
+        self.results = {}   # (device, stream, dtype code) -> _Results
+        self.result = _lib.View(None, 0, 0, None, None)
+        self.result_address = ctypes.addressof(self.result)
+
+
+class TorchLoss:
+    """The torch side of a lossjit.Loss."""
+    Tensor = torch.Tensor
+
+    def __init__(self, loss):
+        self.loss = loss
+        self.handle = loss._handle
+        self.id = loss._id
+        self.n = len(loss.inputs)
+        self.is_map = loss.kind == "map"
+        self.local = threading.local()
+
+    def state(self):
+        st = getattr(self.local, "state", None)
+        if st is None:
+            st = self.local.state = _ThreadState()
+        return st
+
+    def layout(self, tensors, st):
+        key = _key(tensors)
+        lay = st.layouts.get(key)
+        if lay is None:
+            if len(tensors) != self.n:
+                self.loss._check_count(tensors)
+            device = tensors[0].get_device()
+            for i, t in enumerate(tensors):
+                if t.get_device() != device:
+                    raise UsageError(f"input {i} ('{self.loss.inputs[i]}') is on {t.device}, input 0 on {tensors[0].device}")
+            if device < 0:
+                raise UsageError("CPU tensors: lossjit runs torch tensors on CUDA devices (Loss.reference takes host data)")
+            lay = st.layouts[key] = _Layout(self.handle, tensors, device)
+        return lay
+
+    # ---- entry points ----
+    def __call__(self, tensors):
+        if torch.compiler.is_compiling():  # traced: only the ops, which torch.compile sees through their fake kernels
+            return self.through_ops(tensors)
+        if torch.is_grad_enabled():
+            for t in tensors:
+                if t.requires_grad:
+                    return self.through_ops(tensors)
+        if self.is_map:
+            return self.run_map(tensors, None)
+        # The eager fast path (no autograd, no dispatcher): the layout's views get the pointers,
+        # the result is the next of a buffer's 0-dim views, one C call launches.
+        st = getattr(self.local, "state", None) or self.state()
+        key = []
+        for t in tensors:
+            key += (t.shape, t.stride(), t.dtype, t.get_device())
+        lay = st.layouts.get(tuple(key))
+        if lay is None:
+            if tensors and tensors[0].get_device() < 0:
+                return self._on_cpu(tensors)
+            lay = self.layout(tensors, st)
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        device = lay.device
+        stream = _raw_stream(device)
+        results = st.results.get((device, stream, lay.out_code))
+        if results is None:
+            results = st.results[(device, stream, lay.out_code)] = _Results(lay.out_dtype, lay.torch_device)
+        out = results.next()
+        result = st.result
+        result.data = out.data_ptr()
+        result.dtype = lay.out_code
+        entry = _scratch.get((device, stream))
+        status = _evaluate(self.handle, lay.address, lay.count, st.result_address,
+                           entry[2] if entry is not None else _exec_address(self.handle, device, stream))
+        if status:
+            if status != SCRATCH_TOO_SMALL:
+                raise _lib.error(status)
+            _launch(_evaluate, self.handle, device, stream, lay.address, lay.count, st.result_address)
+        return out
+
+    def through_ops(self, tensors):
+        """The custom ops: what autograd and torch.compile see."""
+        mask = 0
+        if torch.is_grad_enabled():
+            for i, t in enumerate(tensors):
+                if t.requires_grad:
+                    mask |= 1 << i
+        if self.is_map:
+            return torch.ops.lossjit.map(self.id, list(tensors))
+        return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
+
+    def _on_cpu(self, tensors):
+        arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
+        out = self.loss.reference(*arrays)
+        return torch.tensor(out, dtype=torch.float64) if not self.is_map else torch.from_numpy(out)
+
+    def evaluate(self, tensors):
+        """The value into a fresh tensor (inside the op; the eager path in __call__ does the same)."""
+        st = self.state()
+        lay = self.layout(tensors, st)
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        out = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
+        st.result.data = out.data_ptr()
+        st.result.dtype = lay.out_code
+        _launch(_evaluate, self.handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
+                st.result_address)
+        return out
+
+    def run_map(self, tensors, out):
+        lay = self.layout(tensors, self.state())
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        if out is None:
+            out = torch.empty(torch.broadcast_shapes(*[t.shape for t in tensors]), dtype=lay.out_dtype,
+                              device=lay.torch_device)
+        keep = []
+        view = _tensor_view(out, keep)
+        _launch(_map, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
+                ctypes.addressof(view))
+        return out
+
+    def map(self, tensors, out):
+        if out is not None:
+            return self.run_map(tensors, out)
+        return self(tensors)
+
+    def value_and_grad_masked(self, tensors, mask):
+        """[value, gradient of each input whose bit is set in mask] (fresh tensors)."""
+        lay = self.layout(tensors, self.state())
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        value = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
+        wrt, grads = [], []
+        for i, t in enumerate(tensors):
+            if mask >> i & 1:
+                wrt.append(self.loss.inputs[i])
+                grads.append(torch.empty(t.shape, dtype=t.dtype, device=lay.torch_device))
+        if not grads:
+            return [self.evaluate(tensors)]
+        keep = []
+        grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
+        names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
+        value_view = _tensor_view(value, keep)
+        _launch(_value_and_grad, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
+                ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views), ctypes.addressof(value_view),
+                1.0, None)
+        return [value, *grads]
+
+    def value_and_grad(self, tensors, wrt):
+        if self.is_map:
+            raise UsageError("this program is an elementwise map: its gradient needs an upstream tensor "
+                             "(call it on tensors that require grad and use backward)")
+        names = list(wrt) if wrt is not None else [n for n, t in zip(self.loss.inputs, tensors)
+                                                   if t.dtype.is_floating_point]
+        mask = 0
+        for n in names:
+            if n not in self.loss.inputs:
+                raise UsageError(f"'{n}' is not an input of the program (its inputs: {', '.join(self.loss.inputs)})")
+            mask |= 1 << self.loss.inputs.index(n)
+        out = self.value_and_grad_masked(tuple(t.detach() for t in tensors), mask)
+        by_input = {}
+        k = 1
+        for i, n in enumerate(self.loss.inputs):
+            if mask >> i & 1:
+                by_input[n] = out[k]
+                k += 1
+        return out[0], tuple(by_input[n] for n in names)
+
+    def map_grad(self, tensors, upstream, mask):
+        lay = self.layout(tensors, self.state())
+        for view, t in zip(lay.items, tensors):
+            view.data = t.data_ptr()
+        wrt, grads = [], []
+        for i, t in enumerate(tensors):
+            if mask >> i & 1:
+                wrt.append(self.loss.inputs[i])
+                grads.append(torch.empty(t.shape, dtype=t.dtype, device=lay.torch_device))
+        keep = []
+        grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
+        names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
+        up = _tensor_view(upstream, keep)
+        _launch(_map_grad, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
+                ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views), ctypes.addressof(up))
+        return grads
+
+
+def _tensor_view(t, keep):
+    code = _CODES.get(t.dtype)
+    if code is None:
+        raise UsageError(f"a tensor of {t.dtype}; lossjit reads {', '.join(_lib.DTYPE_NAMES)}")
+    shape, strides = _lib.shape_array(t.shape), _lib.shape_array(t.stride())
+    keep += [shape, strides]
+    return _lib.View(t.data_ptr(), code, t.dim(), shape, strides)
+
+
+def _side(loss_id):
+    loss = _registry.get(loss_id)
+    if loss is None:
+        raise UsageError(f"lossjit op called for Loss {loss_id}, which no longer exists (keep the Loss alive)")
+    return loss._torch_side()
+
+
+def _set_bits(inputs, mask):
+    return [i for i, t in enumerate(inputs) if mask >> i & 1]
+
+
+# ---- the ops ----
+@torch.library.custom_op("lossjit::reduce", mutates_args=())
+def reduce(loss_id: int, inputs: List[torch.Tensor], wrt_mask: int) -> List[torch.Tensor]:
+    """[value, gradients of the inputs whose bit is set in wrt_mask] from one fused kernel."""
+    side = _side(loss_id)
+    if wrt_mask:
+        return side.value_and_grad_masked(inputs, wrt_mask)
+    return [side.evaluate(inputs)]
+
+
+@reduce.register_fake
+def _(loss_id, inputs, wrt_mask):
+    lay_dtype = _fake_dtype(loss_id, inputs)
+    out = [inputs[0].new_empty((), dtype=lay_dtype)]
+    for i in _set_bits(inputs, wrt_mask):
+        out.append(inputs[i].new_empty(inputs[i].shape))
+    return out
+
+
+def _fake_dtype(loss_id, inputs):
+    """The result's dtype: lossjit_output_dtype reads only dtypes, so fake tensors do."""
+    handle = _side(loss_id).loss._handle
+    views = (_lib.View * max(len(inputs), 1))()
+    for i, t in enumerate(inputs):
+        views[i] = _lib.View(None, _CODES[t.dtype], 0, None, None)
+    out = ctypes.c_int32()
+    _lib.check(lib.lossjit_output_dtype(handle, ctypes.addressof(views), len(inputs), ctypes.byref(out)))
+    return _DTYPES[out.value]
+
+
+def _reduce_setup(ctx, inputs, output):
+    _, tensors, wrt_mask = inputs
+    ctx.mask, ctx.count = wrt_mask, len(tensors)
+    ctx.save_for_backward(*output[1:])
+
+
+def _reduce_backward(ctx, grad_outputs):
+    upstream = grad_outputs[0]
+    saved = ctx.saved_tensors
+    grads, k = [], 0
+    for i in range(ctx.count):
+        if ctx.mask >> i & 1:
+            grads.append(saved[k] * upstream if upstream is not None else None)
+            k += 1
+        else:
+            grads.append(None)
+    return None, grads, None
+
+
+reduce.register_autograd(_reduce_backward, setup_context=_reduce_setup)
+
+
+@torch.library.custom_op("lossjit::map", mutates_args=())
+def map_op(loss_id: int, inputs: List[torch.Tensor]) -> torch.Tensor:
+    return _side(loss_id).run_map(inputs, None)
+
+
+@map_op.register_fake
+def _(loss_id, inputs):
+    shape = torch.broadcast_shapes(*[t.shape for t in inputs])
+    return inputs[0].new_empty(shape, dtype=_fake_dtype(loss_id, inputs))
+
+
+@torch.library.custom_op("lossjit::map_grad", mutates_args=())
+def map_grad(loss_id: int, inputs: List[torch.Tensor], upstream: torch.Tensor, wrt_mask: int) -> List[torch.Tensor]:
+    """A map's vector-Jacobian product with `upstream` for the inputs whose bit is set."""
+    return _side(loss_id).map_grad(inputs, upstream, wrt_mask)
+
+
+@map_grad.register_fake
+def _(loss_id, inputs, upstream, wrt_mask):
+    return [inputs[i].new_empty(inputs[i].shape) for i in _set_bits(inputs, wrt_mask)]
+
+
+def _map_setup(ctx, inputs, output):
+    loss_id, tensors = inputs
+    ctx.loss_id, ctx.count = loss_id, len(tensors)
+    ctx.loss = _registry.get(loss_id)  # keeps the Loss alive until backward has run its kernel
+    ctx.mask = sum(1 << i for i, t in enumerate(tensors) if t.requires_grad)
+    ctx.save_for_backward(*tensors)
+
+
+def _map_backward(ctx, upstream):
+    tensors = list(ctx.saved_tensors)
+    mask = 0
+    for i in range(ctx.count):
+        if ctx.needs_input_grad[1] and tensors[i].dtype.is_floating_point and (ctx.mask >> i & 1):
+            mask |= 1 << i
+    grads = [None] * ctx.count
+    if mask:
+        for i, g in zip(_set_bits(tensors, mask), torch.ops.lossjit.map_grad(ctx.loss_id, tensors, upstream, mask)):
+            grads[i] = g
+    return None, grads
+
+
+map_op.register_autograd(_map_backward, setup_context=_map_setup)

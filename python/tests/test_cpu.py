@@ -1,0 +1,138 @@
+"""The Python package without a GPU: NumPy on the CPU reference, errors, parameters, DLPack."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import lossjit
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+rng = np.random.default_rng(7)
+
+
+def test_version():
+    version, (major, minor) = lossjit.version()
+    assert version == lossjit.__version__ and major == 1 and minor >= 0
+
+
+def test_source_error_has_line_column_and_caret():
+    with pytest.raises(lossjit.SourceError) as e:
+        lossjit.compile("d = p - t;\nmean(lgo(d))", source_name="mine")
+    assert e.value.line == 2 and e.value.column == 6
+    text = str(e.value)
+    assert text.startswith("mine:2:6: error:") and "lgo" in text
+    assert text.splitlines()[-1] == "     ^"
+
+
+def test_expect_and_usage_errors():
+    with pytest.raises(lossjit.SourceError):
+        lossjit.compile("mean(p)", expect="map")
+    with pytest.raises(lossjit.UsageError):
+        lossjit.compile("mean(p)", expect="sum")
+    loss = lossjit.compile("mean((p - t)^2)")
+    with pytest.raises(lossjit.UsageError, match="2 inputs"):
+        loss.reference(np.zeros(3, np.float32))
+    with pytest.raises(lossjit.UsageError, match="broadcast"):
+        loss.reference(np.zeros(3, np.float32), np.zeros(4, np.float32))
+    with pytest.raises(lossjit.UsageError, match="int16"):
+        loss.reference(np.zeros(3, np.int16), np.zeros(3, np.float32))
+    assert issubclass(lossjit.UsageError, ValueError)
+
+
+@pytest.mark.parametrize("name, make, torchlike", [
+    ("mse", lambda: (rng.random((64, 48), np.float32), rng.random((64, 48), np.float32)),
+     lambda p, t: np.mean((p.astype(np.float64) - t) ** 2)),
+    ("hinge", lambda: (rng.random((64, 48), np.float32), np.sign(rng.random(48) - 0.5).astype(np.float32)),
+     lambda p, t: np.mean(np.maximum(0, 1 - p.astype(np.float64) * t))),
+    ("smooth_l1", lambda: (rng.standard_normal((64, 48)).astype(np.float32),
+                           rng.standard_normal((64, 48)).astype(np.float32)),
+     lambda p, t: np.mean(np.where(np.abs(p - t.astype(np.float64)) < 1, 0.5 * (p - t.astype(np.float64)) ** 2,
+                                   np.abs(p - t.astype(np.float64)) - 0.5))),
+    ("kl", lambda: tuple(_softmax(rng.standard_normal((32, 40))).astype(np.float32) for _ in range(2)),
+     lambda p, t: np.sum(t * np.log(t.astype(np.float64)) - t * np.log(p.astype(np.float64))) / p.shape[0]),
+])
+def test_reference_losses_match_numpy(name, make, torchlike):
+    loss = lossjit.compile((EXAMPLES / f"{name}.loss").read_text(), inputs=["p", "t"])  # kl reads t first
+    args = make()
+    assert loss.reference(*args) == pytest.approx(torchlike(*args), rel=1e-12, abs=1e-15)
+    assert loss(*args) == pytest.approx(torchlike(*args), rel=1e-12, abs=1e-15)  # NumPy calls are the reference
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_map_reference_strided_and_broadcast():
+    hs = lossjit.compile((EXAMPLES / "hardsigmoid.loss").read_text())
+    assert hs.kind == "map" and hs.reduction is None
+    x = (rng.standard_normal((16, 12)) * 3).astype(np.float32)
+    expect = np.clip(x.astype(np.float64) + 3, 0, 6) / 6
+    np.testing.assert_allclose(hs(x), expect, rtol=1e-12)
+    np.testing.assert_allclose(hs.reference(x.T), expect.T, rtol=1e-12)  # a transposed view, no copy
+    two = lossjit.compile("a * b")
+    a, b = rng.random((5, 1)), rng.random(7)
+    np.testing.assert_allclose(two(a, np.broadcast_to(b, (5, 7))), a * b, rtol=1e-15)  # stride 0
+
+
+def test_reference_grad():
+    loss = lossjit.compile("param beta = 2; mean(beta * (p - t)^2)", inputs=["t", "p"])
+    assert loss.inputs == ("t", "p") and loss.params == {"beta": 2.0}
+    loss.set_param("beta", 0.5)
+    assert loss.params == {"beta": 0.5}
+    with pytest.raises(lossjit.UsageError, match="gamma"):
+        loss.set_param("gamma", 1)
+    p, t = rng.random((6, 3)), rng.random(3)
+    gt, gp = loss.reference_grad(t, p, wrt=["t", "p"], upstream=3.0)
+    np.testing.assert_allclose(gp, 3.0 * 0.5 * 2 * (p - t) / p.size, rtol=1e-12)
+    np.testing.assert_allclose(gt, -gp.sum(axis=0), rtol=1e-12)
+    assert gt.shape == (3,) and gp.shape == (6, 3)
+
+
+def test_params_at_compile():
+    loss = lossjit.compile((EXAMPLES / "smooth_l1.loss").read_text(), params={"beta": 0.25})
+    assert loss.params == {"beta": 0.25} and loss.uses("p") and not loss.uses("q")
+
+
+def test_dtypes_on_the_reference():
+    loss = lossjit.compile("mean(where(m, x, 0))")
+    x, m = rng.random(10).astype(np.float16), rng.random(10) < 0.5
+    assert loss(m, x) == pytest.approx(np.mean(np.where(m, x.astype(np.float64), 0)), rel=1e-12)
+
+
+class HostDLPack:
+    """An object that only speaks DLPack (as other frameworks' tensors do)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_objects_on_the_reference():
+    loss = lossjit.compile("mean((p - t)^2)")
+    p, t = rng.random(100).astype(np.float32), rng.random(100).astype(np.float32)
+    assert loss(HostDLPack(p), HostDLPack(t)) == pytest.approx(loss.reference(p, t), rel=1e-15)
+
+
+def test_cuda_available_says_why():
+    ok, reason = lossjit.cuda_available()
+    assert ok or reason
+
+
+def test_a_dropped_loss_is_freed():
+    import gc
+    loss = lossjit.compile("mean(p)")
+    key = loss._id
+    assert lossjit._registry.get(key) is loss
+    del loss
+    gc.collect()
+    assert lossjit._registry.get(key) is None
+    closed = lossjit.compile("mean(p)")
+    closed.close()
+    with pytest.raises(lossjit.UsageError, match="NULL"):
+        closed.reference(np.zeros(2))

@@ -1,0 +1,185 @@
+"""The PyTorch op on CUDA: autograd parity, torch.compile, CUDA graphs, strided and expanded
+inputs, bfloat16, two devices. Skips (saying why) without torch or a CUDA device."""
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the GPU tests need torch")
+if not torch.cuda.is_available():
+    pytest.skip("the GPU tests need a CUDA device", allow_module_level=True)
+import torch.nn.functional as F  # noqa: E402
+
+import lossjit  # noqa: E402
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+dev = torch.device("cuda", 0)
+
+
+def example(name):
+    inputs = ["x"] if name == "hardsigmoid" else ["p", "t"]  # kl reads t first
+    return lossjit.compile((EXAMPLES / f"{name}.loss").read_text(), inputs=inputs)
+
+
+def _problems(n=512, c=384):
+    g = torch.Generator(device="cpu").manual_seed(5)
+    sm = lambda: torch.softmax(torch.randn(n, c, generator=g), dim=1)  # noqa: E731
+    return [
+        ("hinge", lambda: [torch.rand(n, c, generator=g), torch.randint(0, 2, (c,), generator=g).float() * 2 - 1],
+         lambda p, t: torch.mean(torch.clamp(1 - p * t, min=0))),
+        ("mse", lambda: [torch.rand(n, c, generator=g), torch.rand(n, c, generator=g)],
+         lambda p, t: torch.mean((p - t) ** 2)),
+        ("kl", lambda: [sm(), sm()], lambda p, t: F.kl_div(torch.log(p), t, reduction="batchmean")),
+        ("smooth_l1", lambda: [torch.randn(n, c, generator=g), torch.randn(n, c, generator=g)],
+         lambda p, t: F.smooth_l1_loss(p, t)),
+        ("hardsigmoid", lambda: [torch.randn(n, c, generator=g) * 3], lambda x: torch.clamp(x + 3, 0, 6) / 6),
+    ]
+
+
+def _max_rel(a, b):
+    return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("name, make, ref", _problems(), ids=[p[0] for p in _problems()])
+def test_autograd_parity_with_torch(name, make, ref):
+    loss = example(name)
+    host = make()
+    ours = [h.to(dev).requires_grad_() for h in host]
+    theirs = [h.to(dev).requires_grad_() for h in host]
+    out, expect = loss(*ours), ref(*theirs)
+    if loss.kind == "map":
+        up = torch.randn_like(expect)
+        out.backward(up)
+        expect.backward(up)
+    else:
+        (out * 1.5).backward()  # an upstream gradient other than 1
+        (expect * 1.5).backward()
+    assert _max_rel(out.detach(), expect.detach()) <= 1e-5
+    for a, b in zip(ours, theirs):
+        assert _max_rel(a.grad, b.grad) <= 1e-5, name
+
+
+def test_forward_only_leaves_the_value_on_the_device_and_matches_the_reference():
+    loss = example("mse")
+    p, t = torch.rand(4096, device=dev), torch.rand(4096, device=dev)
+    v = loss(p, t)
+    assert v.device == dev and v.dim() == 0 and v.dtype == torch.float32 and not v.requires_grad
+    assert v.item() == pytest.approx(loss.reference(p.cpu().numpy(), t.cpu().numpy()), rel=1e-6)
+
+
+def test_value_and_grad_method():
+    loss = example("hinge")
+    p, t = torch.rand(64, 32, device=dev), torch.sign(torch.randn(32, device=dev))
+    value, (gp, gt) = loss.value_and_grad(p, t)
+    pp, tt = p.clone().requires_grad_(), t.clone().requires_grad_()
+    torch.mean(torch.clamp(1 - pp * tt, min=0)).backward()
+    assert _max_rel(gp, pp.grad) <= 1e-6 and _max_rel(gt, tt.grad) <= 1e-5
+    assert value.item() == pytest.approx(torch.mean(torch.clamp(1 - p * t, min=0)).item(), rel=1e-6)
+
+
+def test_non_contiguous_and_expanded_inputs():
+    loss = example("mse")
+    base = torch.rand(96, 64, device=dev)
+    p = base.t()                                    # transposed: strides (1, 64)
+    t = torch.rand(96, device=dev).expand(64, 96)   # stride 0, no copy
+    pr = p.clone().requires_grad_()
+    out = loss(p.requires_grad_(), t)
+    out.backward()
+    expect = torch.mean((pr - t) ** 2)
+    expect.backward()
+    assert not p.is_contiguous() and t.stride()[0] == 0
+    assert _max_rel(out.detach(), expect.detach()) <= 1e-6
+    assert _max_rel(p.grad, pr.grad) <= 1e-6
+
+
+def test_bfloat16_inputs_and_result():
+    loss = example("mse")
+    p = torch.rand(1000, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    t = torch.rand(1000, device=dev, dtype=torch.bfloat16)
+    out = loss(p, t)
+    assert out.dtype == torch.bfloat16  # as torch's own result
+    out.backward()
+    pr = p.detach().float().requires_grad_()
+    ref = torch.mean((pr - t.float()) ** 2)
+    ref.backward()
+    assert p.grad.dtype == torch.bfloat16
+    assert abs(out.float().item() - ref.item()) <= 2 ** -7 * abs(ref.item())
+    assert _max_rel(p.grad.float(), pr.grad) <= 2 ** -7
+
+
+def test_torch_compile_fullgraph():
+    loss = example("smooth_l1")
+    w = torch.randn(256, 128, device=dev, requires_grad=True)
+    x, y = torch.randn(32, 256, device=dev), torch.randn(32, 128, device=dev)
+
+    def step(x, y):
+        return loss(x @ w, y)
+
+    compiled = torch.compile(step, fullgraph=True)
+    out = compiled(x, y)
+    out.backward()
+    g = w.grad.clone()
+    w.grad = None
+    ref = F.smooth_l1_loss(x @ w, y)
+    ref.backward()
+    assert _max_rel(out.detach(), ref.detach()) <= 1e-5 and _max_rel(g, w.grad) <= 1e-5
+    with torch.no_grad():
+        assert _max_rel(torch.compile(lambda a, b: loss(a, b), fullgraph=True)(x @ w, y), ref.detach()) <= 1e-5
+
+
+def test_cuda_graph_capture_and_replay():
+    loss = example("mse")
+    p = torch.rand(4096, device=dev, requires_grad=True)
+    t = torch.rand(4096, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        loss(p, t).backward()  # the warm-up: the kernel is loaded, the scratch exists
+        p.grad = None
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = loss(p, t)
+        out.backward()
+    for _ in range(2):
+        with torch.no_grad():
+            p.copy_(torch.rand(4096, device=dev))
+            p.grad.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert out.item() == pytest.approx(torch.mean((p - t) ** 2).item(), rel=1e-6)
+        assert _max_rel(p.grad, 2 * (p - t) / 4096) <= 1e-6
+
+
+def test_first_compile_during_capture_is_an_error_not_a_crash():
+    loss = lossjit.compile("mean(abs(a - b))")  # a program never run before
+    a, b = torch.rand(777, device=dev), torch.rand(777, device=dev)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(lossjit.CaptureError, match="warm-up"):
+        with torch.cuda.graph(graph):
+            loss(a, b)
+    assert loss(a, b).item() == pytest.approx(torch.mean(torch.abs(a - b)).item(), rel=1e-6)  # still usable
+
+
+def test_errors_from_tensors():
+    loss = example("mse")
+    with pytest.raises(lossjit.UsageError, match="broadcast"):
+        loss(torch.rand(3, device=dev), torch.rand(4, device=dev))
+    with pytest.raises(lossjit.UsageError, match="int16"):
+        loss(torch.zeros(3, device=dev, dtype=torch.int16), torch.rand(3, device=dev))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_one_loss_on_two_devices():
+    loss = example("hinge")
+    results = []
+    for d in (0, 1):
+        device = torch.device("cuda", d)
+        g = torch.Generator(device="cpu").manual_seed(3)
+        p = torch.rand(256, 128, generator=g).to(device).requires_grad_()
+        t = (torch.randint(0, 2, (128,), generator=g).float() * 2 - 1).to(device)
+        with torch.cuda.device(1 - d):  # the current device is the other one: the tensors' device counts
+            out = loss(p, t)
+            out.backward()
+        assert out.device == device and p.grad.device == device
+        results.append((out.item(), p.grad.cpu()))
+    assert results[0][0] == results[1][0] and torch.equal(results[0][1], results[1][1])
