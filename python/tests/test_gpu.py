@@ -58,6 +58,56 @@ def test_autograd_parity_with_torch(name, make, ref):
         assert _max_rel(a.grad, b.grad) <= 1e-5, name
 
 
+def _row_problems(n=512, c=1000):
+    g = torch.Generator(device="cpu").manual_seed(6)
+    logits = lambda: torch.randn(n, c, generator=g) * 2  # noqa: E731
+    target = lambda: torch.randint(0, c, (n,), generator=g)  # noqa: E731
+
+    def ignored():
+        y = target()
+        y[::7] = -100
+        return y
+
+    def focal(x, y, gamma=2.0):
+        lp = torch.log_softmax(x, -1).gather(1, y[:, None])[:, 0]
+        return torch.mean(-(1 - lp.exp()) ** gamma * lp)
+
+    return [
+        ("cross_entropy", ["x", "y"], lambda: [logits(), target()], lambda x, y: F.cross_entropy(x, y)),
+        ("cross_entropy_ignore", ["x", "y"], lambda: [logits(), ignored()],
+         lambda x, y: F.cross_entropy(x, y, ignore_index=-100)),
+        ("cross_entropy_smoothing", ["x", "y"], lambda: [logits(), target()],
+         lambda x, y: F.cross_entropy(x, y, label_smoothing=0.1)),
+        ("cross_entropy_weighted", ["x", "y", "w"], lambda: [logits(), target(), torch.rand(c, generator=g) + 0.5],
+         lambda x, y, w: F.cross_entropy(x, y, weight=w)),
+        ("focal", ["x", "y"], lambda: [logits(), target()], focal),
+        ("cosine", ["a", "b"], lambda: [logits(), logits()],
+         lambda a, b: torch.mean(1 - F.cosine_similarity(a, b, dim=1))),
+        ("triplet", ["a", "p", "n"], lambda: [logits(), logits(), logits()],
+         lambda a, p, n: torch.nn.TripletMarginLoss(margin=1.0)(a, p, n)),
+        ("distill_kl", ["s", "t"], lambda: [logits(), logits()],
+         lambda s, t: F.kl_div(F.log_softmax(s / 2, -1), F.softmax(t / 2, -1), reduction="batchmean") * 4),
+    ]
+
+
+@pytest.mark.parametrize("name, inputs, make, ref", _row_problems(), ids=[p[0] for p in _row_problems()])
+def test_row_losses_autograd_parity_with_torch(name, inputs, make, ref):
+    # The row-wise losses of examples/ (issue 12): the gradient of every floating input that is not
+    # a class weight, against torch.autograd, within 1e-5 of the largest.
+    loss = lossjit.compile((EXAMPLES / f"{name}.loss").read_text(), inputs=inputs)
+    host = make()
+    wants = [h.is_floating_point() and k != "w" for h, k in zip(host, inputs)]
+    ours = [h.to(dev).requires_grad_() if w else h.to(dev) for h, w in zip(host, wants)]
+    theirs = [h.to(dev).requires_grad_() if w else h.to(dev) for h, w in zip(host, wants)]
+    out, expect = loss(*ours), ref(*theirs)
+    (out * 1.5).backward()
+    (expect * 1.5).backward()
+    assert _max_rel(out.detach(), expect.detach()) <= 1e-5
+    for a, b, w in zip(ours, theirs, wants):
+        if w:
+            assert _max_rel(a.grad, b.grad) <= 1e-5, name
+
+
 def test_forward_only_leaves_the_value_on_the_device_and_matches_the_reference():
     loss = example("mse")
     p, t = torch.rand(4096, device=dev), torch.rand(4096, device=dev)

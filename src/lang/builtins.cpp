@@ -353,9 +353,9 @@ constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Co
     {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1"},
     {RowReduction::Mean, "mean", "mean along the last dimension (nan for an empty row)", "1 / C"},
     {RowReduction::Max, "amax", "largest element of the row (torch.amax); nan if any is nan, -inf for an empty row",
-     "1 at the first largest element, 0 elsewhere"},
+     "shared evenly among the elements equal to the result (torch.amax)"},
     {RowReduction::Min, "amin", "smallest element of the row (torch.amin); nan if any is nan, inf for an empty row",
-     "1 at the first smallest element, 0 elsewhere"},
+     "shared evenly among the elements equal to the result (torch.amin)"},
     {RowReduction::LogSumExp, "logsumexp", "log(sum(exp(e))) along the row, without overflow (-inf for an empty row)",
      "softmax: exp(e_j - logsumexp(e))"},
 }};
