@@ -67,14 +67,20 @@ void check_gradients(std::span<const std::string> wrt, std::span<const int> slot
     }
 }
 
-void DevicePointers::check_pointer(const std::string& name, const void* data) const {
+DevicePointers::Range DevicePointers::check_pointer(const std::string& name, const void* data) const {
     int ordinal = -1;
-    const CUresult r = cuda::api().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                                         reinterpret_cast<CUdeviceptr>(data));
+    const auto address = reinterpret_cast<CUdeviceptr>(data);
+    const CUresult r = cuda::api().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
     if (r != CUDA_SUCCESS) throw UsageError(fmt::format("{} is not CUDA device memory (a host pointer?)", name));
     if (ordinal != device_)
         throw UsageError(fmt::format("{} is memory of CUDA device {}, but this loss runs on device {}", name, ordinal,
                                      device_));
+    CUdeviceptr start = 0;
+    std::size_t size = 0;
+    if (cuda::api().cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, address) != CUDA_SUCCESS ||
+        cuda::api().cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, address) != CUDA_SUCCESS)
+        return {address, address + 1};  // the pointer alone, as before ranges were asked for
+    return {static_cast<std::uintptr_t>(start), static_cast<std::uintptr_t>(start + size)};
 }
 
 }  // namespace lossjit

@@ -67,30 +67,36 @@ bool is_dense(std::span<const std::int64_t> shape, std::span<const std::int64_t>
 void check_gradients(std::span<const std::string> wrt, std::span<const int> slots, std::span<const OutputView> grads,
                      std::span<const TensorView> inputs, const Shape& shape);
 
-// Which pointers were found to be memory of the device, by argument position, so that a training
-// loop that reuses its buffers asks the driver once per buffer, not once per call.
+// Which allocations were found to be memory of the device, by argument position, so that a training
+// loop asks the driver once per buffer, not once per call: a pointer inside the allocation last
+// seen at its position is not asked about again (a caching allocator's fresh views of one block,
+// a result written to a new slot of a buffer each call).
 class DevicePointers {
 public:
     explicit DevicePointers(int device) : device_(device) {}
     // Starts a call that checks up to `positions` arguments, in the same order every time.
     void begin(std::size_t positions) {
-        if (seen_.size() < positions) seen_.resize(positions, nullptr);
+        if (seen_.size() < positions) seen_.resize(positions);
         next_ = 0;
     }
-    // UsageError unless `data` is memory of the device (asked only for a pointer not seen at this
-    // position before; `empty` views are not asked about). `name` makes the message's name.
+    // UsageError unless `data` is memory of the device (asked only for a pointer outside the
+    // allocation seen at this position before; `empty` views are not asked about). `name` makes the
+    // message's name.
     template <class Name>
     void check(const Name& name, const void* data, bool empty) {
-        const void*& seen = seen_[next_++];
-        if (empty || data == seen) return;
-        check_pointer(name(), data);
-        seen = data;
+        Range& seen = seen_[next_++];
+        const auto address = reinterpret_cast<std::uintptr_t>(data);
+        if (empty || (address >= seen.begin && address < seen.end)) return;
+        seen = check_pointer(name(), data);
     }
 
 private:
-    void check_pointer(const std::string& name, const void* data) const;
+    struct Range {
+        std::uintptr_t begin = 0, end = 0;
+    };
+    Range check_pointer(const std::string& name, const void* data) const;  // the allocation holding `data`
     int device_;
-    std::vector<const void*> seen_;
+    std::vector<Range> seen_;
     std::size_t next_ = 0;
 };
 
