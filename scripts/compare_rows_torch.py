@@ -4,7 +4,8 @@ smoothing, class weights), NLL, cosine, triplet margin, focal and distillation K
 
 Each loss runs through `lossjit run` on the GPU and on the CPU reference (--cpu), with float64 inputs
 (compared to torch in float64: relative error <= 1e-10) and float32 inputs (compared to torch in
-float64 on the same float32 data: <= 1e-6), and with bfloat16 logits where the loss takes logits.
+float64 on the same float32 data: <= 1e-6), with bfloat16 and float16 logits where the loss takes
+logits, and with int32 class indices beside int64.
 Needs torch and numpy; without a GPU, --cpu-only compares the reference alone.
 
     python3 scripts/compare_rows_torch.py --lossjit build/lossjit --scratch /tmp --json out.json
@@ -68,7 +69,7 @@ def problems(n, c):
 def run_lossjit(args, name, inputs, dtype, cpu):
     files = []
     for key, tensor in inputs.items():
-        t = tensor if tensor.dtype == torch.int64 else tensor.to(dtype)
+        t = tensor if tensor.dtype in (torch.int64, torch.int32) else tensor.to(dtype)
         path = os.path.join(args.scratch, f"lossjit_rows_{name}_{key}.npy")
         if t.dtype == torch.bfloat16:  # ml_dtypes' convention: 2-byte void records
             np.save(path, t.view(torch.int16).numpy().view(np.dtype("V2")))
@@ -98,19 +99,23 @@ def main():
         inputs = make()
         dtypes = [("float64", torch.float64, 1e-10), ("float32", torch.float32, 1e-6)]
         if takes_logits:
-            dtypes.append(("bfloat16", torch.bfloat16, 1e-6))
+            dtypes += [("bfloat16", torch.bfloat16, 1e-6), ("float16", torch.float16, 1e-6)]
         for label, dtype, tolerance in dtypes:
             # torch in float64 on exactly the data lossjit reads (rounded to `dtype` first).
             rounded = {k: (v if v.dtype == torch.int64 else v.to(dtype).double()) for k, v in inputs.items()}
             expected = reference(*rounded.values()).item()
-            for cpu in ([True] if args.cpu_only else [False, True]):
-                value, device = run_lossjit(args, name, inputs, dtype, cpu)
+            # Class indices as int64, and as int32 for the float32 logits.
+            index_dtypes = [torch.int64, torch.int32] if label == "float32" and "y" in inputs else [torch.int64]
+            for index_dtype, cpu in [(i, c) for i in index_dtypes for c in ([True] if args.cpu_only else [False, True])]:
+                given = {k: (v.to(index_dtype) if v.dtype == torch.int64 else v) for k, v in inputs.items()}
+                value, device = run_lossjit(args, name, given, dtype, cpu)
+                label_here = label if index_dtype == torch.int64 else label + "/i32"
                 error = abs(value - expected) / max(abs(expected), 1e-300)
                 ok = error <= tolerance
                 failed = failed or not ok
-                results.append({"loss": name, "dtype": label, "device": device, "lossjit": value,
+                results.append({"loss": name, "dtype": label_here, "device": device, "lossjit": value,
                                 "torch_fp64": expected, "rel_error": error, "ok": ok})
-                print(f"{name:24s} {label:9s} {device:14s} lossjit {value:.12g}  torch(fp64) {expected:.12g}  "
+                print(f"{name:24s} {label_here:12s} {device:14s} lossjit {value:.12g}  torch(fp64) {expected:.12g}  "
                       f"rel {error:.2e} {'ok' if ok else 'FAIL'}")
     if args.json:
         with open(args.json, "w") as f:

@@ -134,6 +134,11 @@ TEST_CASE("the reference: cross-entropy and its variants against values computed
     CHECK(value_of("l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)", {"x", "y"},
                    {x, h.index(h.ignored)}) == doctest::Approx(ignored / kept).epsilon(1e-12));
 
+    // Every row ignored: 0 / 0, nan, as torch gives.
+    const std::vector<std::int64_t> all_ignored(kRows, -100);
+    CHECK(std::isnan(value_of("l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)", {"x", "y"},
+                              {x, h.index(all_ignored)})));
+
     // label_smoothing = 0.1 (torch: (1 - e) * nll + e * mean over classes of -log p).
     double smooth = 0;
     for (std::int64_t r = 0; r < kRows; ++r) {
