@@ -108,7 +108,13 @@ public:
         }
         out_.body = lower(body);
         check_levels();
-        if (level(out_.body) == Level::Total) out_.reduction = ir::Reduction::Composite;
+        const ir::Node& top = out_.node(out_.body);
+        if (top.kind == ir::NodeKind::Total) {  // `+mean(e)`: the same program as `mean(e)`
+            out_.reduction = static_cast<ir::Reduction>(top.slot);
+            out_.body = top.args[0];
+        } else if (level(out_.body) == Level::Total) {
+            out_.reduction = ir::Reduction::Composite;
+        }
         return std::move(out_);
     }
 
