@@ -136,23 +136,69 @@ __device__ __forceinline__ void store4(int dt, void* p, long long i, const T (&x
     }
 }
 
-// VW elements from i: one vector access where VW is 4, else element by element.
+// Elements i .. i+7 of a type of 2 bytes or fewer in one access (16 bytes of bfloat16 or float16, 8
+// of uint8 or bool); i is a multiple of 8 and the row 8-element aligned (vector_alignment).
+template <class T>
+__device__ __forceinline__ void load8_narrow(int dt, const void* p, long long i, T (&v)[8]) {
+    if (dt == kBFloat16 || dt == kFloat16) {
+        const uint4 q = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p) + i));
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+            if (dt == kBFloat16) {
+                v[2 * h] = (T)__uint_as_float(w[h] << 16), v[2 * h + 1] = (T)__uint_as_float(w[h] & 0xffff0000u);
+            } else {
+                v[2 * h] = (T)f16_to_float(w[h] & 0xffffu), v[2 * h + 1] = (T)f16_to_float(w[h] >> 16);
+            }
+        }
+    } else {  // uint8, bool: one 8-byte load
+        const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned char*>(p) + i));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const unsigned int byte = ((j < 4 ? q.x : q.y) >> (8 * (j & 3))) & 0xffu;
+            v[j] = dt == kBool ? (byte != 0 ? T(1) : T(0)) : (T)byte;
+        }
+    }
+}
+
+// VW elements from i: VW == 1 element by element; VW a multiple of 4 in vector accesses of up to 16
+// bytes (VW == 8: one for types of 2 bytes or fewer, else groups of four as load4). i is a multiple
+// of VW and the row VW-element aligned (KernelSpec::choose checks: vector_alignment).
 template <int VW, class T>
 __device__ __forceinline__ void load_row(int dt, const void* p, long long i, T (&v)[VW]) {
+    static_assert(VW == 1 || VW % 4 == 0, "vector width 1 or a multiple of 4");
     if constexpr (VW == 4) {
         load4<T>(dt, p, i, v);
+    } else if constexpr (VW == 1) {
+        v[0] = load1<T>(dt, p, i);
     } else {
+        if (VW == 8 && (dt == kBFloat16 || dt == kFloat16 || dt == kUInt8 || dt == kBool)) {
+            load8_narrow<T>(dt, p, i, reinterpret_cast<T(&)[8]>(v));
+        } else {
 #pragma unroll
-        for (int j = 0; j < VW; ++j) v[j] = load1<T>(dt, p, i + j);
+            for (int q = 0; q < VW / 4; ++q) load4<T>(dt, p, i + 4 * q, reinterpret_cast<T(&)[4]>(v[4 * q]));
+        }
     }
 }
 template <int VW, class T>
 __device__ __forceinline__ void store_row(int dt, void* p, long long i, const T (&x)[VW]) {
+    static_assert(VW == 1 || VW % 4 == 0, "vector width 1 or a multiple of 4");
     if constexpr (VW == 4) {
         store4<T>(dt, p, i, x);
+    } else if constexpr (VW == 1) {
+        store1<T>(dt, p, i, x[0]);
     } else {
+        if (VW == 8 && (dt == kBFloat16 || dt == kFloat16)) {  // one 16-byte store
+            unsigned int w[4];
 #pragma unroll
-        for (int j = 0; j < VW; ++j) store1<T>(dt, p, i + j, x[j]);
+            for (int h = 0; h < 4; ++h)
+                w[h] = dt == kBFloat16 ? float_to_bf16((float)x[2 * h]) | (float_to_bf16((float)x[2 * h + 1]) << 16)
+                                       : float_to_f16((float)x[2 * h]) | (float_to_f16((float)x[2 * h + 1]) << 16);
+            *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p) + i) = make_uint4(w[0], w[1], w[2], w[3]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < VW / 4; ++q) store4<T>(dt, p, i + 4 * q, reinterpret_cast<const T(&)[4]>(x[4 * q]));
+        }
     }
 }
 

@@ -40,7 +40,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
-            if (col < inner) {  // VW == 4 only when inner % 4 == 0
+            if (col < inner) {  // VW > 1 only when inner % VW == 0
 #pragma unroll
                 for (int k = 0; k < N; ++k) {
                     if (F::inner_stride(k) == 0) {
