@@ -161,6 +161,78 @@ __device__ __forceinline__ void load8_narrow(int dt, const void* p, long long i,
     }
 }
 
+// The bits of VW elements as loaded, before conversion: element j of a type of s bytes lives in words
+// j*s/4 .. (s >= 4), or in the (j mod 4/s)-th part of word j*s/4 (s < 4). Words a type does not
+// use are never written, and cost no registers. The rows loop loads a whole tile this way and
+// converts each element only when it is used: converted at load time, eight 16-bit elements take
+// eight registers instead of four, and a tile of them cuts the blocks an SM holds.
+template <int VW>
+struct Raw {
+    unsigned int w[VW * 2];
+};
+
+template <int VW>
+__device__ __forceinline__ void load_raw(int dt, const void* p, long long i, Raw<VW>& r) {
+    static_assert(VW % 4 == 0, "raw loads are vector loads");
+    switch (dt) {
+        case kFloat32: case kInt32:
+#pragma unroll
+            for (int q = 0; q < VW / 4; ++q) {
+                const uint4 a = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned int*>(p) + i) + q);
+                r.w[4 * q] = a.x, r.w[4 * q + 1] = a.y, r.w[4 * q + 2] = a.z, r.w[4 * q + 3] = a.w;
+            }
+            return;
+        case kFloat64: case kInt64:
+#pragma unroll
+            for (int q = 0; q < VW / 2; ++q) {
+                const uint4 a = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned long long*>(p) + i) + q);
+                r.w[4 * q] = a.x, r.w[4 * q + 1] = a.y, r.w[4 * q + 2] = a.z, r.w[4 * q + 3] = a.w;
+            }
+            return;
+        case kBFloat16: case kFloat16:
+            if (VW == 4) {
+                const uint2 a = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(p) + i));
+                r.w[0] = a.x, r.w[1] = a.y;
+            } else {
+#pragma unroll
+                for (int q = 0; q < VW / 8; ++q) {
+                    const uint4 a = __ldg(reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p) + i) + q);
+                    r.w[4 * q] = a.x, r.w[4 * q + 1] = a.y, r.w[4 * q + 2] = a.z, r.w[4 * q + 3] = a.w;
+                }
+            }
+            return;
+        default:  // uint8, bool
+            if (VW == 4) {
+                r.w[0] = __ldg(reinterpret_cast<const unsigned int*>(static_cast<const unsigned char*>(p) + i));
+            } else {
+#pragma unroll
+                for (int q = 0; q < VW / 8; ++q) {
+                    const uint2 a = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned char*>(p) + i) + q);
+                    r.w[2 * q] = a.x, r.w[2 * q + 1] = a.y;
+                }
+            }
+            return;
+    }
+}
+
+// Element j of raw bits loaded by load_raw, as a T; the same values as load1 gives.
+template <int VW, class T>
+__device__ __forceinline__ T unpack(int dt, const Raw<VW>& r, int j) {
+    switch (dt) {
+        case kFloat32: return (T)__uint_as_float(r.w[j]);
+        case kInt32: return (T)(int)r.w[j];
+        case kFloat64:
+            return (T)__longlong_as_double((long long)(((unsigned long long)r.w[2 * j + 1] << 32) | r.w[2 * j]));
+        case kInt64: return (T)(long long)(((unsigned long long)r.w[2 * j + 1] << 32) | r.w[2 * j]);
+        case kBFloat16: return (T)__uint_as_float(j % 2 == 0 ? r.w[j / 2] << 16 : r.w[j / 2] & 0xffff0000u);
+        case kFloat16: return (T)f16_to_float(j % 2 == 0 ? r.w[j / 2] & 0xffffu : r.w[j / 2] >> 16);
+        default: {
+            const unsigned int byte = (r.w[j / 4] >> (8 * (j % 4))) & 0xffu;
+            return dt == kBool ? (byte != 0 ? T(1) : T(0)) : (T)byte;
+        }
+    }
+}
+
 // VW elements from i: VW == 1 element by element; VW a multiple of 4 in vector accesses of up to 16
 // bytes (VW == 8: one for types of 2 bytes or fewer, else groups of four as load4). i is a multiple
 // of VW and the row VW-element aligned (KernelSpec::choose checks: vector_alignment).
