@@ -129,7 +129,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"block=100", "threads per block must be a multiple of 32"},
         {"acc=float16", "knob acc: 'float16' is not an accumulator (float64, float32, compensated or auto)"},
         {"fast_math=maybe", "knob fast_math: 'maybe' is not on, off or auto"},
-        {"vector=3", "vector width must be 1 or 4"},
+        {"vector=3", "vector width must be 1, 4 or 8"},
     };
     for (const auto& [text, message] : errors) {
         CAPTURE(text);
