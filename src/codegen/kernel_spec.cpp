@@ -200,12 +200,13 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
         // inputs; docs/performance.md), fewer when a row is shorter than a tile.
         spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
-        // Inputs of 16 bits or fewer read in accesses of fewer than 16 bytes (vector width 4 or 1):
-        // fewer. Measured on H100 over bfloat16 inputs with vector width 4 (docs/performance.md,
-        // issue 13): mse 1.398 ms at unroll 2 against 2.656 at 8; smooth L1 1.429 against 1.946.
+        // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
+        // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
+        // unroll 2 against 8: hinge 0.182 ms against 0.184, smooth L1 0.356 against 0.411 (91
+        // registers: 2 blocks per SM), mse 0.351 against 0.347; vector 4, unroll 8 halves the speed.
         std::size_t input_widest = 0;
         for (DType d : spec.input_dtypes) input_widest = std::max(input_widest, size_of(d));
-        if (input_widest > 0 && input_widest <= 2 && input_widest * static_cast<std::size_t>(spec.vector_width) < 16)
+        if (input_widest > 0 && input_widest <= 2)
             spec.unroll = std::clamp(4 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
