@@ -14,26 +14,11 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     if (inner == 0) return;
     const long long tiles_per_row = (inner + kTile - 1) / kTile;
     const long long tiles = (e.count / inner) * tiles_per_row;
-    // Tile t is column tile t % tiles_per_row of row t / tiles_per_row. The grid steps by whole rows
-    // and a remainder of tiles, so a thread divides once, not once per tile.
-    long long next_row = 0, next_tile = blockIdx.x, rows_step = 0, tiles_step = gridDim.x;
-    if (R > 1) {
-        next_row = (long long)blockIdx.x / tiles_per_row;
-        next_tile = blockIdx.x - next_row * tiles_per_row;
-        rows_step = (long long)gridDim.x / tiles_per_row;
-        tiles_step = gridDim.x - rows_step * tiles_per_row;
-    }
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        long long row = next_row, col0 = next_tile * kTile;
+        long long row = 0, col0 = t * kTile;
         if (R > 1) {
-            next_row += rows_step;
-            next_tile += tiles_step;
-            if (next_tile >= tiles_per_row) {
-                next_tile -= tiles_per_row;
-                ++next_row;
-            }
-        } else {
-            next_tile += tiles_step;
+            row = t / tiles_per_row;
+            col0 = (t - row * tiles_per_row) * kTile;
         }
         long long c[kMaxRank];
 #pragma unroll
