@@ -43,9 +43,11 @@ struct Accumulating {
     }
     template <int VW, class Result>
     __device__ __forceinline__ void put(const Result (&r)[VW], long long col) {
-        if (VW == 4) {
-            // As the float64 path does: the four lanes of a 16-byte load are added first.
-            acc.add((value_of(r[0]) + value_of(r[1])) + (value_of(r[2]) + value_of(r[3])));
+        if (VW % 4 == 0) {
+            // As the float64 path does: each four lanes of a vector load are added first.
+#pragma unroll
+            for (int q = 0; q < VW; q += 4)
+                acc.add((value_of(r[q]) + value_of(r[q + 1])) + (value_of(r[q + 2]) + value_of(r[q + 3])));
         } else {
 #pragma unroll
             for (int j = 0; j < VW; ++j) acc.add(value_of(r[j]));

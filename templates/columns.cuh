@@ -26,7 +26,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
     double acc = 0.0;
     for (long long strip = blockIdx.x % s.strip_blocks; strip < strips; strip += s.strip_blocks) {
         const long long col = strip * kStrip + (long long)threadIdx.x * VW;
-        const bool active = col < inner;  // VW == 4 only when inner % 4 == 0
+        const bool active = col < inner;  // VW > 1 only when inner % VW == 0
         double sums[G][VW];
 #pragma unroll
         for (int g = 0; g < G; ++g)
@@ -70,8 +70,13 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                     res[j] = f(x);
                 }
                 if (F::kReduces) {
-                    if (VW == 4) acc += (double)((res[0].value + res[1].value) + (res[2].value + res[3].value));
-                    else acc += (double)res[0].value;
+                    if (VW % 4 == 0) {
+#pragma unroll
+                        for (int q = 0; q < VW; q += 4)
+                            acc += (double)((res[q].value + res[q + 1].value) + (res[q + 2].value + res[q + 3].value));
+                    } else {
+                        acc += (double)res[0].value;
+                    }
                 }
 #pragma unroll
                 for (int g = 0; g < G; ++g) {

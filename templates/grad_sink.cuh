@@ -18,8 +18,10 @@ struct GradSink {
     }
     template <int VW, class Result>
     __device__ __forceinline__ void put(const Result (&r)[VW], long long col) {
-        if (VW == 4) {
-            acc += (double)((r[0].value + r[1].value) + (r[2].value + r[3].value));
+        if (VW % 4 == 0) {
+#pragma unroll
+            for (int q = 0; q < VW; q += 4)
+                acc += (double)((r[q].value + r[q + 1].value) + (r[q + 2].value + r[q + 3].value));
         } else {
 #pragma unroll
             for (int j = 0; j < VW; ++j) acc += (double)r[j].value;

@@ -36,14 +36,20 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
         }
         sink.template begin_row<R>(c);
 
-        T v[UNROLL][S][VW];
+        // VW == 8 (operands of 16 bits or fewer, or asked for): the tile is held as loaded and each
+        // element converted where it is used (dtype.cuh: Raw); else converted as loaded.
+        constexpr bool kRaw = VW == 8;
+        T v[kRaw ? 1 : UNROLL][S][VW];
+        Raw<kRaw ? VW : 4> raw[kRaw ? UNROLL : 1][S];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
-            if (col < inner) {  // VW == 4 only when inner % 4 == 0
+            if (col < inner) {  // VW > 1 only when inner % VW == 0
 #pragma unroll
                 for (int k = 0; k < N; ++k) {
-                    if (F::inner_stride(k) == 0) {
+                    if constexpr (kRaw) {
+                        if (F::inner_stride(k) != 0) load_raw<VW>(F::dtype(k), in.ptr[k], base[k] + col, raw[u][k]);
+                    } else if (F::inner_stride(k) == 0) {
 #pragma unroll
                         for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
                     } else {
@@ -61,7 +67,10 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 for (int j = 0; j < VW; ++j) {
                     T x[S];
 #pragma unroll
-                    for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                    for (int k = 0; k < N; ++k) {
+                        if constexpr (!kRaw) x[k] = v[u][k][j];
+                        else x[k] = F::inner_stride(k) == 0 ? fixed[k] : unpack<VW, T>(F::dtype(k), raw[u][k], j);
+                    }
                     r[j] = f(x);
                 }
                 sink.template put<VW>(r, col);

@@ -7,10 +7,11 @@ struct SumSink {
     __device__ __forceinline__ void begin_row(const long long (&)[kMaxRank]) {}
     template <int VW, class T>
     __device__ __forceinline__ void put(const T (&r)[VW], long long) {
-        if (VW == 4) {
+        if (VW % 4 == 0) {
             // One float64 conversion per four elements: conversions run at 1/8 of the FP32 rate on
             // sm_90, and a float sum of four terms loses nothing the float64 total would keep.
-            acc += (double)((r[0] + r[1]) + (r[2] + r[3]));
+#pragma unroll
+            for (int q = 0; q < VW; q += 4) acc += (double)((r[q] + r[q + 1]) + (r[q + 2] + r[q + 3]));
         } else {
 #pragma unroll
             for (int j = 0; j < VW; ++j) acc += (double)r[j];

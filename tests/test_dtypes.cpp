@@ -210,8 +210,9 @@ TEST_CASE("vector accesses need each dtype's own alignment") {
         int vector_width;
     } table[] = {
         {DType::float32, 0, 4}, {DType::float32, 4, 1},   // 16 bytes for 4 floats
-        {DType::bfloat16, 8, 4}, {DType::bfloat16, 2, 1}, // 8 bytes for 4 bfloat16
-        {DType::uint8, 4, 4},   {DType::uint8, 1, 1},     // 4 bytes for 4 uint8
+        {DType::bfloat16, 16, 8}, {DType::bfloat16, 8, 4}, {DType::bfloat16, 2, 1}, // 16 bytes for 8 bfloat16, 8 for 4
+        {DType::float16, 0, 8}, {DType::float16, 24, 4},
+        {DType::uint8, 8, 8},   {DType::uint8, 4, 4},   {DType::uint8, 1, 1},  // 8 bytes for 8 uint8, 4 for 4
         {DType::float64, 16, 4}, {DType::float64, 8, 1},  // two 16-byte halves
         {DType::int64, 32, 4},  {DType::int64, 24, 1},
     };
@@ -226,6 +227,52 @@ TEST_CASE("vector accesses need each dtype's own alignment") {
     }
     CHECK(vector_alignment(DType::boolean) == 4);
     CHECK(vector_alignment(DType::float64) == 16);
+    CHECK(vector_alignment(DType::bfloat16, 8) == 16);
+    CHECK(vector_alignment(DType::boolean, 8) == 8);
+    CHECK(vector_alignment(DType::float32, 8) == 16);
+}
+
+TEST_CASE("vector width 8 where every operand is of 16 bits or fewer") {
+    const std::vector<OperandShape> shapes{{"p", {16, 32768}, {}}, {"t", {32768}, {}}};
+    const OperandShape out{"out", {16, 32768}, {}};
+    const ir::Program reduction = check(parse("mean(max(0, 1 - p * t))", "expr"), {});
+    const ir::Program map = check(parse("p * t", "expr"), {});
+    // All bfloat16: 8 elements (16 bytes) per access, unrolled 4 / inputs read.
+    KernelSpec spec = KernelSpec::choose(reduction, plan_layout(shapes, nullptr), KernelOperands::unplaced(reduction, DType::bfloat16));
+    CHECK(spec.vector_width == 8);
+    CHECK(spec.unroll == 2);
+    // A float32 operand among them: 4, as for float32 alone.
+    KernelOperands mixed = KernelOperands::unplaced(reduction, DType::bfloat16);
+    mixed.input_dtypes[1] = DType::float32;
+    CHECK(KernelSpec::choose(reduction, plan_layout(shapes, nullptr), mixed).vector_width == 4);
+    // A map's output counts: bfloat16 in, float32 out is 4; bfloat16 out is 8.
+    KernelOperands to_f32 = KernelOperands::unplaced(map, DType::bfloat16);
+    to_f32.result_dtype = DType::float32;
+    CHECK(KernelSpec::choose(map, plan_layout(shapes, &out), to_f32).vector_width == 4);
+    CHECK(KernelSpec::choose(map, plan_layout(shapes, &out), KernelOperands::unplaced(map, DType::bfloat16)).vector_width == 8);
+    // float32 asks for 8 explicitly: two 16-byte accesses per vector.
+    CHECK(KernelSpec::choose(reduction, plan_layout(shapes, nullptr), KernelOperands::unplaced(reduction), Knobs{.vector_width = 8})
+              .vector_width == 8);
+    // Items per thread that 8 lanes cannot make up: 4 lanes.
+    spec = KernelSpec::choose(reduction, plan_layout(shapes, nullptr), KernelOperands::unplaced(reduction, DType::bfloat16),
+                              Knobs{.items_per_thread = 12});
+    CHECK(spec.vector_width == 4);
+    CHECK(spec.unroll == 3);
+    // Rows of 32772: a multiple of 4, not of 8.
+    const std::vector<OperandShape> odd{{"p", {16, 32772}, {}}, {"t", {32772}, {}}};
+    spec = KernelSpec::choose(reduction, plan_layout(odd, nullptr), KernelOperands::unplaced(reduction, DType::bfloat16),
+                              Knobs{.vector_width = 8});
+    CHECK(spec.vector_width == 4);
+    REQUIRE(spec.notes.size() == 1);
+    CHECK(spec.notes[0] == "vector width 8 was asked for, but the last dimension (32772) is not a multiple of 8: vector width 4 is used");
+    // A bfloat16 row starting 8 bytes past 16-byte alignment: 4.
+    alignas(16) static unsigned short data[16];
+    KernelOperands shifted = KernelOperands::unplaced(reduction, DType::bfloat16);
+    shifted.input_data[0] = data + 4;
+    spec = KernelSpec::choose(reduction, plan_layout(shapes, nullptr), shifted, Knobs{.vector_width = 8});
+    CHECK(spec.vector_width == 4);
+    REQUIRE(spec.notes.size() == 1);
+    CHECK(spec.notes[0] == "vector width 8 was asked for, but the rows of 'p' do not all start 16-byte aligned: vector width 4 is used");
 }
 
 TEST_CASE("misuse: unknown dtypes, misaligned elements, integer outputs and gradients") {

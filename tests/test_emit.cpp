@@ -154,7 +154,7 @@ TEST_CASE("every dtype loads, stores and computes: NVRTC compiles each in each k
             KernelOperands operands = KernelOperands::unplaced(*program, dtype);
             if (program == &reduction) operands.input_dtypes[1] = DType::bfloat16;  // a mix
             const Layout layout = plan_layout(shapes, program == &reduction ? nullptr : &out);
-            for (int vector_width : {1, 4}) {
+            for (int vector_width : {1, 4, 8}) {
                 const KernelSpec spec = KernelSpec::choose(*program, layout, operands, Knobs{.vector_width = vector_width});
                 CAPTURE(spec.signature());
                 const std::string source = emit_cuda(*program, spec);

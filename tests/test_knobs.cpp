@@ -60,7 +60,9 @@ TEST_CASE("bad knobs are UsageErrors from compile(), naming the knob and what it
         {[](Options& o) { o.knobs.unroll = -1; }, "unroll must be in [1, 64]"},
         {[](Options& o) { o.knobs.items_per_thread = 128; }, "items per thread must be in [1, 64] (0: automatic), not 128"},
         {[](Options& o) { o.knobs.unroll = 2, o.knobs.items_per_thread = 8; }, "set unroll or items per thread, not both"},
-        {[](Options& o) { o.knobs.vector_width = 2; }, "vector width must be 1 or 4 (0: automatic), not 2"},
+        {[](Options& o) { o.knobs.vector_width = 2; }, "vector width must be 1, 4 or 8 (0: automatic), not 2"},
+        {[](Options& o) { o.knobs.vector_width = 8, o.knobs.items_per_thread = 12; },
+         "items per thread (12) must be a multiple of the vector width (8)"},
         {[](Options& o) { o.knobs.vector_width = 4, o.knobs.items_per_thread = 6; },
          "items per thread (6) must be a multiple of the vector width (4)"},
         {[](Options& o) { o.knobs.max_blocks_per_sm = 33; }, "blocks per SM must be in [1, 32] (0: automatic), not 33"},
@@ -127,7 +129,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"block=100", "threads per block must be a multiple of 32"},
         {"acc=float16", "knob acc: 'float16' is not an accumulator (float64, float32, compensated or auto)"},
         {"fast_math=maybe", "knob fast_math: 'maybe' is not on, off or auto"},
-        {"vector=3", "vector width must be 1 or 4"},
+        {"vector=3", "vector width must be 1, 4 or 8"},
     };
     for (const auto& [text, message] : errors) {
         CAPTURE(text);

@@ -23,6 +23,7 @@ std::shared_ptr<const Plan> plan_for(std::vector<Shape> shapes) {
     auto plan = std::make_shared<Plan>();
     for (auto& shape : shapes) {
         plan->alignment |= std::uint64_t{1} << plan->shapes.size();
+        plan->alignment8 |= std::uint64_t{1} << plan->shapes.size();
         plan->dtypes.push_back(DType::float32);
         plan->shapes.push_back(std::move(shape));
         plan->strides.emplace_back();
@@ -62,6 +63,15 @@ TEST_CASE("plans are found by shapes, strides, dtypes and alignment, most recent
     alignas(16) static float data[8];
     CHECK(find(cache, views({{4, 4}}, data)) == square);
     CHECK_FALSE(find(cache, views({{4, 4}}, data + 1)));  // not 16-byte aligned: maybe another variant
+    // bfloat16 aligned for 4 elements (8 bytes) but not for 8 (16 bytes): another plan than for 16-byte aligned data.
+    const TensorView bf16_at_16{data, DType::bfloat16, {4, 4}, {}};
+    const TensorView bf16_at_8{data + 2, DType::bfloat16, {4, 4}, {}};
+    PlanCache typed;
+    auto wide = plan_for({{4, 4}});
+    std::const_pointer_cast<Plan>(wide)->dtypes.front() = DType::bfloat16;
+    typed.add(wide);
+    CHECK(find(typed, std::vector<TensorView>{bf16_at_16}) == wide);
+    CHECK_FALSE(find(typed, std::vector<TensorView>{bf16_at_8}));
     const OutputView output = OutputView::contiguous(nullptr, {4, 4});
     CHECK_FALSE(find(cache, views({{4, 4}}), &output));  // a map's plan records its output too
 

@@ -42,7 +42,8 @@ struct Knobs {
                                 // programs: 1024; the columns loop narrows it to the columns there are)
     int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
     int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
-    int vector_width = 0;       // 1, or 4 (16-byte loads and stores) where layout and alignment allow; default 4 there
+    int vector_width = 0;       // elements per access, 1, 4 or 8 (accesses of up to 16 bytes) where layout and alignment
+                                // allow; default 8 where every operand is of 16 bits or fewer, else 4
     int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
     Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
     std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off

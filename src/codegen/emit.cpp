@@ -108,7 +108,8 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         throw InternalError(fmt::format("kernel spec with {} threads per block", spec.block_threads));
     if (spec.unroll < 1 || spec.unroll > kMaxUnroll)
         throw InternalError(fmt::format("kernel spec with unroll {}", spec.unroll));
-    if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
+    if (spec.vector_width != 1 && spec.vector_width != 4 && spec.vector_width != 8)
+        throw InternalError("vector width must be 1, 4 or 8");
     if (spec.accumulator == Accumulator::Auto) throw InternalError("kernel spec with an automatic accumulator");
     if (!spec.input_dtypes.empty() && spec.input_dtypes.size() != n)
         throw InternalError("kernel spec and program disagree on the inputs' dtypes");

@@ -27,6 +27,10 @@ int automatic_block_threads(const ir::Program& program) {
 
 }  // namespace
 
+int preferred_vector_width(std::size_t widest_element_bytes) {
+    return widest_element_bytes > 0 && widest_element_bytes <= 2 ? 8 : 4;
+}
+
 KernelOperands KernelOperands::unplaced(const ir::Program& program, DType dtype) {
     KernelOperands operands;
     // A map's backward reads its upstream gradient after the inputs.
@@ -116,37 +120,61 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         }
     }
 
-    // Vector accesses need every row of every contiguous operand to start aligned for its type.
-    auto aligned = [&](const void* data, DType dtype, const OperandAccess& access) {
-        if (reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) != 0) return false;
+    // Vector accesses of `width` elements need the innermost extent to be a multiple of it and every
+    // row of every contiguous operand to start aligned for that many elements of its type.
+    auto aligned = [&](const void* data, DType dtype, const OperandAccess& access, int width) {
+        if (reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype, width) != 0) return false;
         for (std::size_t d = 0; d < inner; ++d)
-            if (access.strides[d] % 4 != 0) return false;
+            if (access.strides[d] % width != 0) return false;
         return true;
     };
-    std::string why_scalar;  // why 16-byte accesses are impossible here; empty: they are possible
-    if (layout.dims[inner] % 4 != 0)
-        why_scalar = fmt::format("the last dimension ({}) is not a multiple of 4", layout.dims[inner]);
-    for (std::size_t k = 0; k < read.size() && why_scalar.empty(); ++k) {
-        const auto slot = static_cast<std::size_t>(read[k]);
-        if (spec.inner_strides[k] == 1 && !aligned(operands.input_data[slot], spec.input_dtypes[k], layout.inputs[slot]))
-            why_scalar = fmt::format("the rows of '{}' do not all start {}-byte aligned",
-                                     slot < program.inputs.size() ? program.inputs[slot] : std::string("upstream"),
-                                     vector_alignment(spec.input_dtypes[k]));
-    }
     if (operands.written_data.size() != operands.written_dtypes.size())
         throw InternalError("kernel operands: written data and dtypes differ in number");
-    for (std::size_t k = 0; k < operands.written_data.size() && writes && why_scalar.empty(); ++k)
-        if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output))
-            why_scalar = fmt::format("the rows of the {} do not all start {}-byte aligned",
-                                     program.is_map() && program.derivatives.empty() ? "output" : "gradients",
-                                     vector_alignment(operands.written_dtypes[k]));
-    bool vector = why_scalar.empty();
-    if (knobs.vector_width == 1) vector = false;
-    if (knobs.vector_width == 4 && !vector)
-        spec.notes.push_back(fmt::format("vector width 4 was asked for, but {}: vector width 1 is used", why_scalar));
-    // Items per thread that four lanes cannot make up ask for scalar accesses.
-    if (knobs.vector_width == 0 && knobs.items_per_thread % 4 != 0) vector = false;
-    spec.vector_width = vector ? 4 : 1;
+    auto why_not = [&](int width) -> std::string {  // empty: `width`-element accesses are possible
+        if (layout.dims[inner] % width != 0)
+            return fmt::format("the last dimension ({}) is not a multiple of {}", layout.dims[inner], width);
+        for (std::size_t k = 0; k < read.size(); ++k) {
+            const auto slot = static_cast<std::size_t>(read[k]);
+            if (spec.inner_strides[k] == 1 &&
+                !aligned(operands.input_data[slot], spec.input_dtypes[k], layout.inputs[slot], width))
+                return fmt::format("the rows of '{}' do not all start {}-byte aligned",
+                                   slot < program.inputs.size() ? program.inputs[slot] : std::string("upstream"),
+                                   vector_alignment(spec.input_dtypes[k], width));
+        }
+        for (std::size_t k = 0; k < operands.written_data.size() && writes; ++k)
+            if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output, width))
+                return fmt::format("the rows of the {} do not all start {}-byte aligned",
+                                   program.is_map() && program.derivatives.empty() ? "output" : "gradients",
+                                   vector_alignment(operands.written_dtypes[k], width));
+        return {};
+    };
+    // The widest element walked along the rows: contiguous inputs, and what is written per element.
+    std::size_t widest = 0;
+    for (std::size_t k = 0; k < read.size(); ++k)
+        if (spec.inner_strides[k] == 1) widest = std::max(widest, size_of(spec.input_dtypes[k]));
+    if (program.is_map() && !gradients) widest = std::max(widest, size_of(spec.result_dtype));
+    for (std::size_t g = 0; g < spec.grad_dtypes.size(); ++g)
+        if (spec.summed.empty() || !spec.summed[g]) widest = std::max(widest, size_of(spec.grad_dtypes[g]));
+    // Widths to try, widest first: the one asked for, else the preferred one; 8 falls back to 4.
+    std::vector<int> widths;
+    if (knobs.vector_width > 1) widths.push_back(knobs.vector_width);
+    if (knobs.vector_width == 0) widths.push_back(preferred_vector_width(widest));
+    if (!widths.empty() && widths.back() > 4) widths.push_back(4);
+    spec.vector_width = 1;
+    std::string why_scalar;  // why the width asked for is impossible here
+    for (int width : widths) {
+        // Items per thread that the lanes cannot make up ask for narrower accesses.
+        if (knobs.vector_width == 0 && knobs.items_per_thread % width != 0) continue;
+        const std::string why = why_not(width);
+        if (why.empty()) {
+            spec.vector_width = width;
+            break;
+        }
+        if (why_scalar.empty()) why_scalar = why;
+    }
+    if (knobs.vector_width > 1 && spec.vector_width != knobs.vector_width)
+        spec.notes.push_back(fmt::format("vector width {} was asked for, but {}: vector width {} is used",
+                                         knobs.vector_width, why_scalar, spec.vector_width));
     // The columns loop gives each thread vector_width columns of a strip; narrow rows would leave most
     // of a large block idle, so the block shrinks to the columns there are (in warps, at least 64).
     if (spec.loop == Loop::Columns) {
@@ -172,12 +200,13 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
         // inputs; docs/performance.md), fewer when a row is shorter than a tile.
         spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
-        // Inputs of 16 bits or fewer: fewer, since each access moves only 8 bytes. Measured on H100
-        // over bfloat16 inputs (docs/performance.md, issue 13): mse 1.398 ms at unroll 2 against
-        // 2.656 at 8; smooth L1 1.429 against 1.946; hardsigmoid (one input) best at 4.
-        std::size_t widest = 0;
-        for (DType d : spec.input_dtypes) widest = std::max(widest, size_of(d));
-        if (widest > 0 && widest <= 2)
+        // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
+        // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
+        // unroll 2 against 8: hinge 0.182 ms against 0.184, smooth L1 0.356 against 0.411 (91
+        // registers: 2 blocks per SM), mse 0.351 against 0.347; vector 4, unroll 8 halves the speed.
+        std::size_t input_widest = 0;
+        for (DType d : spec.input_dtypes) input_widest = std::max(input_widest, size_of(d));
+        if (input_widest > 0 && input_widest <= 2)
             spec.unroll = std::clamp(4 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
@@ -266,8 +295,12 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
                 why_scalar = "the rows written (output or gradients) are not contiguous, or do not all start aligned";
     bool vector = why_scalar.empty();
     if (knobs.vector_width == 1) vector = false;
-    if (knobs.vector_width == 4 && !vector)
-        spec.notes.push_back(fmt::format("vector width 4 was asked for, but {}: vector width 1 is used", why_scalar));
+    if (knobs.vector_width > 1 && !vector)
+        spec.notes.push_back(fmt::format("vector width {} was asked for, but {}: vector width 1 is used",
+                                         knobs.vector_width, why_scalar));
+    else if (knobs.vector_width > 4)
+        spec.notes.push_back(fmt::format("vector width {} was asked for, but the by-row loop reads at most 4 elements "
+                                         "per access: vector width 4 is used", knobs.vector_width));
     spec.vector_width = vector ? 4 : 1;
 
     spec.team = warp_per_row ? kWarpThreads : spec.block_threads;

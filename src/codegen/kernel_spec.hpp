@@ -16,9 +16,16 @@
 
 namespace lossjit {
 
-// A vector access moves 4 elements: 16 bytes of float32, 8 of bfloat16, 4 of uint8; 8-byte types
-// take two 16-byte accesses. Its start must be aligned to this many bytes.
-inline std::size_t vector_alignment(DType dtype) { return std::min<std::size_t>(16, 4 * size_of(dtype)); }
+// A vector of `width` elements (4 or 8) is read or written in accesses of at most 16 bytes: width 4
+// is 16 bytes of float32, 8 of bfloat16, 4 of uint8; width 8 is 16 bytes of bfloat16, 8 of uint8,
+// two 16-byte accesses of float32. Its start must be aligned to this many bytes.
+inline std::size_t vector_alignment(DType dtype, int width = 4) {
+    return std::min<std::size_t>(16, static_cast<std::size_t>(width) * size_of(dtype));
+}
+
+// The widest vector the rows and columns loops use for operands of these element sizes: 8 where
+// every operand is of 2 bytes or fewer (so an access moves 16 bytes, as four float32 do), else 4.
+int preferred_vector_width(std::size_t widest_element_bytes);
 
 // What a launch passes besides shapes: where the data is (its alignment decides vector accesses)
 // and its element types.
@@ -48,7 +55,7 @@ struct KernelSpec {
     };
     Loop loop = Loop::Rows;
     int rank = 1;
-    int vector_width = 1;            // 4: four elements per access (16 bytes of float32)
+    int vector_width = 1;            // 1, 4 or 8 elements per access (4: 16 bytes of float32; 8: 16 bytes of bfloat16)
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row);
                                      // ByRow: 0 one value per row (an index, or extent 1 along the row), else 1

@@ -12,12 +12,13 @@
 namespace lossjit {
 namespace {
 
-// Bit k: input k allows vector accesses of its dtype; bits 48 and up: gradient g; bit 63: a map's
-// output. (More than 48 inputs or 15 gradients share bits: a plan is then reused only for the same
-// alignment of the first ones, which is still right: choose() decides from the views themselves.)
-std::uint64_t alignment_of(const CallViews& views) {
-    auto aligned = [](const void* data, DType dtype) {
-        return reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) == 0;
+// Bit k: input k allows vector accesses of `width` elements of its dtype; bits 48 and up: gradient g;
+// bit 63: a map's output. (More than 48 inputs or 15 gradients share bits: a plan is then reused only
+// for the same alignment of the first ones, which is still right: choose() decides from the views
+// themselves.) A plan matches a call only where these agree for widths 4 and 8.
+std::uint64_t alignment_of(const CallViews& views, int width) {
+    auto aligned = [width](const void* data, DType dtype) {
+        return reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype, width) == 0;
     };
     std::uint64_t bits = 0;
     for (std::size_t k = 0; k < views.inputs.size(); ++k)
@@ -105,7 +106,7 @@ bool Plan::matches(const CallViews& views) const {
     if (dtype_count(views) != dtypes.size()) return false;
     for (std::size_t i = 0; i < dtypes.size(); ++i)
         if (dtype_at(views, i) != dtypes[i]) return false;
-    return alignment_of(views) == alignment;
+    return alignment_of(views, 4) == alignment && alignment_of(views, 8) == alignment8;
 }
 
 std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Options& options, const CallViews& views,
@@ -156,7 +157,8 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
         plan->output_strides = output->strides;
     }
     for (std::size_t i = 0; i < dtype_count(views); ++i) plan->dtypes.push_back(dtype_at(views, i));
-    plan->alignment = alignment_of(views);
+    plan->alignment = alignment_of(views, 4);
+    plan->alignment8 = alignment_of(views, 8);
     plan->has_output = output != nullptr;
     return plan;
 }

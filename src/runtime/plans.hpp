@@ -72,7 +72,8 @@ struct Plan {
     Dims output_shape;
     Dims output_strides;
     std::vector<DType> dtypes;  // the inputs', then the result's, then the gradients'
-    std::uint64_t alignment = 0;  // which views allow vector accesses (alignment_of in plans.cpp)
+    std::uint64_t alignment = 0;  // which views allow vector accesses of 4 elements (alignment_of in plans.cpp)
+    std::uint64_t alignment8 = 0; // ... and of 8
     bool has_output = false;
     bool matches(const CallViews& views) const;
 

@@ -19,8 +19,9 @@ const std::vector<KnobHelp>& knobs() {
                               kWarpThreads, kMaxBlockThreads)},
         {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",
                               kMaxItemsPerThread)},
-        {"unroll", fmt::format("tiles of 16-byte (or 4-byte) loads per thread, [1, {}]; default per layout", kMaxUnroll)},
-        {"vector", "1 or 4 (16-byte loads and stores where layout and alignment allow); default 4 where allowed"},
+        {"unroll", fmt::format("tiles of vector loads per thread, [1, {}]; default per layout", kMaxUnroll)},
+        {"vector", "elements per access: 1, 4 or 8 (loads and stores of up to 16 bytes where layout and alignment "
+                   "allow); default 8 where every operand is of 16 bits or fewer, else 4, where allowed"},
         {"blocks_per_sm", fmt::format("cap on blocks per SM, [1, {}]; default: reductions what occupancy allows, "
                                       "maps none", kMaxBlocksPerSm)},
         {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
@@ -79,10 +80,11 @@ void validate_knobs(const Knobs& k) {
                                      k.items_per_thread));
     if (k.unroll > 0 && k.items_per_thread > 0)
         throw UsageError("set unroll or items per thread, not both (items per thread = unroll x vector width)");
-    if (k.vector_width != 0 && k.vector_width != 1 && k.vector_width != 4)
-        throw UsageError(fmt::format("vector width must be 1 or 4 (0: automatic), not {}", k.vector_width));
-    if (k.vector_width == 4 && k.items_per_thread % 4 != 0)
-        throw UsageError(fmt::format("items per thread ({}) must be a multiple of the vector width (4)", k.items_per_thread));
+    if (k.vector_width != 0 && k.vector_width != 1 && k.vector_width != 4 && k.vector_width != 8)
+        throw UsageError(fmt::format("vector width must be 1, 4 or 8 (0: automatic), not {}", k.vector_width));
+    if (k.vector_width > 1 && k.items_per_thread % k.vector_width != 0)
+        throw UsageError(fmt::format("items per thread ({}) must be a multiple of the vector width ({})",
+                                     k.items_per_thread, k.vector_width));
     if (k.max_blocks_per_sm < 0 || k.max_blocks_per_sm > kMaxBlocksPerSm)
         throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSm,
                                      k.max_blocks_per_sm));
@@ -177,7 +179,8 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
     }
     if (asked.vector_width == 0) {
         // A vector width that the caller's own items per thread cannot be made of stays automatic.
-        if (tuned.vector_width != 4 || asked.items_per_thread % 4 == 0) asked.vector_width = tuned.vector_width;
+        if (tuned.vector_width <= 1 || asked.items_per_thread % tuned.vector_width == 0)
+            asked.vector_width = tuned.vector_width;
         used = true;
     }
     if (asked.max_blocks_per_sm == 0) {
