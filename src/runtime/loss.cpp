@@ -256,7 +256,8 @@ struct Loss::State {
                     LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(g.data), 0,
                                                 static_cast<std::size_t>(g.numel()), stream));
         }
-        if (prog.is_map() && p.layout.count == 0) return launched;  // an empty map has nothing to write
+        // An empty map has nothing to write (one of rows of no elements still writes a value per row).
+        if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return launched;
 
         // A host pointer or another device's memory would fault inside the kernel and poison the
         // context; the driver is asked once per new pointer.
@@ -265,14 +266,15 @@ struct Loss::State {
         const auto& names = *what.operands;
         for (std::size_t k = 0; k < p.slots.size(); ++k) {
             const auto& view = inputs[static_cast<std::size_t>(p.slots[k])];
+            // Asked about where the kernel may read it: an index of rows of no elements still is.
             pointers.check([&] { return fmt::format("'{}'", names[static_cast<std::size_t>(p.slots[k])]); }, view.data,
-                           p.layout.count == 0);
+                           p.layout.count == 0 && !(p.layout.by_rows && view.numel() > 0));
             args.inputs->set_pointer(k, view.data);
         }
         for (std::size_t g = 0; g < grads.size(); ++g)
             pointers.check([&] { return fmt::format("the gradient {}", g); }, grads[g].data, p.layout.count == 0);
         auto named = [](const char* text) { return [text] { return std::string(text); }; };
-        if (map_forward) pointers.check(named("the output"), output->data, p.layout.count == 0);
+        if (map_forward) pointers.check(named("the output"), output->data, output->numel() == 0);
         if (result) pointers.check(named("the result pointer"), result->data, false);
         if (upstream.device) pointers.check(named("the upstream gradient"), upstream.device, false);
         for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = param_values[i].load();
