@@ -165,6 +165,9 @@ struct RowTotal {
 };
 std::vector<RowTotal> row_totals(const ir::Program& program);
 std::vector<double> total_divisors(const ir::Program& program, const Layout& layout);
+// UnsupportedError where a differentiated program that reduces along rows asks for the gradient of
+// an input broadcast in `layout` (its elements would have to be summed: not done yet).
+void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout);
 
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";

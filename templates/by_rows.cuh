@@ -23,17 +23,6 @@ __device__ __forceinline__ long long load_index(int dt, const void* p, long long
     }
 }
 
-// Offset of row `row`'s first element along the collapsed row dims (all but the last).
-template <int R>
-__device__ __forceinline__ void row_coords(const Extents& e, long long row, long long (&c)[kMaxRank]) {
-#pragma unroll
-    for (int d = R - 2; d > 0; --d) {
-        c[d] = row % e.dims[d];
-        row /= e.dims[d];
-    }
-    c[0] = row;
-}
-
 __device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 

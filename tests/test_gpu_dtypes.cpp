@@ -10,28 +10,15 @@
 #include <vector>
 
 #include "lossjit/lossjit.hpp"
+#include "gpu_support.hpp"
 #include "tools/host.hpp"
 
 using namespace lossjit;
 
 namespace {
 
-bool have_gpu() {
-    static const bool available = cuda_available();
-    return available;
-}
-
-// A host tensor of `dtype` from a generator spec, and its copy on the device (a few spare bytes so
-// that an offset view stays inside the allocation).
-struct Typed {
-    HostTensor host;
-    DeviceBuffer device;
-    Typed(const std::string& spec, DType dtype, std::uint64_t seed)
-        : host(generate(parse_generator(spec), seed).converted(dtype)), device(host.bytes.size() + 64) {
-        device.upload(host.bytes.data(), host.bytes.size());
-    }
-    TensorView view() const { return TensorView{device.data(), host.dtype, host.shape, {}}; }
-};
+bool have_gpu() { return lossjit_test::have_typed_gpu(); }
+using lossjit_test::Typed;
 
 double rel_error(double a, double b) { return a == b ? 0.0 : std::fabs(a - b) / std::max(std::fabs(b), 1e-30); }
 

@@ -372,7 +372,7 @@ private:
 
     std::string row_body() {
         std::string out;
-        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::row_coords<R>(e, row, c);\n", kIndent, kIndent);
+        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);  // the row's coordinates: every dim but the last\n", kIndent, kIndent);
         const std::size_t n = std::max<std::size_t>(slots_.size(), 1);
         out += fmt::format("{}long long base[{}];\n", kIndent, n);
         out += fmt::format("{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",

@@ -263,13 +263,7 @@ KernelSpec KernelSpec::choose_by_row(const ir::Program& program, const Layout& l
     spec.compute = compute_dtype(spec.input_dtypes);
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
-    for (const auto& d : program.derivatives) {
-        const auto k = static_cast<std::size_t>(d.input);
-        if (layout.inputs[k].elements != layout.count)
-            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
-                                               "along rows, gradients are computed for inputs of the full shape only",
-                                               program.inputs[k]));
-    }
+    refuse_broadcast_row_gradients(program, layout);
 
     // Four elements per access where every row of every operand walked along the row starts
     // aligned and steps by 1.

@@ -1,5 +1,7 @@
 // semantics: what a program means beyond its nodes (what its reduction divides by, the dtype of its
 // output), shared by the kernel launch and the CPU reference.
+#include <fmt/format.h>
+
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
 
@@ -98,6 +100,16 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
         divisors.push_back(divisor_of(t.reduction, rows ? layout.rows : layout.count, layout.shape));
     }
     return divisors;
+}
+
+void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout) {
+    for (const auto& d : program.derivatives) {
+        const auto k = static_cast<std::size_t>(d.input);
+        if (layout.inputs[k].elements != layout.count)
+            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
+                                               "along rows, gradients are computed for inputs of the full shape only",
+                                               program.inputs[k]));
+    }
 }
 
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {

@@ -291,33 +291,14 @@ private:
         if (given == 1 && whole) {
             if (inside_reduction_ > 0)
                 fail(e.pos, fmt::format("'{}' of a whole tensor cannot be inside another reduction", e.text));
-            ++inside_reduction_;
-            const int argument = lower(*e.args[0]);
-            --inside_reduction_;
-            ir::Node n;
-            n.kind = ir::NodeKind::Total;
-            n.slot = static_cast<int>(*whole);
-            n.arity = 1;
-            n.args[0] = argument;
-            n.pos = e.pos;
-            return add(n);
+            return reduction_node(ir::NodeKind::Total, static_cast<int>(*whole), e);
         }
         if (given == 2 && row) {
-            ++inside_reduction_;
-            const int argument = lower(*e.args[0]);
-            --inside_reduction_;
-            const int dim = lower(*e.args[1]);
-            const ir::Node& d = out_.node(dim);
+            const ir::Node& d = out_.node(lower(*e.args[1]));
             if (d.kind != ir::NodeKind::Constant || d.value != -1.0)
                 fail(e.args[1]->pos, fmt::format("the dimension of '{}' must be -1: lossjit reduces inside an "
                                                  "expression along the last dimension only", e.text));
-            ir::Node n;
-            n.kind = ir::NodeKind::RowReduce;
-            n.slot = static_cast<int>(*row);
-            n.arity = 1;
-            n.args[0] = argument;
-            n.pos = e.pos;
-            return add(n);
+            return reduction_node(ir::NodeKind::RowReduce, static_cast<int>(*row), e);
         }
         if (whole && row)
             fail(e.pos, fmt::format("'{}' takes 1 argument (the whole tensor) or 2 ({}(x, -1): along the last "
@@ -326,6 +307,21 @@ private:
             fail(e.pos, fmt::format("'{}' takes 1 argument, but {} were given", e.text, given));
         fail(e.pos, fmt::format("'{}' takes 2 arguments, the expression and the dimension ({}(x, -1)), but {} {} given",
                                 e.text, e.text, given, given == 1 ? "was" : "were"));
+    }
+
+    // A Total or RowReduce node (`slot`: which reduction) of the call's first argument, lowered
+    // inside the reduction.
+    int reduction_node(ir::NodeKind kind, int slot, const ast::Expr& call) {
+        ++inside_reduction_;
+        const int argument = lower(*call.args[0]);
+        --inside_reduction_;
+        ir::Node n;
+        n.kind = kind;
+        n.slot = slot;
+        n.arity = 1;
+        n.args[0] = argument;
+        n.pos = call.pos;
+        return add(n);
     }
 
     // x[y]: y must name an input (integer class indices, one per row).

@@ -357,6 +357,25 @@ private:
     std::vector<std::vector<double>> values_;
 };
 
+// Evaluates every row, the rows split among threads (one RowEvaluator each), and calls
+// `use(eval, row, thread)` after each; returns how many threads ran.
+template <typename Use>
+std::size_t for_each_row(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                         std::span<const double> params, Use use) {
+    std::size_t threads = 0;
+    parallel_ranges(
+        layout.rows,
+        [&](std::int64_t begin, std::int64_t end, std::size_t t) {
+            RowEvaluator eval(program, layout, inputs, params);
+            for (std::int64_t row = begin; row < end; ++row) {
+                eval.evaluate(row);
+                use(static_cast<const RowEvaluator&>(eval), row, t);
+            }
+        },
+        &threads);
+    return threads;
+}
+
 // A Composite program's final value: its body over the totals (each divided by its divisor),
 // parameters and constants, in float64 as the kernel's finish computes it.
 double composite_value(const ir::Program& program, std::span<const double> totals, std::span<const double> params) {
@@ -386,24 +405,17 @@ double reference_reduce_rows(const ir::Program& program, const Layout& layout, s
     const auto totals = row_totals(program);
     const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::vector<CompensatedSum>> partial(max_threads, std::vector<CompensatedSum>(totals.size()));
-    std::size_t threads = 0;
-    parallel_ranges(
-        layout.rows,
-        [&](std::int64_t begin, std::int64_t end, std::size_t t) {
-            RowEvaluator eval(program, layout, inputs, params);
-            for (std::int64_t row = begin; row < end; ++row) {
-                eval.evaluate(row);
-                for (std::size_t k = 0; k < totals.size(); ++k) {
-                    const int argument = totals[k].argument;
-                    if (eval.per_row(argument)) {
-                        partial[t][k].add(eval.at(argument, 0));
-                    } else {
-                        for (std::int64_t j = 0; j < eval.columns(); ++j) partial[t][k].add(eval.at(argument, j));
-                    }
-                }
+    const std::size_t threads = for_each_row(program, layout, inputs, params,
+                                             [&](const RowEvaluator& eval, std::int64_t, std::size_t t) {
+        for (std::size_t k = 0; k < totals.size(); ++k) {
+            const int argument = totals[k].argument;
+            if (eval.per_row(argument)) {
+                partial[t][k].add(eval.at(argument, 0));
+            } else {
+                for (std::int64_t j = 0; j < eval.columns(); ++j) partial[t][k].add(eval.at(argument, j));
             }
-        },
-        &threads);
+        }
+    });
     const auto divisors = total_divisors(program, layout);
     std::vector<double> values;
     for (std::size_t k = 0; k < totals.size(); ++k) {
@@ -420,25 +432,16 @@ double reference_reduce_rows(const ir::Program& program, const Layout& layout, s
 
 void reference_map_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params, HostOutput output) {
-    std::size_t threads = 0;
     const std::size_t last = layout.dims.size() - 1;
-    parallel_ranges(
-        layout.rows,
-        [&](std::int64_t begin, std::int64_t end, std::size_t) {
-            RowEvaluator eval(program, layout, inputs, params);
-            for (std::int64_t row = begin; row < end; ++row) {
-                eval.evaluate(row);
-                const std::int64_t base = eval.row_offset(row, layout.output);
-                if (eval.per_row(program.body)) {
-                    store_from_double(output.data, output.dtype, base, eval.at(program.body, 0));
-                } else {
-                    for (std::int64_t j = 0; j < eval.columns(); ++j)
-                        store_from_double(output.data, output.dtype, base + j * layout.output.strides[last],
-                                          eval.at(program.body, j));
-                }
-            }
-        },
-        &threads);
+    for_each_row(program, layout, inputs, params, [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
+        const std::int64_t base = eval.row_offset(row, layout.output);
+        if (eval.per_row(program.body)) {
+            store_from_double(output.data, output.dtype, base, eval.at(program.body, 0));
+        } else {
+            for (std::int64_t j = 0; j < eval.columns(); ++j)
+                store_from_double(output.data, output.dtype, base + j * layout.output.strides[last], eval.at(program.body, j));
+        }
+    });
 }
 
 }  // namespace
@@ -492,33 +495,16 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
 // row, into a buffer of its input's shape, which must be the whole broadcast shape (row-major, so
 // element j of row r is at r * C + j).
 std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const Layout& layout,
-                                                          std::span<const std::int64_t> sizes,
                                                           std::span<const HostOperand> inputs,
                                                           std::span<const double> params, double upstream) {
+    refuse_broadcast_row_gradients(program, layout);
     const double scale = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
-    std::vector<std::vector<double>> grads;
-    for (const auto& d : program.derivatives) {
-        const auto slot = static_cast<std::size_t>(d.input);
-        if (sizes[slot] != layout.count)
-            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce along "
-                                               "rows, gradients are computed for inputs of the full shape only",
-                                               program.inputs[slot]));
-        grads.emplace_back(static_cast<std::size_t>(layout.count), 0.0);
-    }
-    std::size_t threads = 0;
-    parallel_ranges(
-        layout.rows,
-        [&](std::int64_t begin, std::int64_t end, std::size_t) {
-            RowEvaluator eval(program, layout, inputs, params);
-            for (std::int64_t row = begin; row < end; ++row) {
-                eval.evaluate(row);
-                for (std::size_t k = 0; k < grads.size(); ++k)
-                    for (std::int64_t j = 0; j < eval.columns(); ++j)
-                        grads[k][static_cast<std::size_t>(row * eval.columns() + j)] =
-                            eval.at(program.derivatives[k].node, j) * scale;
-            }
-        },
-        &threads);
+    std::vector<std::vector<double>> grads(program.derivatives.size(), std::vector<double>(static_cast<std::size_t>(layout.count)));
+    for_each_row(program, layout, inputs, params, [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
+        for (std::size_t k = 0; k < grads.size(); ++k)
+            for (std::int64_t j = 0; j < eval.columns(); ++j)
+                grads[k][static_cast<std::size_t>(row * eval.columns() + j)] = eval.at(program.derivatives[k].node, j) * scale;
+    });
     return grads;
 }
 
@@ -526,7 +512,7 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
                                                      std::span<const HostOperand> inputs,
                                                      std::span<const double> params, double upstream) {
     if (program.by_rows())
-        return reference_gradients_rows(program, layout.read, layout.sizes, inputs, params, upstream);
+        return reference_gradients_rows(program, layout.read, inputs, params, upstream);
     const Layout& read = layout.read;
     const Layout& write = layout.write;
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||

@@ -1,0 +1,30 @@
+// What the GPU test files of typed data share: whether there is a device, and a generated host
+// tensor with its copy on the device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lossjit/lossjit.hpp"
+#include "tools/host.hpp"
+
+namespace lossjit_test {
+
+inline bool have_typed_gpu() {
+    static const bool available = lossjit::cuda_available();
+    return available;
+}
+
+// A host tensor of `dtype` from a generator spec, and its copy on the device (a few spare bytes so
+// that an offset view stays inside the allocation).
+struct Typed {
+    lossjit::HostTensor host;
+    lossjit::DeviceBuffer device;
+    Typed(const std::string& spec, lossjit::DType dtype, std::uint64_t seed)
+        : host(lossjit::generate(lossjit::parse_generator(spec), seed).converted(dtype)), device(host.bytes.size() + 64) {
+        device.upload(host.bytes.data(), host.bytes.size());
+    }
+    lossjit::TensorView view() const { return lossjit::TensorView{device.data(), host.dtype, host.shape, {}}; }
+};
+
+}  // namespace lossjit_test
