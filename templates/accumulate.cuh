@@ -54,6 +54,14 @@ struct Accumulating {
         }
         sink.template put<VW>(r, col);
     }
+    template <int BLOCK>
+    __device__ __forceinline__ void end_tile(long long tile, long long row, long long tiles_per_row, long long tiles) {
+        sink.template end_tile<BLOCK>(tile, row, tiles_per_row, tiles);
+    }
+    template <int BLOCK>
+    __device__ __forceinline__ void finish_sums() {
+        sink.template finish_sums<BLOCK>();  // (value_and_grad.cu: Sink is a GradSink)
+    }
     template <int R, class Result>
     __device__ __forceinline__ void put_at(const Result& r, const long long (&c)[kMaxRank]) {
         acc.add(value_of(r));

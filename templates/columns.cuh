@@ -2,13 +2,14 @@
 namespace lj {
 
 // Value and gradients where some gradients are summed over rows (F::summed(g): the input is one row
-// broadcast over all the others, like a target vector or per-class weights). Each block takes a
-// chunk of rows and walks it down one column strip at a time, BLOCK * VW columns wide, so a thread
-// keeps its columns' sums in registers; UNROLL rows are loaded before any arithmetic. Full-shape
-// gradients are stored as they are computed. Returns the thread's share of the value.
+// broadcast over all the others, like a target vector or per-class weights, or one row per batch of
+// rows, [N, 1, C] against [N, M, C]). Each block takes a chunk of one batch's rows and walks it down
+// one column strip at a time, BLOCK * VW columns wide, so a thread keeps its columns' sums in
+// registers; UNROLL rows are loaded before any arithmetic. Full-shape gradients are stored as they
+// are computed. Returns the thread's share of the value.
 template <int BLOCK, int UNROLL, int VW, int R, class F>
 __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::kInputs>& in, const F& f,
-                                              const Grads<F::kGrads>& grads, const ColumnScratch& s) {
+                                              const Grads<F::kGrads>& grads, const SumScratch& s) {
     using T = typename F::Value;
     constexpr int N = F::kInputs;
     constexpr int S = N > 0 ? N : 1;
@@ -18,15 +19,17 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
     const double scale64 = grads.total_scale();
     const T scale = (T)scale64;
     const long long inner = e.dims[R - 1];
-    const long long rows = inner > 0 ? e.count / inner : 0;
     const long long strips = (inner + kStrip - 1) / kStrip;
-    const int chunk = blockIdx.x / s.strip_blocks;
-    const long long r0 = chunk * s.chunk_rows;
-    const long long r1 = r0 + s.chunk_rows < rows ? r0 + s.chunk_rows : rows;
+    const int chunk = blockIdx.x / s.strip_blocks;  // of all batches: batch * s.chunks + chunk in the batch
+    const long long batch = chunk / s.chunks;
+    const long long batch_end = (batch + 1) * s.batch_rows;
+    const long long all_chunks = (long long)s.chunks * (s.batch_rows > 0 && inner > 0 ? e.count / inner / s.batch_rows : 0);
+    const long long r0 = batch * s.batch_rows + (chunk - batch * s.chunks) * s.chunk_rows;
+    const long long r1 = r0 + s.chunk_rows < batch_end ? r0 + s.chunk_rows : batch_end;
     double acc = 0.0;
     for (long long strip = blockIdx.x % s.strip_blocks; strip < strips; strip += s.strip_blocks) {
         const long long col = strip * kStrip + (long long)threadIdx.x * VW;
-        const bool active = col < inner;  // VW > 1 only when inner % VW == 0
+        const bool active = col < inner && s.batch_rows > 0;  // VW > 1 only when inner % VW == 0
         double sums[G][VW];
 #pragma unroll
         for (int g = 0; g < G; ++g)
@@ -99,13 +102,14 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
             if (!F::summed(g)) continue;
             if (active) {
 #pragma unroll
-                for (int j = 0; j < VW; ++j) s.partials[((long long)summed * s.chunks + chunk) * inner + col + j] = sums[g][j];
+                for (int j = 0; j < VW; ++j) s.partials[((long long)summed * all_chunks + chunk) * inner + col + j] = sums[g][j];
             }
             ++summed;
         }
         __threadfence();
         __syncthreads();
-        if (threadIdx.x == 0) is_last = atomicAdd(s.arrivals + strip, 1u) == (unsigned)s.chunks - 1;
+        unsigned int* arrivals = s.arrivals + batch * strips + strip;
+        if (threadIdx.x == 0) is_last = atomicAdd(arrivals, 1u) == (unsigned)s.chunks - 1;
         __syncthreads();
         if (is_last) {
             __threadfence();
@@ -117,14 +121,15 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
 #pragma unroll
                     for (int j = 0; j < VW; ++j) {
                         double total = 0.0;
-                        for (int c = 0; c < s.chunks; ++c)
-                            total += __ldcg(s.partials + ((long long)summed * s.chunks + c) * inner + col + j);
-                        store1<double>(F::grad_dtype(g), grads.ptr[g], col + j, total * scale64);
+                        const long long first = batch * s.chunks;
+                        for (long long c = first; c < first + s.chunks; ++c)
+                            total += __ldcg(s.partials + ((long long)summed * all_chunks + c) * inner + col + j);
+                        store1<double>(F::grad_dtype(g), grads.ptr[g], batch * inner + col + j, total * scale64);
                     }
                 }
                 ++summed;
             }
-            if (threadIdx.x == 0) s.arrivals[strip] = 0u;
+            if (threadIdx.x == 0) *arrivals = 0u;
         }
         __syncthreads();  // is_last is rewritten for the next strip
     }

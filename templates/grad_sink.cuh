@@ -1,17 +1,36 @@
 // ---- the fused gradient kernel's sink: the sum, and each gradient stored --------------------
 namespace lj {
 
-// A reduction that also writes d value / d input for each of F's gradients, scaled, where each
-// element lives, in the gradient's type (F::grad_dtype).
+// A reduction that also writes d value / d input for each of F's gradients, scaled, in the
+// gradient's type (F::grad_dtype): where each element lives, or summed where the input is broadcast
+// (F::summed(g)). kSummedAlongRows (an input of one value per row, [N, 1]): each tile's derivatives
+// are added by the block; a row of one tile stores its sum at once, a longer row leaves one partial
+// per tile and the last of its tiles to arrive adds them in tile order. kSummedOverAll (a scalar):
+// each thread adds across its tiles and finish_sums() adds the blocks' sums in block order.
+// No float atomics: the same bits every run.
 template <class F>
 struct GradSink {
     using T = typename F::Value;
     static constexpr int G = F::kGrads;
+    __host__ __device__ static constexpr bool any(int kind) {
+        for (int g = 0; g < G; ++g)
+            if (F::summed(g) == kind) return true;
+        return false;
+    }
+    static constexpr bool kAlongRows = any(kSummedAlongRows);
+    static constexpr bool kOverAll = any(kSummedOverAll);
     Grads<G> grads;
+    SumScratch sums;
     T scale;
     double acc = 0.0;
     long long row = 0;
-    __device__ __forceinline__ explicit GradSink(const Grads<G>& g) : grads(g), scale((T)g.total_scale()) {}
+    double tile_sum[G];  // kSummedAlongRows: this thread's share of the tile
+    double all_sum[G];   // kSummedOverAll: this thread's share of everything
+    __device__ __forceinline__ explicit GradSink(const Grads<G>& g, const SumScratch& s = SumScratch{})
+        : grads(g), sums(s), scale((T)g.total_scale()) {
+#pragma unroll
+        for (int k = 0; k < G; ++k) tile_sum[k] = all_sum[k] = 0.0;
+    }
     template <int R>
     __device__ __forceinline__ void begin_row(const long long (&c)[kMaxRank]) {
         row = offset<R - 1>(c, grads.strides);
@@ -28,6 +47,14 @@ struct GradSink {
         }
 #pragma unroll
         for (int g = 0; g < G; ++g) {
+            if (F::summed(g) == kSummedAlongRows || F::summed(g) == kSummedOverAll) {
+                double s = 0.0;
+#pragma unroll
+                for (int j = 0; j < VW; ++j) s += (double)r[j].grad[g];
+                if (F::summed(g) == kSummedAlongRows) tile_sum[g] += s;
+                else all_sum[g] += s;
+                continue;
+            }
             T scaled[VW];
 #pragma unroll
             for (int j = 0; j < VW; ++j) scaled[j] = scale * r[j].grad[g];
@@ -40,6 +67,116 @@ struct GradSink {
         const long long o = offset<R>(c, grads.strides);
 #pragma unroll
         for (int g = 0; g < G; ++g) store1<T>(F::grad_dtype(g), grads.ptr[g], o, scale * r.grad[g]);
+    }
+
+    // After each tile, by every thread of the block: tile `tile` of `tiles_per_row`, in row `row_index`.
+    template <int BLOCK>
+    __device__ __forceinline__ void end_tile(long long tile, long long row_index, long long tiles_per_row,
+                                             long long tiles) {
+        if constexpr (kAlongRows) {
+            __shared__ double scratch[32];
+            __shared__ bool is_last;
+            double sum[G];
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                if (F::summed(g) != kSummedAlongRows) continue;
+                sum[g] = block_sum<BLOCK>(tile_sum[g], scratch);
+                tile_sum[g] = 0.0;
+                __syncthreads();  // scratch is reused
+            }
+            const double scale64 = grads.total_scale();
+            if (tiles_per_row == 1) {
+                if (threadIdx.x == 0) {
+#pragma unroll
+                    for (int g = 0; g < G; ++g)
+                        if (F::summed(g) == kSummedAlongRows)
+                            store1<double>(F::grad_dtype(g), grads.ptr[g], row_index, sum[g] * scale64);
+                }
+                return;
+            }
+            // The partials after those of the gradients summed over everything.
+            double* partials = sums.partials + (long long)gridDim.x * over_all_count();
+            if (threadIdx.x == 0) {
+                int i = 0;
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+                    if (F::summed(g) == kSummedAlongRows) partials[(long long)i++ * tiles + tile] = sum[g];
+                __threadfence();
+                is_last = atomicAdd(sums.arrivals + 1 + row_index, 1u) == (unsigned)(tiles_per_row - 1);
+            }
+            __syncthreads();
+            if (is_last) {
+                __threadfence();
+                int i = 0;
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    if (F::summed(g) != kSummedAlongRows) continue;
+                    const double* p = partials + (long long)i++ * tiles + row_index * tiles_per_row;
+                    double total = 0.0;
+                    for (long long j = threadIdx.x; j < tiles_per_row; j += BLOCK) total += __ldcg(p + j);
+                    total = block_sum<BLOCK>(total, scratch);
+                    if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], row_index, total * scale64);
+                    __syncthreads();
+                }
+                if (threadIdx.x == 0) sums.arrivals[1 + row_index] = 0u;
+            }
+            __syncthreads();  // is_last is rewritten by the next tile
+        }
+    }
+
+    __host__ __device__ static constexpr int over_all_count() {
+        int n = 0;
+        for (int g = 0; g < G; ++g) n += F::summed(g) == kSummedOverAll;
+        return n;
+    }
+
+    // After the loop, by every thread: the gradients summed over everything.
+    template <int BLOCK>
+    __device__ __forceinline__ void finish_sums() {
+        if constexpr (kOverAll) {
+            __shared__ double scratch[32];
+            __shared__ bool is_last;
+            double block_total[G];
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                if (F::summed(g) != kSummedOverAll) continue;
+                block_total[g] = block_sum<BLOCK>(all_sum[g], scratch);
+                __syncthreads();  // scratch is reused
+            }
+            const double scale64 = grads.total_scale();
+            if (gridDim.x == 1) {
+                if (threadIdx.x == 0) {
+#pragma unroll
+                    for (int g = 0; g < G; ++g)
+                        if (F::summed(g) == kSummedOverAll)
+                            store1<double>(F::grad_dtype(g), grads.ptr[g], 0, block_total[g] * scale64);
+                }
+                return;
+            }
+            if (threadIdx.x == 0) {
+                int i = 0;
+#pragma unroll
+                for (int g = 0; g < G; ++g)
+                    if (F::summed(g) == kSummedOverAll) sums.partials[(long long)i++ * gridDim.x + blockIdx.x] = block_total[g];
+                __threadfence();
+                is_last = atomicAdd(sums.arrivals, 1u) == gridDim.x - 1;
+            }
+            __syncthreads();
+            if (!is_last || threadIdx.x >= 32) return;
+            __threadfence();
+            int i = 0;
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                if (F::summed(g) != kSummedOverAll) continue;
+                const double* p = sums.partials + (long long)i++ * gridDim.x;
+                double total = 0.0;
+                for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(p + b);
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+                if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], 0, total * scale64);
+            }
+            if (threadIdx.x == 0) *sums.arrivals = 0u;
+        }
     }
 };
 

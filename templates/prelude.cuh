@@ -1,6 +1,6 @@
 // ---- lossjit prelude: the fixed part of every generated kernel --------------------------------
 // NVRTC compiles this with no system or CUDA headers: only builtins are used. After it come the
-// loop, the sink and the finish this kernel uses (templates/*.cuh), then the program.
+// finish, the sink and the loop this kernel uses (templates/*.cuh), then the program.
 namespace lj {
 
 constexpr int kMaxRank = 8;  // must match kMaxRank in src/pipeline.hpp
@@ -27,14 +27,21 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
     double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
     __device__ __forceinline__ double total_scale() const { return upstream ? scale * (double)*upstream : scale; }
 };
-// Gradients summed over rows (inputs broadcast along every dimension but the innermost): each block
-// sums its chunk of rows per column, the last block of a column strip adds the chunks in order.
-struct ColumnScratch {
-    double* partials;           // [summed gradient][chunk][column]
-    unsigned int* arrivals;     // per column strip: blocks finished; the last one resets it to 0
-    long long chunk_rows;       // rows per chunk
-    int chunks;
-    int strip_blocks;           // blocks sharing one chunk, each taking every strip_blocks-th strip
+// Gradients summed over the dimensions their input is broadcast along (Element::summed(g)), without
+// float atomics. The columns loop: each block sums its chunk of rows per column, the last block of a
+// column strip adds the chunks in order. The rows loop: a gradient summed along each row stores one
+// partial per tile where a row has several, the last tile of a row adds them in order; a gradient
+// summed over everything keeps one partial per block, the last block adds them in block order.
+// The host's KernelSpec::Summed says the same.
+enum Summed { kNotSummed = 0, kSummedOverRows = 1, kSummedAlongRows = 2, kSummedOverAll = 3 };
+struct SumScratch {
+    double* partials;           // columns: [summed gradient][chunk][column]; rows: [summed over all][block],
+                                // then [summed along rows][tile]
+    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + row] tiles; the last resets it to 0
+    long long chunk_rows;       // columns: rows per chunk
+    long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch)
+    int chunks;                 // columns: chunks per batch
+    int strip_blocks;           // columns: blocks sharing one chunk, each taking every strip_blocks-th strip
 };
 struct ReduceOut {
     double* partials;           // one slot per block

@@ -20,6 +20,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
             row = t / tiles_per_row;
             col0 = (t - row * tiles_per_row) * kTile;
         }
+        const long long row_index = row;
         long long c[kMaxRank];
 #pragma unroll
         for (int d = R - 2; d > 0; --d) {
@@ -76,6 +77,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 sink.template put<VW>(r, col);
             }
         }
+        sink.template end_tile<BLOCK>(t, row_index, tiles_per_row, tiles);
     }
 }
 

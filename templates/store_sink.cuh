@@ -14,6 +14,8 @@ struct StoreSink {
     __device__ __forceinline__ void put(const T (&r)[VW], long long col) {
         store_row<VW>(DT, out.ptr, row + col, r);
     }
+    template <int BLOCK>
+    __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>
     __device__ __forceinline__ void put_at(T r, const long long (&c)[kMaxRank]) {
         store1<T>(DT, out.ptr, offset<R>(c, out.strides), r);

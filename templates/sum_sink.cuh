@@ -17,6 +17,8 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
+    template <int BLOCK>
+    __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>
     __device__ __forceinline__ void put_at(T r, const long long (&)[kMaxRank]) { acc += (double)r; }
 };

@@ -6,10 +6,11 @@
 
 extern "C" __global__ void __launch_bounds__({{BLOCK_THREADS}})
 lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
-    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads)
+    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads{{SUM_SCRATCH_PARAMETER}})
 {
     const Element element{ {{PARAMETER_VALUES}} };
-    {{GRAD_SINK}} sink{grads};
+    {{GRAD_SINK}} sink{grads{{SUM_SCRATCH_ARGUMENT}}};
     {{LOOP}}(extents, in, element, sink);
     if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}, Element::kResultDType>(sink.acc, out);
+    sink.template finish_sums<{{BLOCK_THREADS}}>();  // gradients summed over everything, if any
 }

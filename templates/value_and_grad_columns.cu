@@ -6,7 +6,7 @@
 
 extern "C" __global__ void __launch_bounds__({{BLOCK_THREADS}})
 lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
-    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads, const lj::ColumnScratch scratch)
+    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads, const lj::SumScratch scratch)
 {
     const Element element{ {{PARAMETER_VALUES}} };
     const double acc = {{LOOP}}(extents, in, element, grads, scratch);

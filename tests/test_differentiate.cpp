@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "jit/compile.hpp"
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
@@ -586,6 +588,23 @@ TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loo
             CHECK(source.find("lj::for_columns<") != std::string::npos);
             CHECK_NOTHROW(compile_cuda(source, "sm_90"));
         }
+        // Summed along rows ([N, 1]) and over everything (a scalar): the rows loop, every vector width.
+        std::vector<int> rows_summed(c.wrt.size(), KernelSpec::NotSummed);
+        rows_summed.back() = KernelSpec::AlongRows;
+        if (c.wrt.size() > 1) rows_summed.front() = KernelSpec::OverAll;
+        for (int vector : {1, 4, 8}) {
+            KernelSpec rows;
+            rows.rank = 2;
+            rows.inner_strides.assign(read, 1);
+            rows.summed = rows_summed;
+            rows.vector_width = vector;
+            rows.unroll = 2;
+            const std::string source = emit_cuda(program, rows);
+            CHECK(source.find("lj::for_rows<") != std::string::npos);
+            CHECK(source.find("const lj::SumScratch sums") != std::string::npos);
+            CHECK(source.find("lj::kSummedAlongRows") != std::string::npos);
+            CHECK_NOTHROW(compile_cuda(source, "sm_90"));
+        }
         if (program.is_map()) {  // the map's backward also runs in the rows and strided loops
             KernelSpec rows;
             rows.inner_strides.assign(read, 1);
@@ -633,14 +652,66 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(spec.loop == KernelSpec::Loop::Rows);
         CHECK(spec.summed.empty());
     }
-    SUBCASE("one value per row (a column [N, 1]) or a scalar is refused, naming the input") {
-        const auto weighted = program("mean(w * (p - t)^2)", {0});  // inputs in order of appearance: w, p, t
-        for (const Shape& w : {Shape{64, 1}, Shape{1}}) {
-            CAPTURE(format_shape(w));
-            const auto l = layout({{"w", w, {}}, {"p", full, {}}, {"t", full, {}}}, full);
-            CHECK_THROWS_WITH_AS(KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted), Knobs{.block_threads = 256}),
-                                 doctest::Contains("the gradient of 'w'"), UsageError);
+    SUBCASE("one row per batch of rows ([N, 1, C] against [N, M, C]) is summed in the columns loop, in batches") {
+        const auto weighted = program("mean(w * (p - t)^2)", {0});
+        const Shape cube{4, 6, 32};
+        const auto l = layout({{"w", {4, 1, 32}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);
+        const auto spec = KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted));
+        CHECK(spec.loop == KernelSpec::Loop::Columns);
+        CHECK(spec.summed == std::vector<int>{KernelSpec::OverRows});
+        CHECK(columns_batch_dims(weighted, spec, l) == 1);
+        const LaunchGrid grid = plan_grid(weighted, spec, l, Occupancy{.fits_per_sm = 4, .multiprocessors = 2});
+        CHECK(grid.batch_rows == 6);
+        CHECK(grid.blocks == static_cast<unsigned>(4 * grid.chunks * grid.strip_blocks));
+        CHECK(grid.sum_arrivals == 4);  // a batch per strip: 32 columns are one strip
+        // The plain row vector is one batch of all rows.
+        const auto plain = layout({{"w", {32}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);
+        const auto spec1 = KernelSpec::choose(weighted, plain, KernelOperands::unplaced(weighted));
+        CHECK(columns_batch_dims(weighted, spec1, plain) == 0);
+        CHECK(plan_grid(weighted, spec1, plain, Occupancy{.fits_per_sm = 4, .multiprocessors = 2}).batch_rows == 24);
+    }
+    SUBCASE("one value per row (a column [N, 1]) and a scalar are summed in the rows loop") {
+        const auto weighted = program("mean(w * (p - t)^2)", {0, 1});  // inputs in order of appearance: w, p, t
+        struct Row {
+            Shape w;
+            int summed;
+        };
+        for (const Row& row : {Row{{64, 1}, KernelSpec::AlongRows}, Row{{1}, KernelSpec::OverAll},
+                               Row{{}, KernelSpec::OverAll}, Row{{1, 1}, KernelSpec::OverAll}}) {
+            CAPTURE(format_shape(row.w));
+            const auto l = layout({{"w", row.w, {}}, {"p", full, {}}, {"t", full, {}}}, full);
+            const auto spec = KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted), Knobs{.accumulator = Accumulator::Float32});
+            CHECK(spec.loop == KernelSpec::Loop::Rows);
+            CHECK(spec.summed == std::vector<int>{row.summed, KernelSpec::NotSummed});
+            CHECK(spec.sums());
+            CHECK(spec.accumulator == Accumulator::Float64);  // sums are float64, and so is the value then
+            CHECK(spec.signature().find(fmt::format("summed [{} 0]", row.summed)) != std::string::npos);
         }
+        // Rank 3 with [N, M, 1]: the outer dimensions merge into one of rows.
+        const Shape cube{4, 6, 32};
+        const auto l3 = layout({{"w", {4, 6, 1}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);
+        CHECK(KernelSpec::choose(weighted, l3, KernelOperands::unplaced(weighted)).summed ==
+              std::vector<int>{KernelSpec::AlongRows, KernelSpec::NotSummed});
+    }
+    SUBCASE("other broadcasts, and sums over rows beside sums along them, are refused, naming the input") {
+        const auto weighted = program("mean(w * (p - t)^2)", {0});
+        const Shape cube{4, 6, 32};
+        const Shape four{4, 6, 5, 32};
+        for (const auto& [w, full_shape] : std::vector<std::pair<Shape, Shape>>{
+                 {{6, 1}, cube}, {{1, 6, 1}, cube}, {{6, 1, 32}, four}}) {
+            CAPTURE(format_shape(w));
+            const auto l = layout({{"w", w, {}}, {"p", full_shape, {}}, {"t", full_shape, {}}}, full_shape);
+            CHECK_THROWS_WITH_AS(KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted)),
+                                 doctest::Contains("the gradient of 'w' sums over a broadcast"), UnsupportedError);
+        }
+        const auto rows_apart = program("mean(w * (p - t)^2)", {0, 2});  // w [4, 1, 32] and t [32]
+        const auto l3 = layout({{"w", {4, 1, 32}, {}}, {"p", cube, {}}, {"t", {32}, {}}}, cube);
+        CHECK_THROWS_WITH_AS(KernelSpec::choose(rows_apart, l3, KernelOperands::unplaced(rows_apart)),
+                             doctest::Contains("different sets of rows"), UnsupportedError);
+        const auto both = program("mean(w * (p - t)^2)", {0, 2});
+        const auto l = layout({{"w", {1}, {}}, {"p", full, {}}, {"t", {32}, {}}}, full);
+        CHECK_THROWS_WITH_AS(KernelSpec::choose(both, l, KernelOperands::unplaced(both)),
+                             doctest::Contains("ask for them in two calls"), UnsupportedError);
     }
 }
 }  // TEST_SUITE

@@ -358,6 +358,51 @@ TEST_CASE("gradients of broadcast inputs are summed over the rows, deterministic
     }
 }
 
+TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, deterministically" *
+          doctest::skip(!have_gpu())) {
+    const std::string squared_hinge = "mean(max(0, 1 - p*t)^2)";
+    // One value per row: rows of one tile, and rows of many tiles (partials per tile, per-row arrivals).
+    check_gradients(squared_hinge, {{"p", "300x200:uniform"}, {"t", "300x1:sign"}}, {"p", "t"});
+    check_gradients(squared_hinge, {{"p", "0x200:uniform"}, {"t", "0x1:sign"}}, {"t"});  // no rows
+    check_gradients(squared_hinge, {{"p", "5x300001:uniform"}, {"t", "5x1:sign"}}, {"t", "p"}, 2.0f);
+    check_gradients(squared_hinge, {{"p", "3x100003:uniform"}, {"t", "3x1:sign"}}, {"t"}, 1.0f, GradCall::DeviceUpstream);
+    check_gradients(squared_hinge, {{"p", full_size("8192x8192:uniform")}, {"t", full_size("8192x1:sign")}}, {"p", "t"});
+    // Rank 3: [N, M, 1] and [N, 1, 1] against [N, M, C] (the outer dimensions merge into rows).
+    check_gradients("mean(w * (p - t)^2)", {{"w", "7x9x1:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w", "p"});
+    check_gradients("mean(w * (p - t)^2)", {{"w", "7x1x1:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w"});
+    // One row per batch of rows: [N, 1, C] against [N, M, C], odd widths, several chunks per batch.
+    check_gradients("mean(w * (p - t)^2)", {{"w", "7x1x64:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w", "p"});
+    check_gradients("mean(w * (p - t)^2)", {{"w", "5x1x333:uniform"}, {"p", "5x1000x333:normal"}, {"t", "5x1000x333:normal"}}, {"w"}, 3.0f);
+    check_gradients("mean(w * (p - t)^2)", {{"w", "4x1x1x32:uniform"}, {"p", "4x3x5x32:normal"}, {"t", "32:normal"}}, {"w", "p"});
+    check_gradients("mean(max(0, 1 - p*t))", {{"p", full_size("16x512x8192:uniform")}, {"t", full_size("16x1x8192:sign")}}, {"t"});
+    // One value for everything: a scalar, a [1, 1], beside full-shape gradients, with grad() alone.
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1:uniform"}, {"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"w", "p", "t"});
+    check_gradients("sum(w * (p - t)^2)", {{"w", "1x1:uniform"}, {"p", "100003:normal"}, {"t", "100003:normal"}}, {"w"}, 0.5f,
+                    GradCall::Grad);
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1:uniform"}, {"p", full_size("8192x8192:normal")}, {"t", full_size("8192x8192:normal")}},
+                    {"w", "p"});
+    // Both in one kernel, and the backward of a map.
+    check_gradients("mean(s * max(0, 1 - p*t)^2)", {{"s", "1:uniform"}, {"p", "77x3001:uniform"}, {"t", "77x1:sign"}}, {"s", "t", "p"});
+    check_gradients("x * s + y", {{"x", "300x257:normal"}, {"s", "1:normal"}, {"y", "300x1:normal"}}, {"s", "y", "x"});
+
+    // The same bits on every run, for both sums.
+    auto loss = compile("mean(s * max(0, 1 - p*t)^2)");
+    const DeviceTensor s = make("1:uniform", 7), p = make("33x70001:uniform", 8), t = make("33x1:sign", 9);
+    const std::vector<TensorView> device{s.device(), p.device(), t.device()};
+    DeviceBuffer gs(sizeof(float)), gt(33 * sizeof(float));
+    const std::vector<OutputView> grads{OutputView::contiguous(gs.data(), {1}), OutputView::contiguous(gt.data(), {33, 1})};
+    const std::vector<std::string> wrt{"s", "t"};
+    std::vector<float> first(34), again(34);
+    for (int run = 0; run < 5; ++run) {
+        loss.grad(device, wrt, grads);
+        synchronize();
+        auto& into = run == 0 ? first : again;
+        gs.download(into.data(), sizeof(float));
+        gt.download(into.data() + 1, 33 * sizeof(float));
+        if (run > 0) CHECK(std::memcmp(first.data(), again.data(), 34 * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("grad() without the value, and an upstream gradient on the device" * doctest::skip(!have_gpu())) {
     check_gradients(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p"}, 1.5f, GradCall::Grad);
     check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p", "t"}, 4.0f,
@@ -449,13 +494,14 @@ TEST_CASE("gradients refuse what they cannot do, clearly" * doctest::skip(!have_
     const std::vector<std::string> wrt_p{"p"};
     CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_p, wrong, nullptr), doctest::Contains("contiguous tensor of its shape [30, 20]"), UsageError);
     CHECK_THROWS_AS(compile("x * 2").value_and_grad(std::vector<TensorView>{p.device()}, wrt_p, grads, nullptr), UsageError);
-    // One value per row: not summed on the GPU yet; the message names the input.
-    const DeviceTensor w = make("30x1:uniform", 3);
-    DeviceBuffer gw(30 * sizeof(float));
-    const std::vector<OutputView> grad_w{OutputView::contiguous(gw.data(), {30, 1})};
+    // A broadcast no loop sums yet (one value per middle index, [M, 1] against [N, M, C]): the
+    // message names the input.
+    const DeviceTensor w = make("6x1:uniform", 3), q = make("5x6x20:uniform", 4);
+    DeviceBuffer gw(6 * sizeof(float));
+    const std::vector<OutputView> grad_w{OutputView::contiguous(gw.data(), {6, 1})};
     const std::vector<std::string> wrt_w{"w"};
-    CHECK_THROWS_WITH_AS(compile("mean(w * p)").grad(std::vector<TensorView>{w.device(), p.device()}, wrt_w, grad_w),
-                         doctest::Contains("the gradient of 'w'"), UsageError);
+    CHECK_THROWS_WITH_AS(compile("mean(w * p)").grad(std::vector<TensorView>{w.device(), q.device()}, wrt_w, grad_w),
+                         doctest::Contains("the gradient of 'w'"), UnsupportedError);
     // A map's upstream must have the output's shape.
     const std::vector<std::string> wrt_x{"x"};
     CHECK_THROWS_WITH_AS(compile("x * 2").grad(std::vector<TensorView>{p.device()}, wrt_x, grads, t.device()),

@@ -109,6 +109,7 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     auto gradients = std::make_shared<Plan>(*reduction);
     gradients->derivatives = 2;
     gradients->spec.loop = KernelSpec::Loop::Columns;
+    gradients->spec.summed = {KernelSpec::NotSummed, KernelSpec::OverRows};
     gradients->grid.chunks = 3;
     gradients->grid.chunk_rows = 5;
     gradients->grid.strip_blocks = 2;
@@ -117,8 +118,18 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     CHECK(list[4] == &args.reduce);
     CHECK(list[5] == args.grads.data());
     CHECK(args.grads.size() == 2 + kMaxRank + 2);  // pointers, strides, upstream pointer, scale
-    CHECK(list[6] == &args.columns);
-    CHECK((args.columns.chunks == 3 && args.columns.chunk_rows == 5 && args.columns.strip_blocks == 2));
+    CHECK(list[6] == &args.sums);
+    CHECK((args.sums.chunks == 3 && args.sums.chunk_rows == 5 && args.sums.strip_blocks == 2));
+
+    auto row_sums = std::make_shared<Plan>(*gradients);  // the rows loop with a sum takes the scratch too
+    row_sums->spec.loop = KernelSpec::Loop::Rows;
+    row_sums->spec.summed = {KernelSpec::OverAll, KernelSpec::NotSummed};
+    args.bind(row_sums);
+    CHECK(args.data()[6] == &args.sums);
+    auto no_sums = std::make_shared<Plan>(*row_sums);
+    no_sums->spec.summed.clear();
+    args.bind(no_sums);
+    CHECK(args.data()[5] == args.grads.data());  // and nothing after the gradients
 
     auto map = std::make_shared<Plan>(*reduction);
     map->map_forward = true;
@@ -186,10 +197,11 @@ TEST_CASE("lent scratch: a ScratchScope lends its buffer to this thread's calls,
         CHECK(lent_scratch()->bytes == 0);
     }
     CHECK_FALSE(lent_scratch().has_value());
-    // The layout of lent scratch: the reduction's area rounded to 256 bytes, then the columns'.
+    // The layout of lent scratch: the reduction's area rounded to 256 bytes, then the summed gradients'.
     CHECK(reduce_scratch_bytes(1) == 256);
     CHECK(reduce_scratch_bytes(132 * 32) == (8 * 132 * 32 + 32 + 255) / 256 * 256);
-    CHECK(column_scratch_bytes(3, 10) == 8 * (2 + 10));
+    CHECK(sum_scratch_bytes(3, 10) == 8 * (2 + 10));
+    CHECK(sum_arrival_doubles(3) == 2);
 }
 
 }  // TEST_SUITE

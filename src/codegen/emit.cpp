@@ -98,8 +98,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     const std::size_t n = slots.size() + (map_backward ? 1 : 0);
     if (spec.loop != KernelSpec::Loop::Strided && spec.inner_strides.size() != n)
         throw InternalError("kernel spec and program disagree on the inputs read");
-    if (spec.loop == KernelSpec::Loop::Columns && spec.summed.size() != grads)
+    if ((spec.loop == KernelSpec::Loop::Columns || !spec.summed.empty()) && spec.summed.size() != grads)
         throw InternalError("kernel spec and program disagree on the gradients summed");
+    if (spec.sums() && spec.loop != KernelSpec::Loop::Columns && spec.loop != KernelSpec::Loop::Rows)
+        throw InternalError("gradients summed in a loop other than rows or columns");
     if (spec.rank < 1 || spec.rank > kMaxRank) throw InternalError("kernel rank out of range");
     // The knobs were checked by validate_knobs and choose() keeps within them: a spec out of range
     // here was made wrongly inside lossjit.
@@ -144,12 +146,12 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     } else {  // the value and d value / d input for each input differentiated, at one element
         element += fmt::format("    static constexpr int kGrads = {};\n", grads);
         element += fmt::format("    static constexpr bool kReduces = {};\n", program.is_map() ? "false" : "true");
-        std::vector<std::string> summed;  // is gradient g summed over rows (Columns loop)?
-        for (std::size_t g = 0; g < spec.summed.size(); ++g)
-            if (spec.summed[g]) summed.push_back(fmt::format("g == {}", g));
-        if (summed.empty()) summed.push_back("false");
-        element += fmt::format("    __host__ __device__ static constexpr bool summed(int g) {{ return {}; }}\n",
-                               fmt::join(summed, " || "));
+        std::vector<std::string> summed;  // how gradient g is summed (lj::Summed)
+        static constexpr const char* kSummedNames[] = {"lj::kNotSummed", "lj::kSummedOverRows", "lj::kSummedAlongRows",
+                                                       "lj::kSummedOverAll"};
+        for (int how : spec.summed) summed.emplace_back(kSummedNames[how]);
+        element += fmt::format("    __host__ __device__ static constexpr int summed(int g) {{ return {}; }}\n",
+                               per_index(summed, kSummedNames[0], "g"));
         std::vector<std::string> grad_dtypes;
         for (DType d : spec.grad_dtypes) grad_dtypes.emplace_back(kernel_dtype(d));
         element += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
@@ -228,6 +230,8 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     std::string prelude(templates::prelude_cuh);
     prelude += templates::dtype_cuh;
     prelude += function_helpers(program);
+    // The finish first: the gradient sink's sums use its block_sum.
+    if (!program.is_map() || grads > 0) prelude += templates::finish_cuh;  // the gradient templates name it
     if (grads > 0) {
         if (spec.loop != KernelSpec::Loop::Columns) prelude += templates::grad_sink_cuh;
     } else {
@@ -239,7 +243,6 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         case KernelSpec::Loop::Columns: prelude += templates::columns_cuh; break;
         case KernelSpec::Loop::ByRow: break;  // refused above
     }
-    if (!program.is_map() || grads > 0) prelude += templates::finish_cuh;  // the gradient templates name it
 
     // Accumulators other than float64 wrap the sink (templates/accumulate.cuh, appended to the prelude
     // only for them).
@@ -263,6 +266,8 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"PARAMETERS", parameters},
         {"PARAMETER_VALUES", parameter_values},
         {"LOOP", loop},
+        {"SUM_SCRATCH_PARAMETER", spec.sums() ? ", const lj::SumScratch sums" : ""},
+        {"SUM_SCRATCH_ARGUMENT", spec.sums() ? ", sums" : ""},
     };
     if (grads > 0) {
         values["WHAT"] = program.is_map() ? std::string("the backward of an elementwise map (upstream gradient times "

@@ -31,10 +31,11 @@ struct RowsOut {
     double scale[kMaxTotals];  // 1 / divisor, per total
 };
 
-struct ColumnScratch {
+struct SumScratch {
     double* partials;
     unsigned int* arrivals;
     long long chunk_rows;
+    long long batch_rows;
     int chunks;
     int strip_blocks;
 };
@@ -54,7 +55,7 @@ private:
     std::vector<std::int64_t> bytes_;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(ColumnScratch) == 32 &&
+static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(SumScratch) == 40 &&
               sizeof(RowsOut) == 88);
 static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
 

@@ -25,7 +25,25 @@ int automatic_block_threads(const ir::Program& program) {
 }
 
 
+// Where an operand's outer strides change from kept (non-zero) to broadcast (zero): the number of
+// leading outer dimensions it walks when every later outer dimension has stride 0, else -1.
+int kept_outer_prefix(const OperandAccess& access, std::size_t inner) {
+    std::size_t split = 0;
+    while (split < inner && access.strides[split] != 0) ++split;
+    for (std::size_t d = split; d < inner; ++d)
+        if (access.strides[d] != 0) return -1;
+    return static_cast<int>(split);
+}
+
 }  // namespace
+
+int columns_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout) {
+    for (std::size_t g = 0; g < spec.summed.size(); ++g)
+        if (spec.summed[g] == KernelSpec::OverRows)
+            return kept_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)],
+                                     layout.dims.size() - 1);
+    return 0;
+}
 
 int preferred_vector_width(std::size_t widest_element_bytes) {
     return widest_element_bytes > 0 && widest_element_bytes <= 2 ? 8 : 4;
@@ -80,27 +98,55 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         spec.accumulator = Accumulator::Float64;
     }
 
-    // A gradient of a broadcast input sums over the dimensions it is broadcast along. The Columns
-    // loop does that for a row (contiguous along the innermost dimension, the same for every row).
-    bool any_summed = false;
+    // A gradient of a broadcast input sums over the dimensions it is broadcast along. Three patterns
+    // have a loop that sums them as it goes: one row repeated over all other dimensions (Columns),
+    // one value per row and one value for everything (Rows: per tile, per block).
+    bool over_rows = false, other_sums = false;
     for (const auto& d : program.derivatives) {
         const OperandAccess& access = layout.inputs[static_cast<std::size_t>(d.input)];
         // By the input's own shape, not its strides: a full-shape view with zero strides (torch's
         // expand) has one gradient element per element, stored where the output walks.
         const bool broadcast = access.elements < layout.count;
+        int summed = NotSummed;
         if (broadcast) {
-            bool row = access.strides[inner] == 1 && layout.count > 0;
-            for (std::size_t dim = 0; dim < inner; ++dim) row = row && access.strides[dim] == 0;
-            if (!row)
+            // Outer dimensions [0, kept) walked, [kept, inner) broadcast; -1: not in that order.
+            const int kept = kept_outer_prefix(access, inner);
+            long long kept_count = 1;  // elements of the input along its walked outer dimensions
+            for (int dim = 0; dim < kept; ++dim) kept_count *= layout.dims[static_cast<std::size_t>(dim)];
+            if (kept == 0 && access.strides[inner] == 0) summed = OverAll;
+            else if (kept >= 0 && static_cast<std::size_t>(kept) < inner && access.strides[inner] == 1 &&
+                     access.elements == kept_count * layout.dims[inner])
+                summed = OverRows;
+            else if (kept >= 0 && static_cast<std::size_t>(kept) == inner && access.strides[inner] == 0 &&
+                     access.elements == kept_count)
+                summed = AlongRows;
+            else
                 throw UnsupportedError(fmt::format(
-                    "the gradient of '{}' sums over a broadcast that is not one row repeated over all others; on "
-                    "the GPU only that pattern (e.g. a vector [C] against [N, C]) is supported so far "
-                    "(reference_grad computes any)", program.inputs[static_cast<std::size_t>(d.input)]));
+                    "the gradient of '{}' sums over a broadcast the GPU kernels do not sum yet: they sum one row "
+                    "repeated over rows ([C] against [N, C], [N, 1, C] against [N, M, C]), one value per row ([N, 1]) "
+                    "and one value for everything (a scalar); reference_grad computes any",
+                    program.inputs[static_cast<std::size_t>(d.input)]));
         }
-        spec.summed.push_back(broadcast ? 1 : 0);
-        any_summed = any_summed || broadcast;
+        spec.summed.push_back(summed);
+        over_rows = over_rows || summed == OverRows;
+        other_sums = other_sums || summed == AlongRows || summed == OverAll;
     }
-    if (!any_summed) spec.summed.clear();
+    if (!over_rows && !other_sums) spec.summed.clear();
+    if (over_rows) {  // one loop sums them all: over the same rows of the same batches
+        int batch_dims = -1;
+        for (std::size_t g = 0; g < spec.summed.size(); ++g) {
+            if (spec.summed[g] != OverRows) continue;
+            const int kept = kept_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)], inner);
+            if (batch_dims >= 0 && kept != batch_dims)
+                throw UnsupportedError("gradients summed over different sets of rows ([C] and [N, 1, C] against "
+                                       "[N, M, C]) in one kernel: ask for them in two calls");
+            batch_dims = kept;
+        }
+    }
+    if (over_rows && other_sums)
+        throw UnsupportedError("a gradient summed over rows (an input of one row, [C]) and one summed along rows or "
+                               "over everything (an input [N, 1], or a scalar) in one kernel: ask for them in two calls");
+    const bool any_summed = over_rows || other_sums;
     if (!rows) {
         if (any_summed)
             throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
@@ -112,12 +158,10 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                                  "tiles, so unroll, items per thread and vector width do not apply");
         return spec;
     }
-    if (any_summed) {
-        spec.loop = Loop::Columns;
-        if (spec.accumulator != Accumulator::Float64) {
-            spec.notes.push_back("the columns loop (gradients summed over rows) accumulates in float64");
-            spec.accumulator = Accumulator::Float64;
-        }
+    if (over_rows) spec.loop = Loop::Columns;
+    if (any_summed && spec.accumulator != Accumulator::Float64) {
+        spec.notes.push_back("gradients summed over a broadcast accumulate in float64, and so does the value");
+        spec.accumulator = Accumulator::Float64;
     }
 
     // Vector accesses of `width` elements need the innermost extent to be a multiple of it and every
@@ -154,7 +198,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         if (spec.inner_strides[k] == 1) widest = std::max(widest, size_of(spec.input_dtypes[k]));
     if (program.is_map() && !gradients) widest = std::max(widest, size_of(spec.result_dtype));
     for (std::size_t g = 0; g < spec.grad_dtypes.size(); ++g)
-        if (spec.summed.empty() || !spec.summed[g]) widest = std::max(widest, size_of(spec.grad_dtypes[g]));
+        if (spec.summed.empty() || spec.summed[g] == NotSummed) widest = std::max(widest, size_of(spec.grad_dtypes[g]));
     // Widths to try, widest first: the one asked for, else the preferred one; 8 falls back to 4.
     std::vector<int> widths;
     if (knobs.vector_width > 1) widths.push_back(knobs.vector_width);
@@ -197,9 +241,16 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                                              knobs.items_per_thread, spec.vector_width,
                                              spec.unroll * spec.vector_width));
     } else {
-        // About sixteen 16-byte loads in flight per thread (measured best on H100 for one and two
-        // inputs; docs/performance.md), fewer when a row is shorter than a tile.
-        spec.unroll = std::clamp(16 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
+        // About eight 16-byte accesses per thread per tile, counting the tensors that stream (inputs
+        // of the full shape, and a map's output; a broadcast input is re-read from cache): hinge
+        // unroll 8, MSE and smooth L1 4, the hardsigmoid map 4. Measured (docs/performance.md,
+        // issue 15): on an H200, smooth L1 at unroll 8 (88 registers, 2 blocks per SM) ran 95.5% of the
+        // read roofline against 99.4% at 4, hardsigmoid 85.0% of copy against 92.6%; on an H100,
+        // smooth L1 2.770 ms against 2.778 at 4, and hinge needs its 8 (1.404 ms against 1.440).
+        int streams = program.is_map() && !gradients ? 1 : 0;
+        for (int slot : read)
+            streams += layout.inputs[static_cast<std::size_t>(slot)].elements >= layout.count ? 1 : 0;
+        spec.unroll = std::clamp(8 / std::max(1, streams), 1, 8);
         // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
         // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
         // unroll 2 against 8: hinge 0.182 ms against 0.184, smooth L1 0.356 against 0.411 (91
@@ -354,8 +405,13 @@ std::string KernelSpec::signature() const {
         return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",
                            rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
                            block_threads, knobs);
-    return fmt::format("rows, rank {}, inner strides [{}], vector {}, unroll {}, {} threads/block{}", rank,
-                       fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
+    const std::string sums_text = summed.empty() ? "" : fmt::format(", summed [{}]", fmt::join(summed, " "));
+    return fmt::format("rows, rank {}, inner strides [{}]{}, vector {}, unroll {}, {} threads/block{}", rank,
+                       fmt::join(inner_strides, " "), sums_text, vector_width, unroll, block_threads, knobs);
+}
+
+bool KernelSpec::sums() const {
+    return std::any_of(summed.begin(), summed.end(), [](int s) { return s != NotSummed; });
 }
 
 int Occupancy::per_sm() const {
@@ -387,22 +443,32 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
     if (spec.loop == KernelSpec::Loop::Columns) {
         // Chunks of rows times column strips, about one resident grid: enough blocks to fill the
         // GPU, few enough that the partial sums stay small (chunks x columns doubles).
+        // The rows come in batches where the summed input holds one row per batch ([N, 1, C] against
+        // [N, M, C]: N batches of M rows); chunks never straddle two batches.
         const long long inner = layout.dims.back();
         const long long rows = layout.count / inner;
+        long long batches = 1;
+        const int batch_dims = columns_batch_dims(program, spec, layout);
+        for (int d = 0; d < batch_dims; ++d) batches *= layout.dims[static_cast<std::size_t>(d)];
+        const long long batch_rows = batches > 0 ? rows / batches : 0;
         const long long strip = static_cast<long long>(spec.block_threads) * spec.vector_width;
         const long long strips = (inner + strip - 1) / strip;
         const long long limit = resident;
-        const long long strip_blocks = std::min(strips, limit);
-        const long long chunk_rows = (rows + std::max(1LL, limit / strip_blocks) - 1) / std::max(1LL, limit / strip_blocks);
-        const long long chunks = (rows + chunk_rows - 1) / chunk_rows;
-        long long summed = 0;
-        for (int flag : spec.summed) summed += flag;
+        const long long strip_blocks = std::max(1LL, std::min(strips, limit));
+        const long long per_batch = std::max(1LL, limit / strip_blocks / std::max(1LL, batches));  // chunks per batch
+        const long long chunk_rows = std::max(1LL, (batch_rows + per_batch - 1) / per_batch);
+        const long long chunks = std::max(1LL, (batch_rows + chunk_rows - 1) / chunk_rows);
+        const auto summed = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::OverRows);
         grid.chunk_rows = chunk_rows;
+        grid.batch_rows = batch_rows;
         grid.chunks = static_cast<int>(chunks);
         grid.strip_blocks = static_cast<int>(strip_blocks);
-        grid.column_partials = static_cast<std::size_t>(summed * chunks * inner);
-        grid.column_strips = static_cast<std::size_t>(strips);
-        blocks = chunks * strip_blocks;
+        // No rows (an empty batch): one batch of nothing, whose blocks store nothing (the gradients
+        // were cleared before the launch) but still count their arrivals.
+        batches = std::max(1LL, batches);
+        grid.sum_partials = static_cast<std::size_t>(summed * batches * chunks * inner);
+        grid.sum_arrivals = static_cast<std::size_t>(batches * strips);
+        blocks = batches * chunks * strip_blocks;
     } else {
         blocks = KernelSpec::blocks(spec, layout);
     }
@@ -423,6 +489,23 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
                                             ? blocks  // exactly chunks x strip blocks: the arrivals count on it
                                             : std::clamp<long long>(blocks, 1, grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
+    if (spec.loop == KernelSpec::Loop::Rows && spec.sums()) {
+        // templates/grad_sink.cuh: one partial per block for each gradient summed over everything and
+        // an arrival counter; where rows span several tiles, one partial per tile for each gradient
+        // summed along rows and an arrival counter per row.
+        const auto over_all = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::OverAll);
+        const auto along_rows = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::AlongRows);
+        const long long inner = layout.dims.back();
+        const long long rows = inner > 0 ? layout.count / inner : 0;
+        const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
+        const long long tiles_per_row = (inner + tile - 1) / tile;
+        grid.sum_partials = static_cast<std::size_t>(over_all * grid.blocks);
+        grid.sum_arrivals = 1;
+        if (along_rows > 0 && tiles_per_row > 1) {
+            grid.sum_partials += static_cast<std::size_t>(along_rows * rows * tiles_per_row);
+            grid.sum_arrivals += static_cast<std::size_t>(rows);
+        }
+    }
     return grid;
 }
 

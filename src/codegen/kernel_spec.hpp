@@ -60,7 +60,15 @@ struct KernelSpec {
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row);
                                      // ByRow: 0 one value per row (an index, or extent 1 along the row), else 1
     int team = 32;                   // ByRow: threads per row, a warp (32) or the block (block_threads)
-    std::vector<int> summed;         // per derivative: 1 where it is summed over rows (Columns only)
+    // How a derivative is summed where its input is broadcast (templates/prelude.cuh: lj::Summed).
+    enum Summed : int {
+        NotSummed = 0,    // the input has the full shape: one gradient element per element
+        OverRows = 1,     // one row repeated over all others ([C] against [N, C]): Columns loop
+        AlongRows = 2,    // one value per row ([N, 1] against [N, C]): Rows loop, summed per tile
+        OverAll = 3,      // one value for everything (a scalar): Rows loop, summed per block
+    };
+    std::vector<int> summed;         // per derivative, a Summed; empty where none is summed
+    bool sums() const;               // some derivative is summed: the kernel takes an lj::SumScratch
     // Element types. Empty lists mean all float32 (what a spec made by hand, in tests, gets).
     std::vector<DType> input_dtypes; // per read input (as inner_strides), then a map's upstream gradient
     DType result_dtype = DType::float32;  // a map's output, or a reduction's result
@@ -82,8 +90,8 @@ struct KernelSpec {
     // `operands` count as aligned (for emitting code without data).
     // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
     // gradient is one more input after the program's (in `layout` and `operands`). A derivative
-    // whose input is broadcast must be summed: supported for a row broadcast over all other
-    // dimensions (UsageError otherwise). `tuned`: some knob came from the tuning store (marks the
+    // whose input is broadcast is summed (Summed): a row broadcast over all other dimensions, one
+    // value per row, or one value for everything; UnsupportedError for other broadcasts. `tuned`: some knob came from the tuning store (marks the
     // signature). max_blocks_per_sm is a launch setting, not part of the spec.
     static KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                              const Knobs& knobs = {}, bool tuned = false);
@@ -111,21 +119,27 @@ struct Occupancy {
     double fraction(unsigned grid, int block_threads, int max_threads_per_sm) const;
 };
 
-// The grid of one launch, and the scratch the columns loop needs for it.
+// The grid of one launch, and the scratch its summed gradients need (KernelSpec::sums()).
 struct LaunchGrid {
     unsigned blocks = 1;
-    // Columns loop only: chunks of `chunk_rows` rows times `strip_blocks` column strips, with
-    // `column_partials` doubles of partial sums and `column_strips` arrival counters.
+    // Columns loop only: batches of `batch_rows` rows, each cut into `chunks` chunks of `chunk_rows`
+    // rows, times `strip_blocks` column strips.
     long long chunk_rows = 0;
+    long long batch_rows = 0;
     int chunks = 0;
     int strip_blocks = 0;
-    std::size_t column_partials = 0;
-    std::size_t column_strips = 0;
+    // lj::SumScratch: `sum_partials` doubles of partial sums and `sum_arrivals` arrival counters.
+    std::size_t sum_partials = 0;
+    std::size_t sum_arrivals = 0;
 };
 
 // Reductions keep the grid resident (their partials are sized for it), and so does the columns
 // loop (its partial sums grow with the grid). Maps launch one block per tile unless capped: many
 // short-lived blocks keep more writes in flight.
+// The columns loop's batches: how many leading dimensions of `layout` the inputs summed over rows
+// walk (0: one row for all rows; 1 for [N, 1, C] against [N, M, C]).
+int columns_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout);
+
 LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                      const Occupancy& occupancy);
 

@@ -12,8 +12,8 @@
 // - `mutex`, around the rest that streams share: the device's facts, the loaded kernels, the plan
 //   caches and the timings. A launch takes it only for a layout its stream has not launched before
 //   (to find the plan, or make it: compiling and loading a kernel happens under it);
-// - none of them while waiting for the GPU, except where a stream's column scratch grows (it waits
-//   for that stream's earlier kernels under that stream's lock).
+// - none of them while waiting for the GPU, except where the scratch of a stream's summed
+//   gradients grows (it waits for that stream's earlier kernels under that stream's lock).
 // Lock order: a stream's lock, then `mutex`.
 #include <atomic>
 #include <cstdint>
@@ -278,13 +278,13 @@ struct Loss::State {
         if (result) pointers.check(named("the result pointer"), result->data, false);
         if (upstream.device) pointers.check(named("the upstream gradient"), upstream.device, false);
         for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = param_values[i].load();
-        const bool columns = p.spec.loop == KernelSpec::Loop::Columns;
+        const bool sums = p.spec.sums();
         if (map_forward) args.output.ptr = output->data;
         if (const auto lent = lent_scratch()) {
-            // The caller's scratch (ScratchScope): a reduction's area, then the columns loop's.
+            // The caller's scratch (ScratchScope): a reduction's area, then the summed gradients'.
             const std::size_t reduce_bytes = reduce_scratch_bytes(workspace_slots());
             const std::size_t needed =
-                reduce_bytes + (columns ? column_scratch_bytes(p.grid.column_strips, p.grid.column_partials) : 0);
+                reduce_bytes + (sums ? sum_scratch_bytes(p.grid.sum_arrivals, p.grid.sum_partials) : 0);
             if (lent->bytes < needed)
                 throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch on device {}, but {} were lent",
                                                   needed, device_ordinal, lent->bytes),
@@ -296,14 +296,14 @@ struct Loss::State {
                 args.reduce.arrivals = args.rows.arrivals = reinterpret_cast<unsigned int*>(base + partials);
                 args.reduce.result = args.rows.result = result ? result->data : base + partials + 16;  // as Workspace::result()
             }
-            if (columns) {
+            if (sums) {
                 // Another layout may have left partial sums where this one keeps its counters, so
                 // they are cleared on the stream (a memset node when captured).
                 unsigned char* area = base + reduce_bytes;
-                const std::size_t counters = (p.grid.column_strips + 1) / 2;  // in doubles, as column_scratch_bytes
+                const std::size_t counters = sum_arrival_doubles(p.grid.sum_arrivals);
                 LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
-                args.columns.arrivals = reinterpret_cast<unsigned int*>(area);
-                args.columns.partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
+                args.sums.arrivals = reinterpret_cast<unsigned int*>(area);
+                args.sums.partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
             }
         } else {
             if (!prog.is_map()) {
@@ -312,10 +312,10 @@ struct Loss::State {
                 args.reduce.arrivals = args.rows.arrivals = here.workspace.arrivals();
                 args.reduce.result = args.rows.result = result ? result->data : here.workspace.result();
             }
-            if (columns) {
-                here.workspace.ensure_columns(dev.context, p.grid.column_strips, p.grid.column_partials, stream);
-                args.columns.partials = here.workspace.column_sums();
-                args.columns.arrivals = here.workspace.column_arrivals();
+            if (sums) {
+                here.workspace.ensure_sums(dev.context, p.grid.sum_arrivals, p.grid.sum_partials, stream);
+                args.sums.partials = here.workspace.sum_partials();
+                args.sums.arrivals = here.workspace.sum_arrivals();
             }
         }
         const std::size_t g_count = grads.size();

@@ -183,22 +183,22 @@ void Workspace::ensure(const std::shared_ptr<cuda::Context>& context, int slots,
     LOSSJIT_CU(cuMemsetD32Async(memory_->get(), 0, bytes / 4, stream));
 }
 
-void Workspace::ensure_columns(const std::shared_ptr<cuda::Context>& context, std::size_t strips,
-                               std::size_t partials, Stream stream) {
-    if (column_strips_ >= strips && column_partials_ >= partials) return;
-    refuse_if_capturing(stream, "allocate its column scratch");
+void Workspace::ensure_sums(const std::shared_ptr<cuda::Context>& context, std::size_t arrivals,
+                            std::size_t partials, Stream stream) {
+    if (sum_arrivals_ >= arrivals && sum_partials_ >= partials) return;
+    refuse_if_capturing(stream, "allocate the scratch of its summed gradients");
     // Earlier kernels on this stream may still use the smaller buffer: let them finish, free it,
     // then allocate the larger one.
-    if (columns_) LOSSJIT_CU(cuStreamSynchronize(stream));
-    columns_.reset();
-    strips = std::max(column_strips_, strips);
-    partials = std::max(column_partials_, partials);
-    const std::size_t bytes = sizeof(double) * ((strips + 1) / 2 + partials);
-    column_strips_ = column_partials_ = 0;
-    columns_ = std::make_unique<cuda::Memory>(context, bytes);
-    column_strips_ = strips;
-    column_partials_ = partials;
-    LOSSJIT_CU(cuMemsetD32Async(columns_->get(), 0, bytes / 4, stream));
+    if (sums_) LOSSJIT_CU(cuStreamSynchronize(stream));
+    sums_.reset();
+    arrivals = std::max(sum_arrivals_, arrivals);
+    partials = std::max(sum_partials_, partials);
+    const std::size_t bytes = sum_scratch_bytes(arrivals, partials);
+    sum_arrivals_ = sum_partials_ = 0;
+    sums_ = std::make_unique<cuda::Memory>(context, bytes);
+    sum_arrivals_ = arrivals;
+    sum_partials_ = partials;
+    LOSSJIT_CU(cuMemsetD32Async(sums_->get(), 0, bytes / 4, stream));
 }
 
 void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
@@ -222,10 +222,11 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     grads.assign(g + kMaxRank + 2, 0);
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(),
               grads.begin() + static_cast<std::ptrdiff_t>(g));
-    columns = {};
-    columns.chunk_rows = p.grid.chunk_rows;
-    columns.chunks = p.grid.chunks;
-    columns.strip_blocks = p.grid.strip_blocks;
+    sums = {};
+    sums.chunk_rows = p.grid.chunk_rows;
+    sums.batch_rows = p.grid.batch_rows;
+    sums.chunks = p.grid.chunks;
+    sums.strip_blocks = p.grid.strip_blocks;
 
     args_.clear();
     args_.push_back(&extents_);
@@ -236,7 +237,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     else if (p.spec.loop == KernelSpec::Loop::ByRow) out = &rows;
     args_.push_back(out);
     if (g > 0) args_.push_back(grads.data());
-    if (p.spec.loop == KernelSpec::Loop::Columns) args_.push_back(&columns);
+    if (p.spec.sums()) args_.push_back(&sums);
 }
 
 }  // namespace lossjit

@@ -25,6 +25,7 @@
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 #include "runtime/kernels.hpp"
+#include "runtime/scratch.hpp"
 #include "runtime/validate.hpp"
 
 namespace lossjit {
@@ -123,22 +124,22 @@ public:
     // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float32.
     float* factor() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 24); }
 
-    // The columns loop's arrival counters and partial sums, at least this many. Kernels leave every
-    // counter at 0, and the counters never move, so plans of other sizes share the buffer; it is
-    // cleared only when it is allocated. Growing it waits for the stream (rare: the first call of a
-    // larger layout on this stream).
-    void ensure_columns(const std::shared_ptr<cuda::Context>& context, std::size_t strips, std::size_t partials,
-                        Stream stream);
-    unsigned int* column_arrivals() const { return reinterpret_cast<unsigned int*>(columns_->get()); }
-    double* column_sums() const {
-        return reinterpret_cast<double*>(columns_->get() + sizeof(double) * ((column_strips_ + 1) / 2));
+    // The arrival counters and partial sums of summed gradients (lj::SumScratch), at least this many.
+    // Kernels leave every counter at 0, and the counters never move, so plans of other sizes share
+    // the buffer; it is cleared only when it is allocated. Growing it waits for the stream (rare: the
+    // first call of a larger layout on this stream).
+    void ensure_sums(const std::shared_ptr<cuda::Context>& context, std::size_t arrivals, std::size_t partials,
+                     Stream stream);
+    unsigned int* sum_arrivals() const { return reinterpret_cast<unsigned int*>(sums_->get()); }
+    double* sum_partials() const {
+        return reinterpret_cast<double*>(sums_->get() + sizeof(double) * sum_arrival_doubles(sum_arrivals_));
     }
 
 private:
     std::unique_ptr<cuda::Memory> memory_;  // partials (double), then arrivals, then result
     std::size_t slots_ = 0;
-    std::unique_ptr<cuda::Memory> columns_;  // arrival counters (column_strips_ of them), then partial sums
-    std::size_t column_strips_ = 0, column_partials_ = 0;  // capacities
+    std::unique_ptr<cuda::Memory> sums_;  // arrival counters (sum_arrivals_ of them), then partial sums
+    std::size_t sum_arrivals_ = 0, sum_partials_ = 0;  // capacities
 };
 
 // The kernel arguments for launches from one plan: the plan's fixed values, and room for each
@@ -160,7 +161,7 @@ public:
     abi::ReduceOut reduce{};
     abi::RowsOut rows{};  // a by-row reduction's (several totals)
     std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale (double)
-    abi::ColumnScratch columns{};
+    abi::SumScratch sums{};  // summed gradients' scratch (KernelSpec::sums())
 
 private:
     std::shared_ptr<const Plan> plan_;

@@ -35,8 +35,10 @@ std::size_t reduce_scratch_bytes(int slots) {
     return (bytes + 255) / 256 * 256;
 }
 
-std::size_t column_scratch_bytes(std::size_t strips, std::size_t partials) {
-    return sizeof(double) * ((strips + 1) / 2 + partials);  // as Workspace::ensure_columns
+std::size_t sum_arrival_doubles(std::size_t arrivals) { return (arrivals + 1) / 2; }
+
+std::size_t sum_scratch_bytes(std::size_t arrivals, std::size_t partials) {
+    return sizeof(double) * (sum_arrival_doubles(arrivals) + partials);
 }
 
 void refuse_if_capturing(Stream stream, std::string_view what) {

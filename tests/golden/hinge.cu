@@ -2,7 +2,7 @@
 // Kernel variant: rows, rank 2, inner strides [1 1], vector 4, unroll 8, 256 threads/block.
 // ---- lossjit prelude: the fixed part of every generated kernel --------------------------------
 // NVRTC compiles this with no system or CUDA headers: only builtins are used. After it come the
-// loop, the sink and the finish this kernel uses (templates/*.cuh), then the program.
+// finish, the sink and the loop this kernel uses (templates/*.cuh), then the program.
 namespace lj {
 
 constexpr int kMaxRank = 8;  // must match kMaxRank in src/pipeline.hpp
@@ -29,14 +29,21 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
     double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
     __device__ __forceinline__ double total_scale() const { return upstream ? scale * (double)*upstream : scale; }
 };
-// Gradients summed over rows (inputs broadcast along every dimension but the innermost): each block
-// sums its chunk of rows per column, the last block of a column strip adds the chunks in order.
-struct ColumnScratch {
-    double* partials;           // [summed gradient][chunk][column]
-    unsigned int* arrivals;     // per column strip: blocks finished; the last one resets it to 0
-    long long chunk_rows;       // rows per chunk
-    int chunks;
-    int strip_blocks;           // blocks sharing one chunk, each taking every strip_blocks-th strip
+// Gradients summed over the dimensions their input is broadcast along (Element::summed(g)), without
+// float atomics. The columns loop: each block sums its chunk of rows per column, the last block of a
+// column strip adds the chunks in order. The rows loop: a gradient summed along each row stores one
+// partial per tile where a row has several, the last tile of a row adds them in order; a gradient
+// summed over everything keeps one partial per block, the last block adds them in block order.
+// The host's KernelSpec::Summed says the same.
+enum Summed { kNotSummed = 0, kSummedOverRows = 1, kSummedAlongRows = 2, kSummedOverAll = 3 };
+struct SumScratch {
+    double* partials;           // columns: [summed gradient][chunk][column]; rows: [summed over all][block],
+                                // then [summed along rows][tile]
+    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + row] tiles; the last resets it to 0
+    long long chunk_rows;       // columns: rows per chunk
+    long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch)
+    int chunks;                 // columns: chunks per batch
+    int strip_blocks;           // columns: blocks sharing one chunk, each taking every strip_blocks-th strip
 };
 struct ReduceOut {
     double* partials;           // one slot per block
@@ -346,6 +353,61 @@ __device__ __forceinline__ void store_row(int dt, void* p, long long i, const T 
 }  // namespace lj
 // Functions whose CUDA counterpart differs from PyTorch's definition (src/lang/builtins.cpp).
 template <class T> __device__ __forceinline__ T lj_max(T a, T b) { return a != a ? a : (b != b ? b : fmax(a, b)); }
+// ---- the end of a reduction: block sums, the last block adds them ---------------------------
+namespace lj {
+
+// Sum over the block; the result is valid in thread 0. Fixed shuffle order: deterministic.
+template <int kThreads>
+__device__ __forceinline__ double block_sum(double v, double* scratch) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : 0.0;
+    if (warp == 0) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    }
+    return v;
+}
+
+// Each block stores its partial sum; the last block to arrive adds the partials in block order
+// (its first warp, lanes striding, then a fixed shuffle tree), applies the scale and stores the
+// result in its type (kResultDType). One launch,
+// no float atomics, the same bits every run. A grid of one block (small inputs) skips all that.
+// The scale is 1 / divisor, multiplied: a float64 division costs NVRTC more time than the rest of
+// the finish, and the product differs from the quotient by at most an ulp of a double.
+template <int kThreads, bool kOneBlock, int kResultDType>
+__device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& out) {
+    __shared__ double scratch[32];
+    __shared__ bool is_last;
+    const double block_total = block_sum<kThreads>(acc, scratch);
+    if (kOneBlock) {
+        if (threadIdx.x == 0) store1<double>(kResultDType, out.result, 0, block_total * out.scale);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        out.partials[blockIdx.x] = block_total;
+        __threadfence();
+        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
+        is_last = arrived == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!is_last || threadIdx.x >= 32) return;
+    __threadfence();
+    double total = 0.0;
+    for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+    if (threadIdx.x == 0) {
+        store1<double>(kResultDType, out.result, 0, total * out.scale);
+        *out.arrivals = 0u;
+    }
+}
+
+}  // namespace lj
 // ---- a reduction's sink: the sum of the values ----------------------------------------------
 namespace lj {
 
@@ -365,6 +427,8 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
+    template <int BLOCK>
+    __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>
     __device__ __forceinline__ void put_at(T r, const long long (&)[kMaxRank]) { acc += (double)r; }
 };
@@ -392,6 +456,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
             row = t / tiles_per_row;
             col0 = (t - row * tiles_per_row) * kTile;
         }
+        const long long row_index = row;
         long long c[kMaxRank];
 #pragma unroll
         for (int d = R - 2; d > 0; --d) {
@@ -448,61 +513,7 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 sink.template put<VW>(r, col);
             }
         }
-    }
-}
-
-}  // namespace lj
-// ---- the end of a reduction: block sums, the last block adds them ---------------------------
-namespace lj {
-
-// Sum over the block; the result is valid in thread 0. Fixed shuffle order: deterministic.
-template <int kThreads>
-__device__ __forceinline__ double block_sum(double v, double* scratch) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : 0.0;
-    if (warp == 0) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    }
-    return v;
-}
-
-// Each block stores its partial sum; the last block to arrive adds the partials in block order
-// (its first warp, lanes striding, then a fixed shuffle tree), applies the scale and stores the
-// result in its type (kResultDType). One launch,
-// no float atomics, the same bits every run. A grid of one block (small inputs) skips all that.
-// The scale is 1 / divisor, multiplied: a float64 division costs NVRTC more time than the rest of
-// the finish, and the product differs from the quotient by at most an ulp of a double.
-template <int kThreads, bool kOneBlock, int kResultDType>
-__device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& out) {
-    __shared__ double scratch[32];
-    __shared__ bool is_last;
-    const double block_total = block_sum<kThreads>(acc, scratch);
-    if (kOneBlock) {
-        if (threadIdx.x == 0) store1<double>(kResultDType, out.result, 0, block_total * out.scale);
-        return;
-    }
-    if (threadIdx.x == 0) {
-        out.partials[blockIdx.x] = block_total;
-        __threadfence();
-        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
-        is_last = arrived == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!is_last || threadIdx.x >= 32) return;
-    __threadfence();
-    double total = 0.0;
-    for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
-    if (threadIdx.x == 0) {
-        store1<double>(kResultDType, out.result, 0, total * out.scale);
-        *out.arrivals = 0u;
+        sink.template end_tile<BLOCK>(t, row_index, tiles_per_row, tiles);
     }
 }
 
