@@ -9,6 +9,7 @@
 #include <boost/math/special_functions/digamma.hpp>
 #include <boost/math/special_functions/trigamma.hpp>
 
+#include "lj_log_cuh.hpp"  // generated from templates/lj_log.cuh (src/CMakeLists.txt)
 #include "lossjit/errors.hpp"
 
 namespace lossjit {
@@ -58,11 +59,17 @@ constexpr std::string_view kMaxHelper =
     "template <class T> __device__ __forceinline__ T lj_max(T a, T b) { return a != a ? a : (b != b ? b : fmax(a, b)); }\n";
 constexpr std::string_view kMinHelper =
     "template <class T> __device__ __forceinline__ T lj_min(T a, T b) { return a != a ? a : (b != b ? b : fmin(a, b)); }\n";
+// log: lossjit's own float32 logarithm (templates/lj_log.cuh: at most 0.95 ulp, the special cases
+// exact; CUDA's log for float64 and under fast math), which xlogy uses too. xlogy selects rather
+// than branches (the log of every element is computed; no divergent branch per element): 0 where
+// x == 0 unless y is nan, where x * log(y) is nan.
+constexpr std::string_view kLogHelper = templates::lj_log_cuh;
 constexpr std::string_view kXlogyHelper =
     "template <class T> __device__ __forceinline__ T lj_xlogy(T x, T y) {\n"
-    "    if (y != y) return y;\n"
-    "    return x == T(0) ? T(0) : x * log(y);\n"
+    "    const T l = x * lj_log(y);\n"
+    "    return x == T(0) && y == y ? T(0) : l;\n"
     "}\n";
+constexpr std::array<Builtin, 2> kNeedsLog{Builtin::Log, Builtin::Count_};
 
 // digamma and trigamma: CUDA has neither. Reflection below 0 (0.5 for trigamma), the recurrence up
 // to 6 (16 in float64), then the asymptotic series in 1/x^2 (Abramowitz & Stegun 6.3.18 and
@@ -192,7 +199,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
     {Builtin::Expm1, "expm1", "", 0, L, 1, false, "f", F, "expm1({0})", "", kNoNeeds,
      [](double a, double, double) { return std::expm1(a); }, Trans, Gradient::Formula, {"g * (self + 1)"},
      "e^x - 1, accurate near 0"},
-    {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "log({0})", "", kNoNeeds,
+    {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "lj_log({0})", kLogHelper, kNoNeeds,
      [](double a, double, double) { return std::log(a); }, Trans, Gradient::Formula, {"g / x"},
      "natural logarithm (nan below 0, -inf at 0)"},
     {Builtin::Log2, "log2", "", 0, L, 1, false, "f", F, "log2({0})", "", kNoNeeds,
@@ -261,7 +268,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      [](double a, double, double) { return from_bool(std::isnan(a)); }, Cheap, Gradient::None, {}, "1 where x is nan"},
     {Builtin::IsInf, "isinf", "", 0, L, 1, false, "f", B, "isinf({0})", "", kNoNeeds,
      [](double a, double, double) { return from_bool(std::isinf(a)); }, Cheap, Gradient::None, {}, "1 where x is ±inf"},
-    {Builtin::Xlogy, "xlogy", "", 0, L, 2, false, "ff", F, "lj_xlogy({0}, {1})", kXlogyHelper, kNoNeeds,
+    {Builtin::Xlogy, "xlogy", "", 0, L, 2, false, "ff", F, "lj_xlogy({0}, {1})", kXlogyHelper, kNeedsLog,
      [](double a, double b, double) {
          if (std::isnan(b)) return b;
          return a == 0.0 ? 0.0 : a * std::log(b);
