@@ -4,16 +4,27 @@
 
 Each variant is called `--calls` times back to back, timed on the host (time.perf_counter), then the
 device is synchronised once; a kernel of 4096 elements takes less time on the GPU than a call takes
-on the host, so the loop measures the host. Median of `--repeats` loops.
+on the host, so the loop measures the host. Median (and fastest) of `--repeats` loops.
 
-    python3 bench/python_overhead.py [--calls 20000] [--repeats 7] [--json out.json]
+Beside lossjit's entry points and torch's own MSE: torch's floor for a custom op, ops that do
+nothing (a list of two tensors in, a tensor made beforehand out) defined through
+torch.library.custom_op and through torch.library.Library as lossjit::value is, called eagerly and
+inside torch.compile; and the parts of the direct path, each alone. `--profile FILE` also writes
+cProfile's table (by own time) of the direct path, the value op and the compiled call.
+
+    python3 bench/python_overhead.py [--calls 20000] [--repeats 7] [--json out.json] [--profile out.txt]
 """
 import argparse
+import cProfile
+import io
 import json
 import pathlib
+import platform
+import pstats
 import statistics
 import sys
 import time
+from typing import List
 
 import torch
 import torch.nn.functional as F
@@ -36,58 +47,120 @@ def host_us(fn, calls, repeats):
     return statistics.median(times), min(times)
 
 
+def floor_ops(dev):
+    """Ops that do nothing: a list of tensors in, a tensor made beforehand out."""
+    out = torch.empty((), device=dev)
+
+    @torch.library.custom_op("lossjit_bench::noop_custom_op", mutates_args=())
+    def noop_custom_op(inputs: List[torch.Tensor]) -> torch.Tensor:
+        return out
+
+    noop_custom_op.register_fake(lambda inputs: inputs[0].new_empty(()))
+    lib = torch.library.Library("lossjit_bench", "FRAGMENT")
+    lib.define("noop(Tensor[] inputs) -> Tensor", tags=(torch.Tag.pt2_compliant_tag,))
+    lib.impl("noop", lambda inputs: out, "CompositeExplicitAutograd")
+    torch.library.register_fake("lossjit_bench::noop", lambda inputs: inputs[0].new_empty(()), lib=lib)
+    return torch.ops.lossjit_bench.noop_custom_op.default, torch.ops.lossjit_bench.noop.default, lib
+
+
+def profile(rows, calls, path):
+    """cProfile's table, by own time, of `calls` calls of each (name, fn)."""
+    text = io.StringIO()
+    for name, fn in rows:
+        for _ in range(200):
+            fn()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        text.write(f"==== {name}: {calls} calls\n")
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
+    pathlib.Path(path).write_text(text.getvalue())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--json")
+    ap.add_argument("--profile", help="write cProfile tables of the lossjit paths to this file")
     args = ap.parse_args()
     dev = torch.device("cuda", 0)
     p, t = torch.rand(args.n, device=dev), torch.rand(args.n, device=dev)
     loss = lossjit.compile("mean((p - t)^2)")
     assert abs(loss(p, t).item() - F.mse_loss(p, t).item()) <= 1e-6 * F.mse_loss(p, t).item()
+    value = torch.ops.lossjit.value.default
+    assert abs(value(loss._id, [p, t]).item() - F.mse_loss(p, t).item()) <= 1e-6 * F.mse_loss(p, t).item()
 
     torch_eager = lambda: torch.mean((p - t) ** 2)  # noqa: E731
     mse_compiled = torch.compile(lambda a, b: torch.mean((a - b) ** 2))
     lossjit_compiled = torch.compile(lambda a, b: loss(a, b), fullgraph=True)
     op = torch.ops.lossjit.reduce
+    noop_custom_op, noop, _keep = floor_ops(dev)
+    noop_compiled = torch.compile(lambda a, b: noop([a, b]), fullgraph=True)
     variants = [
         ("lossjit: loss(p, t) (eager, no grad: the direct path)", lambda: loss(p, t)),
+        ("lossjit: torch.ops.lossjit.value (the forward-only op, eager)", lambda: value(loss._id, [p, t])),
         ("lossjit: torch.ops.lossjit.reduce (the custom op, eager)", lambda: op(loss._id, [p, t], 0)),
         ("lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lambda: lossjit_compiled(p, t)),
         ("torch eager: torch.mean((p - t) ** 2)", torch_eager),
         ("torch eager: F.mse_loss(p, t)", lambda: F.mse_loss(p, t)),
         ("torch.compile: torch.mean((p - t) ** 2)", lambda: mse_compiled(p, t)),
+        ("floor: an empty torch.library.custom_op (two tensors in, a tensor made beforehand out)",
+         lambda: noop_custom_op([p, t])),
+        ("floor: an empty torch.library.Library op, no autograd kernel (as lossjit::value)", lambda: noop([p, t])),
+        ("floor: the empty Library op inside torch.compile(fullgraph=True)", lambda: noop_compiled(p, t)),
     ]
     # Where the direct path's time goes: its parts, each alone.
     from lossjit import _lib, _torch as lt
     side = loss._torch
     st = side.state()
     lay = side.layout((p, t), st)
+    lay.set_data((p, t))
     stream = lt._raw_stream(0)
     ex = lt._exec_address(side.handle, 0, stream)
     out = torch.empty((), device=dev)
-    st.result.data, st.result.dtype = out.data_ptr(), lay.out_code
+    lay.words[lay.result_slot] = out.data_ptr()
     results = lt._Results(torch.float32, dev)
     parts = [
         ("part: the C call alone (lossjit_evaluate: checks, plan lookup, cuLaunchKernel)",
-         lambda: lt._evaluate(side.handle, lay.address, lay.count, st.result_address, ex)),
+         lambda: lt._evaluate(side.handle, lay.address, lay.count, lay.result_address, ex)),
         ("part: a ctypes call that does nothing (lossjit_c_api_version)", _lib.gil_lib.lossjit_c_api_version),
         ("part: torch.empty((), device=cuda)", lambda: torch.empty((), dtype=torch.float32, device=dev)),
         ("part: the next 0-dim result view (_Results.next)", results.next),
-        ("part: the layout key of two tensors", lambda: lt._key((p, t))),
+        ("part: the layout check of two tensors (TensorGuards.check)", lambda: lay.check(p, t)),
+        ("part: the layout key of two tensors (built when the check fails)", lambda: lt._key((p, t))),
         ("part: the current raw stream", lambda: lt._raw_stream(0)),
-        ("part: two data_ptr() into the views", lambda: [setattr(v, "data", x.data_ptr()) for v, x in zip(lay.items, (p, t))]),
+        ("part: two data_ptr() into the views", lambda: lay.set_data((p, t))),
+        ("part: torch.compiler.is_compiling()", torch.compiler.is_compiling),
     ]
     rows = []
     with torch.no_grad():
+        if lay.check(p, t) is not True:
+            print("note: no TensorGuards layout check here; every call builds the layout key", flush=True)
         for name, fn in variants + parts:
             median, best = host_us(fn, args.calls, args.repeats)
             rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
             print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
-    report = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__, "n": args.n,
-              "calls": args.calls, "repeats": args.repeats, "rows": rows}
+        # The direct path's Python side alone: lossjit_evaluate replaced by a Python function that
+        # returns 0 (about what a ctypes call that does nothing costs).
+        evaluate, lt._evaluate = lt._evaluate, lambda *a: 0
+        try:
+            name = "part: the direct path with lossjit_evaluate replaced by a no-op (its Python side)"
+            median, best = host_us(lambda: loss(p, t), args.calls, args.repeats)
+        finally:
+            lt._evaluate = evaluate
+        rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
+        print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
+        if args.profile:
+            profile([("direct path", lambda: loss(p, t)), ("lossjit::value", lambda: value(loss._id, [p, t])),
+                     ("compiled", lambda: lossjit_compiled(p, t))], 3000, args.profile)
+    report = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+              "python": platform.python_version(), "n": args.n, "calls": args.calls, "repeats": args.repeats,
+              "rows": rows}
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 

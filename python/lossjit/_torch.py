@@ -1,5 +1,5 @@
-"""lossjit on torch tensors: the custom ops (lossjit::reduce, lossjit::map, lossjit::map_grad) with
-their fake (meta) kernels and autograd formulas, and the eager fast path.
+"""lossjit on torch tensors: the custom ops (lossjit::reduce, lossjit::value, lossjit::map,
+lossjit::map_grad) with their fake (meta) kernels and autograd formulas, and the eager fast path.
 
 A reduction's forward runs the fused value-and-gradient kernel when any input requires grad and
 saves the gradients; backward multiplies them by the upstream gradient (a torch elementwise op, no
@@ -7,7 +7,9 @@ second lossjit kernel). Every tensor lossjit writes, and its scratch, comes from
 allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
 """
 import ctypes
+import itertools
 import threading
+import weakref
 from typing import List
 
 import torch
@@ -34,19 +36,70 @@ except AttributeError:  # pragma: no cover - older torch
     def _raw_stream(device):
         return torch.cuda.current_stream(device).cuda_stream
 
+_grad_enabled = torch.is_grad_enabled
+
+# A layout's views live in one buffer; a call writes each input's data pointer into the first 64-bit
+# word of its view (lossjit_view starts with `void* data`) through a memoryview, not a ctypes field.
+_VIEW_BYTES = ctypes.sizeof(_lib.View)
+_VIEW_WORDS = _VIEW_BYTES // 8
+if ctypes.sizeof(ctypes.c_void_p) != 8 or _VIEW_BYTES % 8 or _lib.View.data.offset != 0:  # pragma: no cover
+    raise ImportError("lossjit: the torch integration needs 64-bit pointers")
+
+# ---- the layout check: one C++ call instead of reading shapes, strides, dtypes and devices ----
+# Dynamo's TensorGuards checks that tensors have exactly the Python type, dispatch keys, dtype,
+# device, requires_grad, sizes and strides of the tensors it was made from (what a compiled graph's
+# guards check). A call whose tensors pass the last layout's check skips building the layout key.
+# Private to torch: where it is missing or refuses, every call builds the key (the same result).
+try:
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+except Exception:  # pragma: no cover - a torch without it
+    _TensorGuards = None
+
+
+def _not_yet(*tensors):
+    """A layout's check before one is made: fails, so the call takes the key."""
+    return False
+
+
+def _no_check(*tensors):
+    """A layout's check where none can be made (no TensorGuards): fails, so the call takes the key."""
+    return False
+
+
+def _make_check(tensors):
+    if _TensorGuards is None:
+        return _no_check
+    try:
+        check = _TensorGuards(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None).check
+        if check(*tensors) is True:
+            return check
+    except Exception:  # pragma: no cover - another signature
+        pass
+    return _no_check
+
+
+def _any_requires_grad(tensors):
+    for t in tensors:
+        if t.requires_grad:
+            return True
+    return False
+
 
 # ---- scratch: one zero-filled torch buffer per (device, stream), lent to every call there ----
 _scratch = {}       # (device, stream) -> (buffer tensor, lossjit_exec struct, its address)
 _base_bytes = {}    # device -> lossjit_scratch_bytes
+_generations = itertools.count(1)
+_scratch_generation = 0  # changes whenever an entry of _scratch is made or replaced
 
 
-def _exec_address(handle, device, stream, at_least=0):
-    """The lossjit_exec for this device and stream, with scratch from torch (zero-filled once: the
-    kernels leave their counters at zero). Under CUDA graph capture a new buffer comes from the
-    graph's pool and stays referenced here, so replays find it."""
+def _scratch_entry(handle, device, stream, at_least=0):
+    """The (buffer, lossjit_exec, address) for this device and stream, with scratch from torch
+    (zero-filled once: the kernels leave their counters at zero). Under CUDA graph capture a new
+    buffer comes from the graph's pool and stays referenced here, so replays find it."""
+    global _scratch_generation
     entry = _scratch.get((device, stream))
     if entry is not None and entry[0].numel() >= at_least:
-        return entry[2]
+        return entry
     if device not in _base_bytes:
         size = ctypes.c_size_t()
         _lib.check(lib.lossjit_scratch_bytes(handle, device, ctypes.byref(size)))
@@ -54,49 +107,13 @@ def _exec_address(handle, device, stream, at_least=0):
     size = max(at_least, _base_bytes[device])
     buffer = torch.zeros(size, dtype=torch.uint8, device=torch.device("cuda", device))
     ex = _lib.Exec(stream, device, buffer.data_ptr(), size)
-    _scratch[(device, stream)] = (buffer, ex, ctypes.addressof(ex))
-    return ctypes.addressof(ex)
+    entry = _scratch[(device, stream)] = (buffer, ex, ctypes.addressof(ex))
+    _scratch_generation = next(_generations)
+    return entry
 
 
-def _launch(call, handle, device, stream, *args):
-    """Runs a GPU entry point with lent scratch, growing the scratch once if it says so."""
-    status = call(handle, *args, _exec_address(handle, device, stream))
-    if status == SCRATCH_TOO_SMALL:
-        status = call(handle, *args, _exec_address(handle, device, stream, lib.lossjit_last_error_scratch_bytes()))
-    if status:
-        raise _lib.error(status)
-
-
-class _Layout:
-    """The ctypes views for one layout of the inputs (shapes, strides, dtypes, device): made once,
-    then each call only writes the data pointers."""
-    __slots__ = ("views", "address", "items", "count", "out_dtype", "out_code", "device", "torch_device", "keep")
-
-    def __init__(self, handle, tensors, device):
-        self.count = len(tensors)
-        self.views = (_lib.View * max(self.count, 1))()
-        self.address = ctypes.addressof(self.views)
-        self.keep = []
-        for i, t in enumerate(tensors):
-            code = _CODES.get(t.dtype)
-            if code is None:
-                raise UsageError(f"input {i} is a tensor of {t.dtype}; lossjit reads {', '.join(_lib.DTYPE_NAMES)}")
-            shape, strides = _lib.shape_array(t.shape), _lib.shape_array(t.stride())
-            self.keep += [shape, strides]
-            self.views[i] = _lib.View(None, code, t.dim(), shape, strides)
-        self.items = [self.views[i] for i in range(self.count)]  # share the array's memory
-        out = ctypes.c_int32()
-        _lib.check(lib.lossjit_output_dtype(handle, self.address, self.count, ctypes.byref(out)))
-        self.out_code, self.out_dtype = out.value, _DTYPES[out.value]
-        self.device = device
-        self.torch_device = torch.device("cuda", device)
-
-
-def _key(tensors):
-    key = []
-    for t in tensors:
-        key += (t.shape, t.stride(), t.dtype, t.get_device())
-    return tuple(key)
+def _exec_address(handle, device, stream, at_least=0):
+    return _scratch_entry(handle, device, stream, at_least)[2]
 
 
 class _Results:
@@ -113,22 +130,96 @@ class _Results:
     def next(self):
         out = next(self.views, None)
         if out is None:
-            self.views = iter(torch.empty(self.SIZE, dtype=self.dtype, device=self.device).unbind())
-            out = next(self.views)
+            out = self.refill()
         return out
+
+    def refill(self):
+        self.views = iter(torch.empty(self.SIZE, dtype=self.dtype, device=self.device).unbind())
+        return next(self.views)
+
+
+class _Layout:
+    """One layout of the inputs (shapes, strides, dtypes, device) on one thread: the inputs' ctypes
+    views and the result's view, made once in one buffer (a call writes only the data pointers),
+    the check that recognises the layout's tensors, and what the last stream selected (its scratch
+    and its buffer of results)."""
+    __slots__ = ("buffer", "views", "words", "slots", "address", "count", "result_slot", "result_address",
+                 "out_dtype", "out_code", "device", "torch_device", "keep", "check", "state",
+                 "stream", "generation", "scratch", "results")
+
+    def __init__(self, handle, tensors, device, state):
+        n = self.count = len(tensors)
+        self.buffer = bytearray(_VIEW_BYTES * (n + 1))  # n input views, then the result's
+        self.views = (_lib.View * (n + 1)).from_buffer(self.buffer)
+        self.address = ctypes.addressof(self.views)
+        self.words = memoryview(self.buffer).cast("Q")
+        self.slots = tuple(range(0, n * _VIEW_WORDS, _VIEW_WORDS))
+        self.result_slot = n * _VIEW_WORDS
+        self.result_address = self.address + n * _VIEW_BYTES
+        self.keep = []
+        for i, t in enumerate(tensors):
+            code = _CODES.get(t.dtype)
+            if code is None:
+                raise UsageError(f"input {i} is a tensor of {t.dtype}; lossjit reads {', '.join(_lib.DTYPE_NAMES)}")
+            shape, strides = _lib.shape_array(t.shape), _lib.shape_array(t.stride())
+            self.keep += [shape, strides]
+            self.views[i] = _lib.View(None, code, t.dim(), shape, strides)
+        out = ctypes.c_int32()
+        _lib.check(lib.lossjit_output_dtype(handle, self.address, n, ctypes.byref(out)))
+        self.out_code, self.out_dtype = out.value, _DTYPES[out.value]
+        self.views[n] = _lib.View(None, self.out_code, 0, None, None)  # a reduction's 0-dim result
+        self.device = device
+        self.torch_device = torch.device("cuda", device)
+        self.check = _not_yet
+        self.state = state
+        self.stream, self.generation, self.scratch, self.results = None, -1, None, None
+
+    def set_data(self, tensors):
+        words = self.words
+        for slot, t in zip(self.slots, tensors):
+            words[slot] = t.data_ptr()
+
+    def bind(self, handle, stream):
+        """Selects the scratch and the result buffer of `stream` (until the stream or the scratch changes)."""
+        self.scratch = _scratch_entry(handle, self.device, stream)
+        key = (self.device, stream, self.out_code)
+        results = self.state.results.get(key)
+        if results is None:
+            results = self.state.results[key] = _Results(self.out_dtype, self.torch_device)
+        self.results = results
+        self.stream, self.generation = stream, _scratch_generation
+
+
+def _key(tensors):
+    key = []
+    for t in tensors:
+        key += (t.shape, t.stride(), t.dtype, t.get_device())
+    return tuple(key)
 
 
 class _ThreadState:
-    """What one thread's calls patch and pass: its layouts' ctypes views, its result view and its
-    result buffers. Per thread, so that two threads calling one Loss never write each other's
+    """What one thread's calls patch and pass: its layouts (ctypes views with the result's view) and
+    its result buffers. Per thread, so that two threads calling one Loss never write each other's
     pointers between setting them and the C call."""
-    __slots__ = ("layouts", "results", "result", "result_address")
+    __slots__ = ("layouts", "results", "last")
 
     def __init__(self):
         self.layouts = {}   # layout key -> _Layout
         self.results = {}   # (device, stream, dtype code) -> _Results
-        self.result = _lib.View(None, 0, 0, None, None)
-        self.result_address = ctypes.addressof(self.result)
+        self.last = None    # the layout of this thread's last call
+
+
+# loss id -> weak reference to its TorchLoss: what the ops' kernels look up (a dict and a call,
+# where the registry of Loss objects is a WeakValueDictionary).
+_sides = {}
+
+
+def _forget(loss_id):
+    def callback(_ref):
+        sides = _sides  # None only at interpreter shutdown
+        if sides is not None:
+            sides.pop(loss_id, None)
+    return callback
 
 
 class TorchLoss:
@@ -142,14 +233,21 @@ class TorchLoss:
         self.n = len(loss.inputs)
         self.is_map = loss.kind == "map"
         self.local = threading.local()
+        _sides[self.id] = weakref.ref(self, _forget(self.id))
 
     def state(self):
-        st = getattr(self.local, "state", None)
-        if st is None:
+        try:
+            return self.local.state
+        except AttributeError:
             st = self.local.state = _ThreadState()
-        return st
+            return st
 
     def layout(self, tensors, st):
+        """The layout of these tensors, made on first sight (UsageError for a wrong count of inputs,
+        mixed devices, CPU tensors or a dtype lossjit does not read)."""
+        lay = st.last
+        if lay is not None and len(tensors) == lay.count and lay.check(*tensors):
+            return lay
         key = _key(tensors)
         lay = st.layouts.get(key)
         if lay is None:
@@ -161,49 +259,70 @@ class TorchLoss:
                     raise UsageError(f"input {i} ('{self.loss.inputs[i]}') is on {t.device}, input 0 on {tensors[0].device}")
             if device < 0:
                 raise UsageError("CPU tensors: lossjit runs torch tensors on CUDA devices (Loss.reference takes host data)")
-            lay = st.layouts[key] = _Layout(self.handle, tensors, device)
+            lay = st.layouts[key] = _Layout(self.handle, tensors, device, st)
+        if lay.check is _not_yet and not _any_requires_grad(tensors):
+            # Made from tensors that need no gradient, the check also proves that a call's tensors
+            # need none: the direct path then skips looking at requires_grad.
+            lay.check = _make_check(tensors)
+        st.last = lay
         return lay
 
     # ---- entry points ----
     def __call__(self, tensors):
         if torch.compiler.is_compiling():  # traced: only the ops, which torch.compile sees through their fake kernels
             return self.through_ops(tensors)
-        if torch.is_grad_enabled():
-            for t in tensors:
-                if t.requires_grad:
-                    return self.through_ops(tensors)
         if self.is_map:
+            if _grad_enabled() and _any_requires_grad(tensors):
+                return self.through_ops(tensors)
             return self.run_map(tensors, None)
         # The eager fast path (no autograd, no dispatcher): the layout's views get the pointers,
         # the result is the next of a buffer's 0-dim views, one C call launches.
-        st = getattr(self.local, "state", None) or self.state()
-        key = []
-        for t in tensors:
-            key += (t.shape, t.stride(), t.dtype, t.get_device())
-        lay = st.layouts.get(tuple(key))
-        if lay is None:
+        try:
+            st = self.local.state
+        except AttributeError:
+            st = self.state()
+        lay = st.last
+        if lay is None or len(tensors) != lay.count or not lay.check(*tensors):
+            # Not the last call's layout, or not known to need no gradient: the full checks.
+            if _grad_enabled() and _any_requires_grad(tensors):
+                return self.through_ops(tensors)
             if tensors and tensors[0].get_device() < 0:
                 return self._on_cpu(tensors)
             lay = self.layout(tensors, st)
-        for view, t in zip(lay.items, tensors):
-            view.data = t.data_ptr()
-        device = lay.device
-        stream = _raw_stream(device)
-        results = st.results.get((device, stream, lay.out_code))
-        if results is None:
-            results = st.results[(device, stream, lay.out_code)] = _Results(lay.out_dtype, lay.torch_device)
-        out = results.next()
-        result = st.result
-        result.data = out.data_ptr()
-        result.dtype = lay.out_code
-        entry = _scratch.get((device, stream))
-        status = _evaluate(self.handle, lay.address, lay.count, st.result_address,
-                           entry[2] if entry is not None else _exec_address(self.handle, device, stream))
+        words = lay.words
+        for slot, t in zip(lay.slots, tensors):
+            words[slot] = t.data_ptr()
+        stream = _raw_stream(lay.device)
+        if stream != lay.stream or lay.generation != _scratch_generation:
+            lay.bind(self.handle, stream)
+        results = lay.results
+        out = next(results.views, None)
+        if out is None:
+            out = results.refill()
+        words[lay.result_slot] = out.data_ptr()
+        status = _evaluate(self.handle, lay.address, lay.count, lay.result_address, lay.scratch[2])
         if status:
-            if status != SCRATCH_TOO_SMALL:
-                raise _lib.error(status)
-            _launch(_evaluate, self.handle, device, stream, lay.address, lay.count, st.result_address)
+            self._retry(status, _evaluate, lay, stream, lay.result_address)
         return out
+
+    def _launch(self, call, lay, *args):
+        """call(handle, inputs, count, *args, exec) on the current stream of the layout's device."""
+        stream = _raw_stream(lay.device)
+        if stream != lay.stream or lay.generation != _scratch_generation:
+            lay.bind(self.handle, stream)
+        status = call(self.handle, lay.address, lay.count, *args, lay.scratch[2])
+        if status:
+            self._retry(status, call, lay, stream, *args)
+
+    def _retry(self, status, call, lay, stream, *args):
+        """After a failed launch: raises, or where the scratch was too small grows it and launches again."""
+        if status != SCRATCH_TOO_SMALL:
+            raise _lib.error(status)
+        entry = _scratch_entry(self.handle, lay.device, stream, lib.lossjit_last_error_scratch_bytes())
+        lay.generation = -1  # the next call selects the grown scratch
+        status = call(self.handle, lay.address, lay.count, *args, entry[2])
+        if status:
+            raise _lib.error(status)
 
     def through_ops(self, tensors):
         """The custom ops: what autograd and torch.compile see."""
@@ -214,7 +333,9 @@ class TorchLoss:
                     mask |= 1 << i
         if self.is_map:
             return torch.ops.lossjit.map(self.id, list(tensors))
-        return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
+        if mask:
+            return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
+        return torch.ops.lossjit.value.default(self.id, list(tensors))
 
     def _on_cpu(self, tensors):
         arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
@@ -222,29 +343,26 @@ class TorchLoss:
         return torch.tensor(out, dtype=torch.float64) if not self.is_map else torch.from_numpy(out)
 
     def evaluate(self, tensors):
-        """The value into a fresh tensor (inside the op; the eager path in __call__ does the same)."""
-        st = self.state()
-        lay = self.layout(tensors, st)
-        for view, t in zip(lay.items, tensors):
-            view.data = t.data_ptr()
+        """The value into a fresh tensor (inside the ops; the eager path in __call__ does the same
+        with a result from a buffer)."""
+        lay = self.layout(tensors, self.state())
+        words = lay.words
+        for slot, t in zip(lay.slots, tensors):
+            words[slot] = t.data_ptr()
         out = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
-        st.result.data = out.data_ptr()
-        st.result.dtype = lay.out_code
-        _launch(_evaluate, self.handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
-                st.result_address)
+        words[lay.result_slot] = out.data_ptr()
+        self._launch(_evaluate, lay, lay.result_address)
         return out
 
     def run_map(self, tensors, out):
         lay = self.layout(tensors, self.state())
-        for view, t in zip(lay.items, tensors):
-            view.data = t.data_ptr()
+        lay.set_data(tensors)
         if out is None:
             out = torch.empty(torch.broadcast_shapes(*[t.shape for t in tensors]), dtype=lay.out_dtype,
                               device=lay.torch_device)
         keep = []
         view = _tensor_view(out, keep)
-        _launch(_map, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
-                ctypes.addressof(view))
+        self._launch(_map, lay, ctypes.addressof(view))
         return out
 
     def map(self, tensors, out):
@@ -255,9 +373,6 @@ class TorchLoss:
     def value_and_grad_masked(self, tensors, mask):
         """[value, gradient of each input whose bit is set in mask] (fresh tensors)."""
         lay = self.layout(tensors, self.state())
-        for view, t in zip(lay.items, tensors):
-            view.data = t.data_ptr()
-        value = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
         wrt, grads = [], []
         for i, t in enumerate(tensors):
             if mask >> i & 1:
@@ -265,13 +380,14 @@ class TorchLoss:
                 grads.append(torch.empty(t.shape, dtype=t.dtype, device=lay.torch_device))
         if not grads:
             return [self.evaluate(tensors)]
+        lay.set_data(tensors)
+        value = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
         keep = []
         grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
         names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
         value_view = _tensor_view(value, keep)
-        _launch(_value_and_grad, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
-                ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views), ctypes.addressof(value_view),
-                1.0, None)
+        self._launch(_value_and_grad, lay, ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views),
+                     ctypes.addressof(value_view), 1.0, None)
         return [value, *grads]
 
     def value_and_grad(self, tensors, wrt):
@@ -296,8 +412,7 @@ class TorchLoss:
 
     def map_grad(self, tensors, upstream, mask):
         lay = self.layout(tensors, self.state())
-        for view, t in zip(lay.items, tensors):
-            view.data = t.data_ptr()
+        lay.set_data(tensors)
         wrt, grads = [], []
         for i, t in enumerate(tensors):
             if mask >> i & 1:
@@ -307,8 +422,8 @@ class TorchLoss:
         grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
         names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
         up = _tensor_view(upstream, keep)
-        _launch(_map_grad, self.loss._handle, lay.device, _raw_stream(lay.device), lay.address, lay.count,
-                ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views), ctypes.addressof(up))
+        self._launch(_map_grad, lay, ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views),
+                     ctypes.addressof(up))
         return grads
 
 
@@ -322,8 +437,12 @@ def _tensor_view(t, keep):
 
 
 def _side(loss_id):
-    loss = _registry.get(loss_id)
-    if loss is None:
+    ref = _sides.get(loss_id)
+    side = ref() if ref is not None else None
+    if side is not None and side.handle is not None:
+        return side
+    loss = _registry.get(loss_id)  # a Loss whose torch side is not made yet
+    if loss is None or loss._handle is None:
         raise UsageError(f"lossjit op called for Loss {loss_id}, which no longer exists (keep the Loss alive)")
     return loss._torch_side()
 
@@ -332,7 +451,45 @@ def _set_bits(inputs, mask):
     return [i for i, t in enumerate(inputs) if mask >> i & 1]
 
 
+def _fake_dtype(loss_id, inputs):
+    """The result's dtype: lossjit_output_dtype reads only dtypes, so fake tensors do."""
+    handle = _side(loss_id).handle
+    views = (_lib.View * max(len(inputs), 1))()
+    for i, t in enumerate(inputs):
+        views[i] = _lib.View(None, _CODES[t.dtype], 0, None, None)
+    out = ctypes.c_int32()
+    _lib.check(lib.lossjit_output_dtype(handle, ctypes.addressof(views), len(inputs), ctypes.byref(out)))
+    return _DTYPES[out.value]
+
+
 # ---- the ops ----
+# lossjit::value: a reduction's value when no input needs a gradient (what torch.compile calls
+# then). Defined with torch.library.Library rather than custom_op: its one Python kernel is all the
+# Python a call runs (no autograd kernel in Python, no wrapper around the kernel); autograd is
+# torch's C++ fallback, and the kernel refuses inputs that require grad, which lossjit::reduce takes.
+_ops = torch.library.Library("lossjit", "FRAGMENT")
+_ops.define("value(int loss_id, Tensor[] inputs) -> Tensor", tags=(torch.Tag.pt2_compliant_tag,))
+
+
+def _value_kernel(loss_id, inputs):
+    ref = _sides.get(loss_id)
+    side = ref() if ref is not None else None
+    if side is None or side.handle is None:
+        side = _side(loss_id)
+    if _grad_enabled() and _any_requires_grad(inputs):
+        raise UsageError("lossjit::value computes no gradient, and an input requires grad: "
+                         "call the Loss, or lossjit::reduce with a wrt_mask")
+    return side.evaluate(inputs)
+
+
+_ops.impl("value", _value_kernel, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("lossjit::value", lib=_ops)
+def _(loss_id, inputs):
+    return inputs[0].new_empty((), dtype=_fake_dtype(loss_id, inputs))
+
+
 @torch.library.custom_op("lossjit::reduce", mutates_args=())
 def reduce(loss_id: int, inputs: List[torch.Tensor], wrt_mask: int) -> List[torch.Tensor]:
     """[value, gradients of the inputs whose bit is set in wrt_mask] from one fused kernel."""
@@ -349,17 +506,6 @@ def _(loss_id, inputs, wrt_mask):
     for i in _set_bits(inputs, wrt_mask):
         out.append(inputs[i].new_empty(inputs[i].shape))
     return out
-
-
-def _fake_dtype(loss_id, inputs):
-    """The result's dtype: lossjit_output_dtype reads only dtypes, so fake tensors do."""
-    handle = _side(loss_id).loss._handle
-    views = (_lib.View * max(len(inputs), 1))()
-    for i, t in enumerate(inputs):
-        views[i] = _lib.View(None, _CODES[t.dtype], 0, None, None)
-    out = ctypes.c_int32()
-    _lib.check(lib.lossjit_output_dtype(handle, ctypes.addressof(views), len(inputs), ctypes.byref(out)))
-    return _DTYPES[out.value]
 
 
 def _reduce_setup(ctx, inputs, output):

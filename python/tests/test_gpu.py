@@ -233,3 +233,74 @@ def test_one_loss_on_two_devices():
         assert out.device == device and p.grad.device == device
         results.append((out.item(), p.grad.cpu()))
     assert results[0][0] == results[1][0] and torch.equal(results[0][1], results[1][1])
+
+
+def test_direct_path_alternating_layouts():
+    # One Loss, one thread, layouts taking turns (the last layout's check must tell them apart):
+    # transposed, expanded, another dtype, another shape, the same tensor twice.
+    loss = example("mse")
+    base = torch.rand(96, 64, device=dev)
+    a, b = torch.rand(64, 96, device=dev), torch.rand(64, 96, device=dev)
+    cases = [(a, b), (base.t(), b), (a, torch.rand(96, device=dev).expand(64, 96)), (a.double(), b.double()),
+             (a[:32], b[:32]), (a, a), (a[:, ::2], b[:, ::2])]
+    with torch.no_grad():
+        for _ in range(3):
+            for x, y in cases:
+                out = loss(x, y)
+                assert out.dtype == torch.promote_types(x.dtype, y.dtype)
+                assert _max_rel(out, torch.mean((x.double() - y.double()) ** 2)) <= 1e-6
+
+
+def test_requires_grad_is_seen_after_calls_without_it():
+    loss = example("mse")
+    p, t = torch.rand(4096, device=dev), torch.rand(4096, device=dev)
+    for _ in range(3):
+        assert not loss(p, t).requires_grad  # the direct path, its check made from these tensors
+    p.requires_grad_()
+    with torch.no_grad():
+        assert not loss(p, t).requires_grad
+    out = loss(p, t)
+    assert out.requires_grad
+    out.backward()
+    assert _max_rel(p.grad, 2 * (p.detach() - t) / 4096) <= 1e-6
+    p.requires_grad_(False)
+    assert not loss(p, t).requires_grad
+
+
+def test_value_op():
+    loss = example("mse")
+    p, t = torch.rand(1000, device=dev), torch.rand(1000, device=dev)
+    v = torch.ops.lossjit.value(loss._id, [p, t])
+    assert v.dim() == 0 and _max_rel(v, torch.mean((p - t) ** 2)) <= 1e-6
+    q = p.clone().requires_grad_()
+    with pytest.raises(lossjit.UsageError, match="requires grad"):
+        torch.ops.lossjit.value(loss._id, [q, t])
+    with torch.no_grad():
+        assert _max_rel(torch.ops.lossjit.value(loss._id, [q, t]), torch.mean((p - t) ** 2)) <= 1e-6
+    loss.close()
+    with pytest.raises(lossjit.UsageError, match="no longer exists"):
+        torch.ops.lossjit.value(loss._id, [p, t])
+
+
+def test_threads_share_a_loss():
+    import threading
+    loss = example("mse")
+    inputs = [(torch.rand(500 + 100 * k, device=dev), torch.rand(500 + 100 * k, device=dev)) for k in range(4)]
+    expect = [torch.mean((x - y) ** 2).item() for x, y in inputs]
+    errors = []
+
+    def work(k):
+        try:
+            x, y = inputs[k]
+            values = [loss(x, y) for _ in range(200)]
+            torch.cuda.synchronize()
+            assert all(v.item() == pytest.approx(expect[k], rel=1e-6) for v in values)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
