@@ -502,6 +502,22 @@ int main(int argc, char** argv) try {
         out["hinge_value_and_grad"] = bench_value_and_grad(kProblems[0], {"p", "t"}, reps, explore, accuracy);
         std::fprintf(stderr, "hinge value_and_grad (p, t) %8.3f ms %7.0f GB/s\n",
                      out["hinge_value_and_grad"]["ms"].get<double>(), out["hinge_value_and_grad"]["gbps"].get<double>());
+        // Gradients of inputs broadcast other than as a row: one label per row, a scalar weight.
+        const Problem per_row{"squared_hinge", "squared_hinge.loss",
+                              {{"p", "32768x32768:uniform"}, {"t", "32768x1:sign"}}};
+        const Problem scalar{"weighted_mse", "weighted_mse.loss",
+                             {{"w", "1:uniform"}, {"p", "32768x32768:normal"}, {"t", "32768x32768:normal"}}};
+        json broadcast = json::array();
+        for (const auto& [problem, wrt] : std::vector<std::pair<Problem, std::vector<std::string>>>{
+                 {per_row, {"p", "t"}}, {scalar, {"w", "p"}}}) {
+            json row = bench_value_and_grad(problem, wrt, reps, false, accuracy);
+            row["floor_fraction"] = row["gbps"].get<double>() / out["add_roofline"]["gbps"].get<double>();
+            std::fprintf(stderr, "%s %8.3f ms %7.0f GB/s, %.1f%% of the floor (add rate)\n",
+                         row["problem"].get<std::string>().c_str(), row["ms"].get<double>(), row["gbps"].get<double>(),
+                         100 * row["floor_fraction"].get<double>());
+            broadcast.push_back(row);
+        }
+        out["broadcast_value_and_grad"] = broadcast;
     }
     out["small_call"] = small_call(20000);
     std::fprintf(stderr, "mse over 4096 elements: %.2f us host time per call\n", out["small_call"]["host_us_per_call"].get<double>());

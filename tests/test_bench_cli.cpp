@@ -81,8 +81,8 @@ TEST_CASE("--knob reaches the kernel; bad knobs are usage errors; run --cpu igno
     CHECK(emitted.output.find("lj::Accumulating<lj::AccCompensated, lj::SumSink> sum;") != std::string::npos);
 
     const auto plain = run("emit " + mse);
-    CHECK(plain.output.find("vector 4, unroll 4, 256 threads/block.\n") != std::string::npos);
-    CHECK(run("emit " + mse + " --knob vector=1").output.find("vector 1, unroll 4, 256 threads/block.") != std::string::npos);
+    CHECK(plain.output.find("vector 4, unroll 8, 256 threads/block.\n") != std::string::npos);
+    CHECK(run("emit " + mse + " --knob vector=1").output.find("vector 1, unroll 8, 256 threads/block.") != std::string::npos);
 
     CHECK(run("run " + mse + " --cpu --knob block=1000").output.find("not 1000") != std::string::npos);
     CHECK(run("run " + mse + " --cpu --knob block=1000").status == 2);

@@ -363,7 +363,8 @@ TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, 
     const std::string squared_hinge = "mean(max(0, 1 - p*t)^2)";
     // One value per row: rows of one tile, and rows of many tiles (partials per tile, per-row arrivals).
     check_gradients(squared_hinge, {{"p", "300x200:uniform"}, {"t", "300x1:sign"}}, {"p", "t"});
-    check_gradients(squared_hinge, {{"p", "0x200:uniform"}, {"t", "0x1:sign"}}, {"t"});  // no rows
+    // No rows: the gradient is empty (the value, a mean of nothing, is nan).
+    check_gradients(squared_hinge, {{"p", "0x200:uniform"}, {"t", "0x1:sign"}}, {"t"}, 1.0f, GradCall::Grad);
     check_gradients(squared_hinge, {{"p", "5x300001:uniform"}, {"t", "5x1:sign"}}, {"t", "p"}, 2.0f);
     check_gradients(squared_hinge, {{"p", "3x100003:uniform"}, {"t", "3x1:sign"}}, {"t"}, 1.0f, GradCall::DeviceUpstream);
     check_gradients(squared_hinge, {{"p", full_size("8192x8192:uniform")}, {"t", full_size("8192x1:sign")}}, {"p", "t"});

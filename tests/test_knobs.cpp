@@ -175,14 +175,14 @@ TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where
     unroll3.unroll = 3;
     Knobs automatic;
     const Row table[] = {
-        {"automatic: 8 loads of 16 bytes per tile for two inputs", &big, automatic, {}, 4, 4, ""},
+        {"automatic: 16 loads of 16 bytes in flight for two inputs", &big, automatic, {}, 4, 8, ""},
         {"items 16 on aligned data: 4 lanes x unroll 4", &big, items16, {}, 4, 4, ""},
         {"items 6: not a multiple of 4, scalar accesses", &big, items6, {}, 1, 6, ""},
         {"items 16 with vector 1: unroll 16", &big, items16v1, {}, 1, 16, ""},
         {"items 16 where rows are 3003 long: scalar, unroll 16", &odd, items16, {}, 1, 16, ""},
         {"unroll 3 stays unroll 3", &big, unroll3, {}, 4, 3, ""},
-        {"vector 4 asked for, rows of 3003", &odd, v4, {}, 1, 4, "the last dimension (3003) is not a multiple of 4"},
-        {"vector 4 asked for, p misaligned", &big, v4, {misaligned, nullptr}, 1, 4,
+        {"vector 4 asked for, rows of 3003", &odd, v4, {}, 1, 8, "the last dimension (3003) is not a multiple of 4"},
+        {"vector 4 asked for, p misaligned", &big, v4, {misaligned, nullptr}, 1, 8,
          "the rows of 'p' do not all start 16-byte aligned"},
     };
     for (const auto& row : table) {
@@ -217,11 +217,36 @@ TEST_CASE("choose: items per thread = unroll x vector width; vector 4 only where
     CHECK(map_spec.notes[0] == "a map sums nothing: the accumulator does not apply");
 }
 
+TEST_CASE("the default unroll of the five reference problems (16-byte accesses per thread per tile)") {
+    struct Row {
+        const char* program;
+        std::vector<Shape> shapes;  // per input; the first is the full shape (rows longer than a tile)
+        int unroll;
+    };
+    const Row table[] = {
+        {"mean(max(0, 1 - p*t))", {{64, 32768}, {32768}}, 8},               // hinge: one input streams
+        {"mean((p - t)^2)", {{64, 32768}, {64, 32768}}, 8},                // short program: 16 / 2
+        {"d = abs(p - t); mean(d < 1 ? 0.5 * d^2 : d - 0.5)", {{64, 32768}, {64, 32768}}, 4},  // longer: 8 / 2
+        {"batchmean(xlogy(t, t) - t * log(p))", {{64, 32768}, {64, 32768}}, 2},  // two logs
+        {"clamp(x + 3, 0, 6) / 6", {{64, 32768}}, 4},                       // a map: 8 / (input + output)
+    };
+    for (const auto& row : table) {
+        const std::string text = row.program;
+        CAPTURE(text);
+        const auto program = checked(text);
+        std::vector<OperandShape> shapes;
+        for (std::size_t k = 0; k < program.inputs.size(); ++k) shapes.push_back({program.inputs[k], row.shapes[k], {}});
+        OperandShape out{"output", row.shapes[0], {}};
+        const Layout layout = plan_layout(shapes, program.is_map() ? &out : nullptr);
+        CHECK(choose(program, layout, {}).unroll == row.unroll);
+    }
+}
+
 TEST_CASE("every knob changes the signature and the cache key; the defaults change neither") {
     const auto program = checked("mean((p - t)^2)");
     const auto layout = contiguous_layout(program, {1 << 20});
     const KernelSpec defaults = choose(program, layout, {});
-    CHECK(defaults.signature() == "rows, rank 1, inner strides [1 1], vector 4, unroll 4, 256 threads/block");
+    CHECK(defaults.signature() == "rows, rank 1, inner strides [1 1], vector 4, unroll 8, 256 threads/block");
     // Automatic knobs resolve to what the defaults spell out.
     Knobs spelled;
     spelled.block_threads = 256;
@@ -242,7 +267,7 @@ TEST_CASE("every knob changes the signature and the cache key; the defaults chan
     };
     add("defaults", [](Knobs&) {});
     add("block 512", [](Knobs& k) { k.block_threads = 512; });
-    add("items 32", [](Knobs& k) { k.items_per_thread = 32; });
+    add("items 16", [](Knobs& k) { k.items_per_thread = 16; });
     add("unroll 2", [](Knobs& k) { k.unroll = 2; });
     add("vector 1", [](Knobs& k) { k.vector_width = 1; });
     add("float32", [](Knobs& k) { k.accumulator = Accumulator::Float32; });
@@ -297,16 +322,16 @@ TEST_CASE("a float32 accumulator leaves no float64 sum in the loop; compensation
         const KernelSpec spec = choose(program, layout, k);
         return compile_cuda(emit_cuda(program, spec), "compute_90", spec.fast_math).data;
     };
-    // float64: one conversion per 16-byte load (4 lanes added in float32 first); unroll 4 here.
+    // float64: one conversion per 16-byte load (4 lanes added in float32 first); unroll 8 here.
     const auto f64 = ptx(Accumulator::Float64, false);
     const auto f32 = ptx(Accumulator::Float32, false);
-    CHECK(count(f64, "cvt.f64.f32") == 4);
+    CHECK(count(f64, "cvt.f64.f32") == 8);
     CHECK(count(f32, "cvt.f64.f32") == 1);  // the thread's total, once, for the block finish
     // Neumaier: two more subtractions per addition, with or without fast math.
     const auto comp = ptx(Accumulator::CompensatedFloat32, false);
     const auto comp_fast = ptx(Accumulator::CompensatedFloat32, true);
     const auto subs = [](const std::string& text) { return count(text, "sub.f32") + count(text, "sub.rn.f32") + count(text, "sub.ftz.f32") + count(text, "sub.rn.ftz.f32"); };
-    CHECK(subs(comp) == subs(f64) + 2 * 4);
+    CHECK(subs(comp) == subs(f64) + 2 * 8);
     CHECK(subs(comp_fast) == subs(comp));
 }
 

@@ -14,6 +14,10 @@
 namespace lossjit {
 namespace {
 
+// Function applications (operators included) up to which a reduction's element program counts as
+// short for the default unroll: MSE's two and hinge's three are, smooth L1's nine are not.
+constexpr int kShortElementProgram = 4;
+
 // Threads per block when the caller leaves it open. A fused gradient kernel reads and writes: on
 // H100, smooth L1 + d/dp ran 4.41 ms with 1024 threads (unroll 2), 4.47 with 512, 4.63 with 256,
 // and hinge + d/dp, d/dt 3.05 ms with 1024 against 3.06 (bench --explore, docs/performance.md).
@@ -241,16 +245,21 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                                              knobs.items_per_thread, spec.vector_width,
                                              spec.unroll * spec.vector_width));
     } else {
-        // About eight 16-byte accesses per thread per tile, counting the tensors that stream (inputs
-        // of the full shape, and a map's output; a broadcast input is re-read from cache): hinge
-        // unroll 8, MSE and smooth L1 4, the hardsigmoid map 4. Measured (docs/performance.md,
-        // issue 15): on an H200, smooth L1 at unroll 8 (88 registers, 2 blocks per SM) ran 95.5% of the
-        // read roofline against 99.4% at 4, hardsigmoid 85.0% of copy against 92.6%; on an H100,
-        // smooth L1 2.770 ms against 2.778 at 4, and hinge needs its 8 (1.404 ms against 1.440).
+        // Accesses of 16 bytes per thread per tile, counting the tensors that stream (inputs of the
+        // full shape, and a map's output; a broadcast input is re-read from cache): sixteen for a
+        // reduction with a short element program, eight for a longer one and for maps, whose
+        // registers would otherwise cut occupancy. Measured (docs/performance.md, issue 15): MSE at
+        // unroll 8 ran 2.745 ms on an H100 against 2.802 at 4 and 99.9% of the read roofline on an
+        // H200; smooth L1 at unroll 8 took 88 registers and ran 95.5% on an H200 against 99.4% at 4
+        // (2.770 and 2.778 ms on an H100); the hardsigmoid map 85.0% of copy against 92.6% at 4 on
+        // an H200, 99.97% at 4 on an H100. Hinge (one input streams) keeps unroll 8.
         int streams = program.is_map() && !gradients ? 1 : 0;
         for (int slot : read)
             streams += layout.inputs[static_cast<std::size_t>(slot)].elements >= layout.count ? 1 : 0;
-        spec.unroll = std::clamp(8 / std::max(1, streams), 1, 8);
+        int operations = 0;
+        for (const auto& node : program.nodes) operations += node.kind == ir::NodeKind::Apply ? 1 : 0;
+        const int accesses = !program.is_map() && operations <= kShortElementProgram ? 16 : 8;
+        spec.unroll = std::clamp(accesses / std::max(1, streams), 1, 8);
         // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
         // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
         // unroll 2 against 8: hinge 0.182 ms against 0.184, smooth L1 0.356 against 0.411 (91
