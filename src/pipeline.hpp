@@ -121,6 +121,15 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
 
 Shape broadcast_shapes(std::span<const OperandShape> inputs);
 
+// How many leading outer dimensions (of the first `outer` of a layout) `access` walks when it is
+// broadcast along all the later ones, else -1: [N, 1, C] against [N, M, C] walks 1 of 2.
+int walked_outer_prefix(const OperandAccess& access, std::size_t outer);
+// `layout` with its outer dimensions reordered so that those input `operand` walks come first (in
+// their order), then those it is broadcast along, merged again where every operand allows; the
+// innermost dimension stays last. [1, C, 1, 1] against [N, C, H, W] is walked as [C, N, H*W]: its
+// gradient is then a sum over rows that lie together. Layout::shape does not change.
+Layout walked_dims_first(Layout layout, std::size_t operand);
+
 // The layout of a program that reduces along rows: the last dimension of the broadcast shape stays
 // apart (it is the row), the others merge as in plan_layout. Inputs marked in `index` hold one
 // integer per row: they broadcast as if they had one more dimension, of extent 1, at the end. A
@@ -142,8 +151,10 @@ struct GradientLayout {
 GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream);
 
 // ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
-// The layout any program's kernel and reference walk: plan_layout, or for a program that reduces
-// along rows plan_row_layout (with its index inputs, and a map's output per row where its body is).
+// The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
+// by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
+// reduces along rows plan_row_layout (with its index inputs, and a map's output per row where its
+// body is).
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
 // A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);

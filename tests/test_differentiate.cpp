@@ -659,7 +659,7 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         const auto spec = KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted));
         CHECK(spec.loop == KernelSpec::Loop::Columns);
         CHECK(spec.summed == std::vector<int>{KernelSpec::OverRows});
-        CHECK(columns_batch_dims(weighted, spec, l) == 1);
+        CHECK(summed_batch_dims(weighted, spec, l) == 1);
         const LaunchGrid grid = plan_grid(weighted, spec, l, Occupancy{.fits_per_sm = 4, .multiprocessors = 2});
         CHECK(grid.batch_rows == 6);
         CHECK(grid.blocks == static_cast<unsigned>(4 * grid.chunks * grid.strip_blocks));
@@ -667,7 +667,7 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         // The plain row vector is one batch of all rows.
         const auto plain = layout({{"w", {32}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);
         const auto spec1 = KernelSpec::choose(weighted, plain, KernelOperands::unplaced(weighted));
-        CHECK(columns_batch_dims(weighted, spec1, plain) == 0);
+        CHECK(summed_batch_dims(weighted, spec1, plain) == 0);
         CHECK(plan_grid(weighted, spec1, plain, Occupancy{.fits_per_sm = 4, .multiprocessors = 2}).batch_rows == 24);
     }
     SUBCASE("one value per row (a column [N, 1]) and a scalar are summed in the rows loop") {
@@ -693,6 +693,34 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(KernelSpec::choose(weighted, l3, KernelOperands::unplaced(weighted)).summed ==
               std::vector<int>{KernelSpec::AlongRows, KernelSpec::NotSummed});
     }
+    SUBCASE("any broadcast of one input: its walked dimensions are put outermost, then summed along or over rows") {
+        const auto weighted = program("mean(w * (p - t)^2)", {0});
+        const auto ordered = [&](const Shape& w, const Shape& full_shape) {
+            const std::vector<OperandShape> shapes{{"w", w, {}}, {"p", full_shape, {}}, {"t", full_shape, {}}};
+            const OperandShape out{"gradients", full_shape, {}};
+            return plan_program_layout(weighted, shapes, &out);
+        };
+        struct Row {
+            Shape w, full;
+            std::vector<std::int64_t> dims;  // after ordering and merging
+            int summed, batch_dims;
+            long long batch_rows;
+        };
+        for (const Row& row : {Row{{1, 6, 1, 1}, {4, 6, 5, 32}, {6, 4, 160}, KernelSpec::AlongRows, 1, 4},  // NCHW per channel
+                               Row{{6, 1}, {4, 6, 32}, {6, 4, 32}, KernelSpec::AlongRows, 1, 4},
+                               Row{{6, 1, 32}, {4, 6, 5, 32}, {6, 4, 5, 32}, KernelSpec::OverRows, 1, 20},
+                               Row{{4, 1, 1}, {4, 6, 32}, {4, 192}, KernelSpec::AlongRows, 1, 1}}) {
+            CAPTURE(format_shape(row.w));
+            const Layout l = ordered(row.w, row.full);
+            CHECK(l.dims == row.dims);
+            CHECK(l.shape == row.full);  // what the user sees does not move
+            const auto spec = KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted));
+            CHECK(spec.summed == std::vector<int>{row.summed});
+            CHECK(summed_batch_dims(weighted, spec, l) == row.batch_dims);
+            CHECK(plan_grid(weighted, spec, l, Occupancy{.fits_per_sm = 4, .multiprocessors = 2}).batch_rows == row.batch_rows);
+            CHECK_NOTHROW(compile_cuda(emit_cuda(weighted, spec), "sm_90"));
+        }
+    }
     SUBCASE("other broadcasts, and sums over rows beside sums along them, are refused, naming the input") {
         const auto weighted = program("mean(w * (p - t)^2)", {0});
         const Shape cube{4, 6, 32};
@@ -708,6 +736,12 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         const auto l3 = layout({{"w", {4, 1, 32}, {}}, {"p", cube, {}}, {"t", {32}, {}}}, cube);
         CHECK_THROWS_WITH_AS(KernelSpec::choose(rows_apart, l3, KernelOperands::unplaced(rows_apart)),
                              doctest::Contains("different sets of rows"), UnsupportedError);
+        const auto two_patterns = program("mean(w * (p - t)^2)", {0, 2});  // w [6, 1], t [4, 1, 1]: one order each
+        const std::vector<OperandShape> shapes{{"w", {6, 1}, {}}, {"p", cube, {}}, {"t", {4, 1, 1}, {}}};
+        const OperandShape out{"gradients", cube, {}};
+        CHECK_THROWS_WITH_AS(KernelSpec::choose(two_patterns, plan_program_layout(two_patterns, shapes, &out),
+                                                KernelOperands::unplaced(two_patterns)),
+                             doctest::Contains("the gradient of 't' sums over a broadcast"), UnsupportedError);
         const auto both = program("mean(w * (p - t)^2)", {0, 2});
         const auto l = layout({{"w", {1}, {}}, {"p", full, {}}, {"t", {32}, {}}}, full);
         CHECK_THROWS_WITH_AS(KernelSpec::choose(both, l, KernelOperands::unplaced(both)),

@@ -376,6 +376,12 @@ TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, 
     check_gradients("mean(w * (p - t)^2)", {{"w", "5x1x333:uniform"}, {"p", "5x1000x333:normal"}, {"t", "5x1000x333:normal"}}, {"w"}, 3.0f);
     check_gradients("mean(w * (p - t)^2)", {{"w", "4x1x1x32:uniform"}, {"p", "4x3x5x32:normal"}, {"t", "32:normal"}}, {"w", "p"});
     check_gradients("mean(max(0, 1 - p*t))", {{"p", full_size("16x512x8192:uniform")}, {"t", full_size("16x1x8192:sign")}}, {"t"});
+    // Broadcasts whose walked dimensions are not outermost (reordered to be): one weight per channel of
+    // an NCHW tensor, one per middle index, one row per middle index.
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1x6x1x1:uniform"}, {"p", "4x6x5x32:normal"}, {"t", "4x6x5x32:normal"}}, {"w", "p"});
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1x16x1x1:uniform"}, {"p", "8x16x64x257:normal"}, {"t", "8x16x64x257:normal"}}, {"w"});
+    check_gradients("mean(w * (p - t)^2)", {{"w", "6x1:uniform"}, {"p", "4x6x32:normal"}, {"t", "4x6x32:normal"}}, {"w"}, 2.0f);
+    check_gradients("mean(w * (p - t)^2)", {{"w", "6x1x32:uniform"}, {"p", "4x6x5x32:normal"}, {"t", "4x6x5x32:normal"}}, {"w", "t"});
     // One value for everything: a scalar, a [1, 1], beside full-shape gradients, with grad() alone.
     check_gradients("mean(w * (p - t)^2)", {{"w", "1:uniform"}, {"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"w", "p", "t"});
     check_gradients("sum(w * (p - t)^2)", {{"w", "1x1:uniform"}, {"p", "100003:normal"}, {"t", "100003:normal"}}, {"w"}, 0.5f,
@@ -495,14 +501,14 @@ TEST_CASE("gradients refuse what they cannot do, clearly" * doctest::skip(!have_
     const std::vector<std::string> wrt_p{"p"};
     CHECK_THROWS_WITH_AS(loss.value_and_grad(device, wrt_p, wrong, nullptr), doctest::Contains("contiguous tensor of its shape [30, 20]"), UsageError);
     CHECK_THROWS_AS(compile("x * 2").value_and_grad(std::vector<TensorView>{p.device()}, wrt_p, grads, nullptr), UsageError);
-    // A broadcast no loop sums yet (one value per middle index, [M, 1] against [N, M, C]): the
-    // message names the input.
-    const DeviceTensor w = make("6x1:uniform", 3), q = make("5x6x20:uniform", 4);
-    DeviceBuffer gw(6 * sizeof(float));
-    const std::vector<OutputView> grad_w{OutputView::contiguous(gw.data(), {6, 1})};
-    const std::vector<std::string> wrt_w{"w"};
-    CHECK_THROWS_WITH_AS(compile("mean(w * p)").grad(std::vector<TensorView>{w.device(), q.device()}, wrt_w, grad_w),
-                         doctest::Contains("the gradient of 'w'"), UnsupportedError);
+    // Two inputs broadcast along different dimensions ([M, 1] and [N, 1, 1] against [N, M, C]) in one
+    // call: the message names the second.
+    const DeviceTensor w = make("6x1:uniform", 3), v = make("5x1x1:uniform", 5), q = make("5x6x20:uniform", 4);
+    DeviceBuffer gw(6 * sizeof(float)), gv(5 * sizeof(float));
+    const std::vector<OutputView> grad_wv{OutputView::contiguous(gw.data(), {6, 1}), OutputView::contiguous(gv.data(), {5, 1, 1})};
+    const std::vector<std::string> wrt_wv{"w", "v"};
+    CHECK_THROWS_WITH_AS(compile("mean(w * v * p)").grad(std::vector<TensorView>{w.device(), v.device(), q.device()}, wrt_wv, grad_wv),
+                         doctest::Contains("the gradient of 'v'"), UnsupportedError);
     // A map's upstream must have the output's shape.
     const std::vector<std::string> wrt_x{"x"};
     CHECK_THROWS_WITH_AS(compile("x * 2").grad(std::vector<TensorView>{p.device()}, wrt_x, grads, t.device()),

@@ -85,6 +85,37 @@ TEST_CASE("collapsing") {
     }
 }
 
+TEST_CASE("walked_dims_first: the outer dimensions one input walks come first, merged again where all allow") {
+    struct Row {
+        Shape w, full;
+        std::vector<std::int64_t> dims, w_strides, p_strides;
+    };
+    const Row table[] = {
+        // NCHW, one weight per channel: [C, N, H*W].
+        {{1, 6, 1, 1}, {4, 6, 5, 32}, {6, 4, 160}, {1, 0, 0}, {160, 960, 1}},
+        // one value per middle index: [M, N, C].
+        {{6, 1}, {4, 6, 32}, {6, 4, 32}, {1, 0, 0}, {32, 192, 1}},
+        // already outermost: unchanged.
+        {{4, 1, 1}, {4, 6, 32}, {4, 192}, {1, 0}, {192, 1}},
+        // two walked dimensions, [N, 1, H, 1] against [N, C, H, W]: [N, H, C, W] (p's N and H do not merge).
+        {{4, 1, 5, 1}, {4, 6, 5, 32}, {4, 5, 6, 32}, {5, 1, 0, 0}, {960, 32, 160, 1}},
+    };
+    for (const auto& row : table) {
+        CAPTURE(format_shape(row.w));
+        const std::vector<OperandShape> shapes{{"w", row.w, {}}, {"p", row.full, {}}};
+        const OperandShape out{"gradients", row.full, {}};
+        const Layout l = walked_dims_first(plan_layout(shapes, &out), 0);
+        CHECK(l.dims == row.dims);
+        CHECK(l.shape == row.full);
+        const std::size_t rank = l.dims.size();
+        CHECK(std::vector<std::int64_t>(l.inputs[0].strides.begin(), l.inputs[0].strides.begin() + rank) == row.w_strides);
+        CHECK(std::vector<std::int64_t>(l.inputs[1].strides.begin(), l.inputs[1].strides.begin() + rank) == row.p_strides);
+        CHECK(std::vector<std::int64_t>(l.output.strides.begin(), l.output.strides.begin() + rank) == row.p_strides);
+        CHECK(walked_outer_prefix(l.inputs[0], rank - 1) >= 0);
+        CHECK(l.inputs[1].contiguous == (rank == 2));  // reordered dimensions are not walked in memory order
+    }
+}
+
 TEST_CASE("the output must have the broadcast shape and distinct elements") {
     const std::vector<OperandShape> ops{{"x", {4, 6}, {}}};
     const OperandShape wrong{"output", {6, 4}, {}};

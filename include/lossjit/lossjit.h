@@ -151,7 +151,7 @@ typedef struct lossjit_exec {
 } lossjit_exec;
 
 /* The device scratch a reduction or gradient call needs on `device` when lent (opens the device). A
- * gradient whose kernel sums a broadcast row may need more: LOSSJIT_ERROR_SCRATCH_TOO_SMALL says. */
+ * gradient whose kernel sums a broadcast input may need more: LOSSJIT_ERROR_SCRATCH_TOO_SMALL says. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_scratch_bytes(lossjit_loss* loss, int32_t device, size_t* bytes);
 
 /* The broadcast shape of these inputs (a map's output): writes `*ndim` (at most 16) extents into

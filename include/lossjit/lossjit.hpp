@@ -152,7 +152,8 @@ struct KernelBuild {
 // to a second for NVRTC) takes a lock the streams share; launches of layouts a stream has seen
 // before do not. No lock is held while a call waits for the GPU (operator() waits for its value
 // after releasing its stream's lock); the one wait under a lock is a stream's own, when a larger
-// gradient layout first needs more column scratch on it and its earlier kernels must finish.
+// gradient layout first needs more scratch for its summed gradients on it and its earlier kernels
+// must finish.
 // set_param takes effect for calls that start after it returns, and never waits for a launch.
 class Loss {
 public:

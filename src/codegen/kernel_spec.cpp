@@ -29,23 +29,13 @@ int automatic_block_threads(const ir::Program& program) {
 }
 
 
-// Where an operand's outer strides change from kept (non-zero) to broadcast (zero): the number of
-// leading outer dimensions it walks when every later outer dimension has stride 0, else -1.
-int kept_outer_prefix(const OperandAccess& access, std::size_t inner) {
-    std::size_t split = 0;
-    while (split < inner && access.strides[split] != 0) ++split;
-    for (std::size_t d = split; d < inner; ++d)
-        if (access.strides[d] != 0) return -1;
-    return static_cast<int>(split);
-}
-
 }  // namespace
 
-int columns_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout) {
+int summed_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout) {
     for (std::size_t g = 0; g < spec.summed.size(); ++g)
-        if (spec.summed[g] == KernelSpec::OverRows)
-            return kept_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)],
-                                     layout.dims.size() - 1);
+        if (spec.summed[g] == KernelSpec::OverRows || spec.summed[g] == KernelSpec::AlongRows)
+            return std::max(0, walked_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)],
+                                                   layout.dims.size() - 1));
     return 0;
 }
 
@@ -113,22 +103,22 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         const bool broadcast = access.elements < layout.count;
         int summed = NotSummed;
         if (broadcast) {
-            // Outer dimensions [0, kept) walked, [kept, inner) broadcast; -1: not in that order.
-            const int kept = kept_outer_prefix(access, inner);
+            // Outer dimensions [0, kept) walked, [kept, inner) broadcast; -1: not in that order
+            // (plan_program_layout orders them so for the first input summed).
+            const int kept = walked_outer_prefix(access, inner);
             long long kept_count = 1;  // elements of the input along its walked outer dimensions
             for (int dim = 0; dim < kept; ++dim) kept_count *= layout.dims[static_cast<std::size_t>(dim)];
             if (kept == 0 && access.strides[inner] == 0) summed = OverAll;
             else if (kept >= 0 && static_cast<std::size_t>(kept) < inner && access.strides[inner] == 1 &&
                      access.elements == kept_count * layout.dims[inner])
                 summed = OverRows;
-            else if (kept >= 0 && static_cast<std::size_t>(kept) == inner && access.strides[inner] == 0 &&
-                     access.elements == kept_count)
+            else if (kept > 0 && access.strides[inner] == 0 && access.elements == kept_count)
                 summed = AlongRows;
             else
                 throw UnsupportedError(fmt::format(
-                    "the gradient of '{}' sums over a broadcast the GPU kernels do not sum yet: they sum one row "
-                    "repeated over rows ([C] against [N, C], [N, 1, C] against [N, M, C]), one value per row ([N, 1]) "
-                    "and one value for everything (a scalar); reference_grad computes any",
+                    "the gradient of '{}' sums over a broadcast whose dimensions another summed input orders "
+                    "differently (one kernel sums inputs broadcast along the same dimensions): ask for these "
+                    "gradients in two calls (reference_grad computes any)",
                     program.inputs[static_cast<std::size_t>(d.input)]));
         }
         spec.summed.push_back(summed);
@@ -136,16 +126,16 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         other_sums = other_sums || summed == AlongRows || summed == OverAll;
     }
     if (!over_rows && !other_sums) spec.summed.clear();
-    if (over_rows) {  // one loop sums them all: over the same rows of the same batches
-        int batch_dims = -1;
-        for (std::size_t g = 0; g < spec.summed.size(); ++g) {
-            if (spec.summed[g] != OverRows) continue;
-            const int kept = kept_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)], inner);
-            if (batch_dims >= 0 && kept != batch_dims)
-                throw UnsupportedError("gradients summed over different sets of rows ([C] and [N, 1, C] against "
-                                       "[N, M, C]) in one kernel: ask for them in two calls");
-            batch_dims = kept;
-        }
+    // One loop sums them all over the same rows: the inputs summed over or along rows walk the same
+    // outer dimensions ([C] and [N, 1, C] against [N, M, C] do not).
+    int batch_dims = -1;
+    for (std::size_t g = 0; g < spec.summed.size(); ++g) {
+        if (spec.summed[g] != OverRows && spec.summed[g] != AlongRows) continue;
+        const int kept = walked_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)], inner);
+        if (batch_dims >= 0 && kept != batch_dims)
+            throw UnsupportedError("gradients summed over different sets of rows ([C] and [N, 1, C] against [N, M, C], "
+                                   "or [N, 1] and [1, M, 1]) in one kernel: ask for them in two calls");
+        batch_dims = kept;
     }
     if (over_rows && other_sums)
         throw UnsupportedError("a gradient summed over rows (an input of one row, [C]) and one summed along rows or "
@@ -457,7 +447,7 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         const long long inner = layout.dims.back();
         const long long rows = layout.count / inner;
         long long batches = 1;
-        const int batch_dims = columns_batch_dims(program, spec, layout);
+        const int batch_dims = summed_batch_dims(program, spec, layout);
         for (int d = 0; d < batch_dims; ++d) batches *= layout.dims[static_cast<std::size_t>(d)];
         const long long batch_rows = batches > 0 ? rows / batches : 0;
         const long long strip = static_cast<long long>(spec.block_threads) * spec.vector_width;
@@ -508,11 +498,17 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         const long long rows = inner > 0 ? layout.count / inner : 0;
         const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
         const long long tiles_per_row = (inner + tile - 1) / tile;
+        // Gradients summed along rows: one element per `batch_rows` rows (1 for [N, 1]; N for
+        // [1, C, 1, 1] against [N, C, H, W], walked as [C, N, H*W]).
+        long long elements = 1;
+        const int batch_dims = summed_batch_dims(program, spec, layout);
+        for (int d = 0; d < batch_dims; ++d) elements *= layout.dims[static_cast<std::size_t>(d)];
+        grid.batch_rows = elements > 0 ? std::max(1LL, rows / elements) : 1;
         grid.sum_partials = static_cast<std::size_t>(over_all * grid.blocks);
         grid.sum_arrivals = 1;
-        if (along_rows > 0 && tiles_per_row > 1) {
+        if (along_rows > 0 && grid.batch_rows * tiles_per_row > 1) {
             grid.sum_partials += static_cast<std::size_t>(along_rows * rows * tiles_per_row);
-            grid.sum_arrivals += static_cast<std::size_t>(rows);
+            grid.sum_arrivals += static_cast<std::size_t>(elements);
         }
     }
     return grid;

@@ -64,7 +64,7 @@ struct KernelSpec {
     enum Summed : int {
         NotSummed = 0,    // the input has the full shape: one gradient element per element
         OverRows = 1,     // one row repeated over all others ([C] against [N, C]): Columns loop
-        AlongRows = 2,    // one value per row ([N, 1] against [N, C]): Rows loop, summed per tile
+        AlongRows = 2,    // one value per row or per batch of rows ([N, 1], [1, C, 1, 1]): Rows loop, per tile
         OverAll = 3,      // one value for everything (a scalar): Rows loop, summed per block
     };
     std::vector<int> summed;         // per derivative, a Summed; empty where none is summed
@@ -122,8 +122,9 @@ struct Occupancy {
 // The grid of one launch, and the scratch its summed gradients need (KernelSpec::sums()).
 struct LaunchGrid {
     unsigned blocks = 1;
-    // Columns loop only: batches of `batch_rows` rows, each cut into `chunks` chunks of `chunk_rows`
-    // rows, times `strip_blocks` column strips.
+    // Columns loop: batches of `batch_rows` rows, each cut into `chunks` chunks of `chunk_rows` rows,
+    // times `strip_blocks` column strips. Rows loop: `batch_rows` rows per element of a gradient
+    // summed along rows.
     long long chunk_rows = 0;
     long long batch_rows = 0;
     int chunks = 0;
@@ -136,9 +137,10 @@ struct LaunchGrid {
 // Reductions keep the grid resident (their partials are sized for it), and so does the columns
 // loop (its partial sums grow with the grid). Maps launch one block per tile unless capped: many
 // short-lived blocks keep more writes in flight.
-// The columns loop's batches: how many leading dimensions of `layout` the inputs summed over rows
-// walk (0: one row for all rows; 1 for [N, 1, C] against [N, M, C]).
-int columns_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout);
+// How many leading dimensions of `layout` the inputs summed over or along rows walk: the columns
+// loop's batches (0: one row for all rows; 1 for [N, 1, C] against [N, M, C]), the rows loop's
+// elements summed along rows (1 for [N, 1] against [N, C]).
+int summed_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout);
 
 LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                      const Occupancy& occupancy);

@@ -150,6 +150,53 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
     return layout;
 }
 
+int walked_outer_prefix(const OperandAccess& access, std::size_t outer) {
+    std::size_t split = 0;
+    while (split < outer && access.strides[split] != 0) ++split;
+    for (std::size_t d = split; d < outer; ++d)
+        if (access.strides[d] != 0) return -1;
+    return static_cast<int>(split);
+}
+
+Layout walked_dims_first(Layout layout, std::size_t operand) {
+    const std::size_t rank = layout.dims.size();
+    if (rank < 3 || operand >= layout.inputs.size()) return layout;
+    const std::size_t outer = rank - 1;
+    // A stable partition of the outer dimensions: those `operand` walks, then those it is broadcast
+    // along; the innermost stays last.
+    std::vector<std::size_t> order;
+    for (int pass = 0; pass < 2; ++pass)
+        for (std::size_t d = 0; d < outer; ++d)
+            if ((layout.inputs[operand].strides[d] != 0) == (pass == 0)) order.push_back(d);
+    order.push_back(outer);
+    std::vector<OperandAccess*> operands;
+    for (auto& access : layout.inputs) operands.push_back(&access);
+    operands.push_back(&layout.output);
+    std::vector<std::int64_t> dims;
+    std::vector<std::vector<std::int64_t>> strides(operands.size());
+    for (std::size_t d : order) {
+        // Merge into the previous dimension where every operand steps over it exactly once.
+        bool merge = !dims.empty();
+        for (std::size_t k = 0; merge && k < operands.size(); ++k)
+            merge = strides[k].back() == operands[k]->strides[d] * layout.dims[d];
+        if (merge) {
+            dims.back() *= layout.dims[d];
+            for (std::size_t k = 0; k < operands.size(); ++k) strides[k].back() = operands[k]->strides[d];
+        } else {
+            dims.push_back(layout.dims[d]);
+            for (std::size_t k = 0; k < operands.size(); ++k) strides[k].push_back(operands[k]->strides[d]);
+        }
+    }
+    const auto dense = contiguous_strides(dims);
+    for (std::size_t k = 0; k < operands.size(); ++k) {
+        operands[k]->strides = {};
+        std::copy(strides[k].begin(), strides[k].end(), operands[k]->strides.begin());
+        operands[k]->contiguous = layout.count <= 1 || strides[k] == dense;
+    }
+    layout.dims = std::move(dims);
+    return layout;
+}
+
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
                        bool output_per_row) {
     // An index holds one value per row: it broadcasts as if it had a last dimension of extent 1.

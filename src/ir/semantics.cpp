@@ -113,7 +113,17 @@ void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& la
 }
 
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {
-    if (!program.by_rows()) return plan_layout(inputs, output);
+    if (!program.by_rows()) {
+        Layout layout = plan_layout(inputs, output);
+        // A gradient summed over a broadcast needs the dimensions its input walks outermost
+        // (KernelSpec::choose): reorder for the first input that does not have them so.
+        for (const auto& d : program.derivatives) {
+            const auto& access = layout.inputs[static_cast<std::size_t>(d.input)];
+            if (access.elements < layout.count && walked_outer_prefix(access, layout.dims.size() - 1) < 0)
+                return walked_dims_first(std::move(layout), static_cast<std::size_t>(d.input));
+        }
+        return layout;
+    }
     const auto index = program.index_inputs();
     Layout layout = plan_row_layout(inputs, index, nullptr, false);
     if (!output) return layout;

@@ -31,17 +31,18 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
 };
 // Gradients summed over the dimensions their input is broadcast along (Element::summed(g)), without
 // float atomics. The columns loop: each block sums its chunk of rows per column, the last block of a
-// column strip adds the chunks in order. The rows loop: a gradient summed along each row stores one
-// partial per tile where a row has several, the last tile of a row adds them in order; a gradient
+// column strip adds the chunks in order. The rows loop: a gradient summed along rows stores one
+// partial per tile where an element has several, the last tile of an element adds them in order; a gradient
 // summed over everything keeps one partial per block, the last block adds them in block order.
 // The host's KernelSpec::Summed says the same.
 enum Summed { kNotSummed = 0, kSummedOverRows = 1, kSummedAlongRows = 2, kSummedOverAll = 3 };
 struct SumScratch {
     double* partials;           // columns: [summed gradient][chunk][column]; rows: [summed over all][block],
                                 // then [summed along rows][tile]
-    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + row] tiles; the last resets it to 0
+    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + element] tiles; the last resets it
     long long chunk_rows;       // columns: rows per chunk
-    long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch)
+    long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch);
+                                // rows: rows per element of a gradient summed along rows
     int chunks;                 // columns: chunks per batch
     int strip_blocks;           // columns: blocks sharing one chunk, each taking every strip_blocks-th strip
 };
