@@ -20,118 +20,124 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
     const T scale = (T)scale64;
     const long long inner = e.dims[R - 1];
     const long long strips = (inner + kStrip - 1) / kStrip;
-    const int chunk = blockIdx.x / s.strip_blocks;  // of all batches: batch * s.chunks + chunk in the batch
-    const long long batch = chunk / s.chunks;
-    const long long batch_end = (batch + 1) * s.batch_rows;
-    const long long all_chunks = (long long)s.chunks * (s.batch_rows > 0 && inner > 0 ? e.count / inner / s.batch_rows : 0);
-    const long long r0 = batch * s.batch_rows + (chunk - batch * s.chunks) * s.chunk_rows;
-    const long long r1 = r0 + s.chunk_rows < batch_end ? r0 + s.chunk_rows : batch_end;
+    const long long batches = s.batch_rows > 0 && inner > 0 ? e.count / inner / s.batch_rows : 1;
+    const long long all_chunks = (long long)s.chunks * batches;
+    // Work items: a chunk of one batch's rows and the first of its strips; the grid (at most one
+    // resident grid: the value's partials are one per block) takes them in turn.
+    const long long items = all_chunks * s.strip_blocks;
     double acc = 0.0;
-    for (long long strip = blockIdx.x % s.strip_blocks; strip < strips; strip += s.strip_blocks) {
-        const long long col = strip * kStrip + (long long)threadIdx.x * VW;
-        const bool active = col < inner && s.batch_rows > 0;  // VW > 1 only when inner % VW == 0
-        double sums[G][VW];
+    for (long long item = blockIdx.x; item < items; item += gridDim.x) {
+        const long long chunk = item / s.strip_blocks;  // of all batches: batch * s.chunks + chunk in the batch
+        const long long batch = chunk / s.chunks;
+        const long long batch_end = (batch + 1) * s.batch_rows;
+        const long long r0 = batch * s.batch_rows + (chunk - batch * s.chunks) * s.chunk_rows;
+        const long long r1 = r0 + s.chunk_rows < batch_end ? r0 + s.chunk_rows : batch_end;
+        for (long long strip = item % s.strip_blocks; strip < strips; strip += s.strip_blocks) {
+            const long long col = strip * kStrip + (long long)threadIdx.x * VW;
+            const bool active = col < inner && s.batch_rows > 0;  // VW > 1 only when inner % VW == 0
+            double sums[G][VW];
 #pragma unroll
-        for (int g = 0; g < G; ++g)
+            for (int g = 0; g < G; ++g)
 #pragma unroll
-            for (int j = 0; j < VW; ++j) sums[g][j] = 0.0;
-        for (long long r = r0; active && r < r1; r += UNROLL) {
-            T v[UNROLL][S][VW];
-            long long grad_row[UNROLL];
+                for (int j = 0; j < VW; ++j) sums[g][j] = 0.0;
+            for (long long r = r0; active && r < r1; r += UNROLL) {
+                T v[UNROLL][S][VW];
+                long long grad_row[UNROLL];
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (r + u >= r1) break;
-                long long c[kMaxRank], row = r + u;
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (r + u >= r1) break;
+                    long long c[kMaxRank], row = r + u;
 #pragma unroll
-                for (int d = R - 2; d > 0; --d) {
-                    c[d] = row % e.dims[d];
-                    row /= e.dims[d];
-                }
-                c[0] = row;
-                grad_row[u] = offset<R - 1>(c, grads.strides);
-#pragma unroll
-                for (int k = 0; k < N; ++k) {
-                    const long long base = offset<R - 1>(c, in.strides[k]);
-                    if (F::inner_stride(k) == 0) {
-                        const T x = load1<T>(F::dtype(k), in.ptr[k], base);
-#pragma unroll
-                        for (int j = 0; j < VW; ++j) v[u][k][j] = x;
-                    } else {
-                        load_row<VW>(F::dtype(k), in.ptr[k], base + col, v[u][k]);
+                    for (int d = R - 2; d > 0; --d) {
+                        c[d] = row % e.dims[d];
+                        row /= e.dims[d];
                     }
-                }
-            }
+                    c[0] = row;
+                    grad_row[u] = offset<R - 1>(c, grads.strides);
 #pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (r + u >= r1) break;
-                typename F::Result res[VW];
+                    for (int k = 0; k < N; ++k) {
+                        const long long base = offset<R - 1>(c, in.strides[k]);
+                        if (F::inner_stride(k) == 0) {
+                            const T x = load1<T>(F::dtype(k), in.ptr[k], base);
 #pragma unroll
-                for (int j = 0; j < VW; ++j) {
-                    T x[S];
-#pragma unroll
-                    for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
-                    res[j] = f(x);
-                }
-                if (F::kReduces) {
-                    if (VW % 4 == 0) {
-#pragma unroll
-                        for (int q = 0; q < VW; q += 4)
-                            acc += (double)((res[q].value + res[q + 1].value) + (res[q + 2].value + res[q + 3].value));
-                    } else {
-                        acc += (double)res[0].value;
+                            for (int j = 0; j < VW; ++j) v[u][k][j] = x;
+                        } else {
+                            load_row<VW>(F::dtype(k), in.ptr[k], base + col, v[u][k]);
+                        }
                     }
                 }
 #pragma unroll
-                for (int g = 0; g < G; ++g) {
-                    if (F::summed(g)) {
+                for (int u = 0; u < UNROLL; ++u) {
+                    if (r + u >= r1) break;
+                    typename F::Result res[VW];
 #pragma unroll
-                        for (int j = 0; j < VW; ++j) sums[g][j] += (double)res[j].grad[g];
-                    } else {
-                        T scaled[VW];
+                    for (int j = 0; j < VW; ++j) {
+                        T x[S];
 #pragma unroll
-                        for (int j = 0; j < VW; ++j) scaled[j] = scale * res[j].grad[g];
-                        store_row<VW>(F::grad_dtype(g), grads.ptr[g], grad_row[u] + col, scaled);
+                        for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                        res[j] = f(x);
+                    }
+                    if (F::kReduces) {
+                        if (VW % 4 == 0) {
+#pragma unroll
+                            for (int q = 0; q < VW; q += 4)
+                                acc += (double)((res[q].value + res[q + 1].value) + (res[q + 2].value + res[q + 3].value));
+                        } else {
+                            acc += (double)res[0].value;
+                        }
+                    }
+#pragma unroll
+                    for (int g = 0; g < G; ++g) {
+                        if (F::summed(g)) {
+#pragma unroll
+                            for (int j = 0; j < VW; ++j) sums[g][j] += (double)res[j].grad[g];
+                        } else {
+                            T scaled[VW];
+#pragma unroll
+                            for (int j = 0; j < VW; ++j) scaled[j] = scale * res[j].grad[g];
+                            store_row<VW>(F::grad_dtype(g), grads.ptr[g], grad_row[u] + col, scaled);
+                        }
                     }
                 }
             }
-        }
-        // This chunk's column sums, then the strip's last block adds all chunks in chunk order.
-        int summed = 0;
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            if (!F::summed(g)) continue;
-            if (active) {
-#pragma unroll
-                for (int j = 0; j < VW; ++j) s.partials[((long long)summed * all_chunks + chunk) * inner + col + j] = sums[g][j];
-            }
-            ++summed;
-        }
-        __threadfence();
-        __syncthreads();
-        unsigned int* arrivals = s.arrivals + batch * strips + strip;
-        if (threadIdx.x == 0) is_last = atomicAdd(arrivals, 1u) == (unsigned)s.chunks - 1;
-        __syncthreads();
-        if (is_last) {
-            __threadfence();
-            summed = 0;
+            // This chunk's column sums, then the strip's last block adds all chunks in chunk order.
+            int summed = 0;
 #pragma unroll
             for (int g = 0; g < G; ++g) {
                 if (!F::summed(g)) continue;
                 if (active) {
 #pragma unroll
-                    for (int j = 0; j < VW; ++j) {
-                        double total = 0.0;
-                        const long long first = batch * s.chunks;
-                        for (long long c = first; c < first + s.chunks; ++c)
-                            total += __ldcg(s.partials + ((long long)summed * all_chunks + c) * inner + col + j);
-                        store1<double>(F::grad_dtype(g), grads.ptr[g], batch * inner + col + j, total * scale64);
-                    }
+                    for (int j = 0; j < VW; ++j) s.partials[((long long)summed * all_chunks + chunk) * inner + col + j] = sums[g][j];
                 }
                 ++summed;
             }
-            if (threadIdx.x == 0) *arrivals = 0u;
+            __threadfence();
+            __syncthreads();
+            unsigned int* arrivals = s.arrivals + batch * strips + strip;
+            if (threadIdx.x == 0) is_last = atomicAdd(arrivals, 1u) == (unsigned)s.chunks - 1;
+            __syncthreads();
+            if (is_last) {
+                __threadfence();
+                summed = 0;
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    if (!F::summed(g)) continue;
+                    if (active) {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) {
+                            double total = 0.0;
+                            const long long first = batch * s.chunks;
+                            for (long long c = first; c < first + s.chunks; ++c)
+                                total += __ldcg(s.partials + ((long long)summed * all_chunks + c) * inner + col + j);
+                            store1<double>(F::grad_dtype(g), grads.ptr[g], batch * inner + col + j, total * scale64);
+                        }
+                    }
+                    ++summed;
+                }
+                if (threadIdx.x == 0) *arrivals = 0u;
+            }
+            __syncthreads();  // is_last is rewritten for the next strip
         }
-        __syncthreads();  // is_last is rewritten for the next strip
     }
     return acc;
 }

@@ -664,6 +664,12 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(grid.batch_rows == 6);
         CHECK(grid.blocks == static_cast<unsigned>(4 * grid.chunks * grid.strip_blocks));
         CHECK(grid.sum_arrivals == 4);  // a batch per strip: 32 columns are one strip
+        // Many batches: the grid stays one resident grid (the value's partials are one per block).
+        const Shape many{5000, 9, 64};
+        const auto lm = layout({{"w", {5000, 1, 64}, {}}, {"p", many, {}}, {"t", many, {}}}, many);
+        const auto spec_m = KernelSpec::choose(weighted, lm, KernelOperands::unplaced(weighted));
+        const Occupancy occupancy{.fits_per_sm = 4, .multiprocessors = 132};
+        CHECK(plan_grid(weighted, spec_m, lm, occupancy).blocks == static_cast<unsigned>(occupancy.resident_blocks()));
         // The plain row vector is one batch of all rows.
         const auto plain = layout({{"w", {32}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);
         const auto spec1 = KernelSpec::choose(weighted, plain, KernelOperands::unplaced(weighted));

@@ -376,6 +376,8 @@ TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, 
     check_gradients("mean(w * (p - t)^2)", {{"w", "5x1x333:uniform"}, {"p", "5x1000x333:normal"}, {"t", "5x1000x333:normal"}}, {"w"}, 3.0f);
     check_gradients("mean(w * (p - t)^2)", {{"w", "4x1x1x32:uniform"}, {"p", "4x3x5x32:normal"}, {"t", "32:normal"}}, {"w", "p"});
     check_gradients("mean(max(0, 1 - p*t))", {{"p", full_size("16x512x8192:uniform")}, {"t", full_size("16x1x8192:sign")}}, {"t"});
+    // More batches than one resident grid has blocks: the blocks take (chunk, strip) items in turn.
+    check_gradients("mean(w * (p - t)^2)", {{"w", "5000x1x64:uniform"}, {"p", "5000x9x64:normal"}, {"t", "5000x9x64:normal"}}, {"w", "p"});
     // Broadcasts whose walked dimensions are not outermost (reordered to be): one weight per channel of
     // an NCHW tensor, one per middle index, one row per middle index.
     check_gradients("mean(w * (p - t)^2)", {{"w", "1x6x1x1:uniform"}, {"p", "4x6x5x32:normal"}, {"t", "4x6x5x32:normal"}}, {"w", "p"});

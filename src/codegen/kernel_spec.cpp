@@ -108,7 +108,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
             const int kept = walked_outer_prefix(access, inner);
             long long kept_count = 1;  // elements of the input along its walked outer dimensions
             for (int dim = 0; dim < kept; ++dim) kept_count *= layout.dims[static_cast<std::size_t>(dim)];
-            if (kept == 0 && access.strides[inner] == 0) summed = OverAll;
+            if (kept == 0 && access.strides[inner] == 0 && access.elements == 1) summed = OverAll;
             else if (kept >= 0 && static_cast<std::size_t>(kept) < inner && access.strides[inner] == 1 &&
                      access.elements == kept_count * layout.dims[inner])
                 summed = OverRows;
@@ -435,7 +435,9 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
                      const Occupancy& occupancy) {
     const long long resident = occupancy.resident_blocks();
     long long grid_limit = resident;
-    if (program.is_map() && occupancy.max_blocks_per_sm <= 0) grid_limit = std::numeric_limits<int>::max();
+    // (A map whose gradients sum over everything keeps the resident grid too: its last block adds one
+    // partial per block.)
+    if (program.is_map() && !spec.sums() && occupancy.max_blocks_per_sm <= 0) grid_limit = std::numeric_limits<int>::max();
 
     LaunchGrid grid;
     long long blocks = 1;
@@ -484,9 +486,9 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
             grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
         }
     }
-    grid.blocks = static_cast<unsigned>(spec.loop == KernelSpec::Loop::Columns
-                                            ? blocks  // exactly chunks x strip blocks: the arrivals count on it
-                                            : std::clamp<long long>(blocks, 1, grid_limit));
+    // The columns loop's blocks take (chunk, strip) items in turn, so it too stays within the
+    // resident grid that a reduction's partials are sized for.
+    grid.blocks = static_cast<unsigned>(std::clamp<long long>(blocks, 1, spec.loop == KernelSpec::Loop::Columns ? resident : grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
     if (spec.loop == KernelSpec::Loop::Rows && spec.sums()) {
         // templates/grad_sink.cuh: one partial per block for each gradient summed over everything and

@@ -252,9 +252,9 @@ struct Loss::State {
         // elements of their own ([C] against [0, C]).
         if (p.layout.count == 0) {
             for (const auto& g : grads)
-                if (g.numel() > 0)
-                    LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(g.data), 0,
-                                                static_cast<std::size_t>(g.numel()), stream));
+                if (g.numel() > 0)  // zero bits are 0 in every floating dtype
+                    LOSSJIT_CU(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(g.data), 0,
+                                               static_cast<std::size_t>(g.numel()) * size_of(g.dtype), stream));
         }
         // An empty map has nothing to write (one of rows of no elements still writes a value per row).
         if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return launched;
@@ -325,6 +325,10 @@ struct Loss::State {
             const double scale = static_cast<double>(upstream.value) / p.divisor;
             std::memcpy(&args.grads.back(), &scale, sizeof scale);
         }
+        // A reduction's last block reads one partial per block from the workspace's slots.
+        if (!prog.is_map() && p.grid.blocks > static_cast<unsigned>(workspace_slots()))
+            throw InternalError(fmt::format("a reduction planned with {} blocks, more than its {} partial slots",
+                                            p.grid.blocks, workspace_slots()));
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid.blocks, 1, 1, static_cast<unsigned>(p.spec.block_threads),
                                   1, 1, 0, stream, args.data(), nullptr));
         return launched;
