@@ -92,9 +92,10 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         spec.accumulator = Accumulator::Float64;
     }
 
-    // A gradient of a broadcast input sums over the dimensions it is broadcast along. Three patterns
-    // have a loop that sums them as it goes: one row repeated over all other dimensions (Columns),
-    // one value per row and one value for everything (Rows: per tile, per block).
+    // A gradient of a broadcast input sums over the dimensions it is broadcast along, by a loop that
+    // sums as it goes: one row per batch of rows (Columns; one batch for a plain [C]), one value per
+    // row or per batch of rows (Rows, per tile), one value for everything (Rows, per block). The
+    // batches are the input's walked outer dimensions, which plan_program_layout put first.
     bool over_rows = false, other_sums = false;
     for (const auto& d : program.derivatives) {
         const OperandAccess& access = layout.inputs[static_cast<std::size_t>(d.input)];
