@@ -748,6 +748,12 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK_THROWS_WITH_AS(KernelSpec::choose(two_patterns, plan_program_layout(two_patterns, shapes, &out),
                                                 KernelOperands::unplaced(two_patterns)),
                              doctest::Contains("the gradient of 't' sums over a broadcast"), UnsupportedError);
+        // A transposed full-shape input: no rows loop, so nothing sums the broadcast (the CLI then
+        // falls back to the reference, as for every UnsupportedError).
+        const auto weighted_p = program("mean(w * (p - t)^2)", {0});
+        const auto lt = layout({{"w", {1}, {}}, {"p", full, {1, 64}}, {"t", full, {}}}, full);
+        CHECK_THROWS_WITH_AS(KernelSpec::choose(weighted_p, lt, KernelOperands::unplaced(weighted_p)),
+                             doctest::Contains("contiguous along the innermost dimension"), UnsupportedError);
         const auto both = program("mean(w * (p - t)^2)", {0, 2});
         const auto l = layout({{"w", {1}, {}}, {"p", full, {}}, {"t", {32}, {}}}, full);
         CHECK_THROWS_WITH_AS(KernelSpec::choose(both, l, KernelOperands::unplaced(both)),

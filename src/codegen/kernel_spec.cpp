@@ -144,7 +144,8 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     const bool any_summed = over_rows || other_sums;
     if (!rows) {
         if (any_summed)
-            throw UsageError("gradients of broadcast inputs need every input contiguous along the innermost dimension");
+            throw UnsupportedError("a gradient summed over a broadcast needs every input contiguous along the innermost "
+                                   "dimension on the GPU (reference_grad computes it)");
         spec.loop = Loop::Strided;
         spec.inner_strides.clear();  // (input_dtypes stay: every loop loads through them)
         spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
