@@ -174,6 +174,24 @@ TEST_CASE("a sweep: every variant timed and correct, fastest first" * doctest::s
     CHECK(format_sweep_table(r).find("default") != std::string::npos);
 }
 
+TEST_CASE("a sweep of a bfloat16 map times the bfloat16 output a call writes, and checks it exactly" *
+          doctest::skip(!have_gpu())) {
+    SweepRequest request;
+    request.program = "clamp(x + 3, 0, 6) / 6";
+    request.base.inputs = {"x"};
+    request.input_sets.push_back({generate(parse_generator("512x1024:normal[0,3]:bf16"), 3)});
+    request.axes = {parse_sweep_axis("vector=4,8"), parse_sweep_axis("unroll=2,4")};
+    request.reps = 10;
+    const SweepResult r = run_sweep(request);
+    CHECK(r.bytes_per_call == doctest::Approx(512.0 * 1024 * (2 + 2)));  // read and written in bfloat16
+    REQUIRE(r.rows.size() == 5);
+    for (const auto& row : r.rows) {
+        CAPTURE(row.label);
+        CHECK(row.failure == "");
+        CHECK(row.error == 0);  // the reference rounds to bfloat16 as the kernel does
+    }
+}
+
 TEST_CASE("tune stores its choice; a later process uses it, unless told not to" * doctest::skip(!have_gpu())) {
     std::random_device random;
     const fs::path dir = fs::temp_directory_path() / ("lossjit-tune-" + std::to_string(::getpid()) + "-" + std::to_string(random()));

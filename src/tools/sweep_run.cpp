@@ -61,6 +61,9 @@ public:
         for (const auto& t : request.input_sets[0]) host.push_back(t.view());
         output_shape_ = probe_->output_shape(host);  // UsageError when the shapes do not broadcast
         is_map_ = probe_->kind() == Kind::Map;
+        // A map writes what a call without an explicit output would: the inputs' dtype (bfloat16 in,
+        // bfloat16 out), the kernel the tuning store files under these dtypes.
+        if (is_map_) output_dtype_ = probe_->output_dtype(host);
 
         if (request.include_default) {
             SweepVariant v{base_.knobs, has_knobs(base_.knobs) ? "base: " + describe(base_.knobs) : "default", ""};
@@ -84,7 +87,7 @@ public:
         for (std::size_t k = 0; k < host.size(); ++k)
             if (probe_->uses(probe_->inputs()[k]))
                 result.bytes_per_call += static_cast<double>(host[k].numel()) * static_cast<double>(size_of(host[k].dtype));
-        if (is_map_) result.bytes_per_call += static_cast<double>(element_count(output_shape_)) * sizeof(float);
+        if (is_map_) result.bytes_per_call += static_cast<double>(element_count(output_shape_)) * static_cast<double>(size_of(output_dtype_));
     }
 
     void prepare() {
@@ -116,15 +119,15 @@ public:
         for (int s = 0; s < count; ++s) {
             report(SweepProgress::Stage::Reference, s, count, "");
             Set& set = sets_[static_cast<std::size_t>(s)];
-            if (is_map_) {
-                set.map_reference.resize(static_cast<std::size_t>(element_count(output_shape_)));
-                probe_->reference_map(set.host, OutputView::contiguous(set.map_reference.data(), output_shape_));
+            if (is_map_) {  // in the output's dtype, rounded as the kernel rounds it
+                set.map_reference.assign(static_cast<std::size_t>(element_count(output_shape_)) * size_of(output_dtype_), 0);
+                probe_->reference_map(set.host, OutputView::contiguous(set.map_reference.data(), output_shape_, output_dtype_));
             } else {
                 set.reference = probe_->reference(set.host);
                 result.references.push_back(set.reference);
             }
         }
-        const std::size_t out_bytes = static_cast<std::size_t>(element_count(output_shape_)) * sizeof(float);
+        const std::size_t out_bytes = static_cast<std::size_t>(element_count(output_shape_)) * size_of(output_dtype_);
         if (is_map_) output_.emplace(std::max<std::size_t>(out_bytes, 16), device);
         value_.emplace(sizeof(float), device);
         report(SweepProgress::Stage::Roofline, 0, 1, "");
@@ -206,7 +209,7 @@ private:
         std::vector<DeviceBuffer> buffers;
         std::vector<TensorView> device, host;
         double reference = 0;
-        std::vector<float> map_reference;
+        std::vector<unsigned char> map_reference;  // a map's, in output_dtype_
     };
 
     void report(SweepProgress::Stage stage, int done, int total, const std::string& what) const {
@@ -214,7 +217,7 @@ private:
     }
 
     void launch(Loss& loss, const Set& set) {
-        if (is_map_) loss.map(set.device, OutputView::contiguous(output_->data(), output_shape_));
+        if (is_map_) loss.map(set.device, OutputView::contiguous(output_->data(), output_shape_, output_dtype_));
         else loss.evaluate(set.device, static_cast<float*>(value_->data()));
     }
 
@@ -223,18 +226,24 @@ private:
         output_->fill_bytes(0xFF);  // nan: an element this launch did not write cannot pass
         launch(loss, set);
         LOSSJIT_CU(cuCtxSynchronize());
-        std::vector<float> out(set.map_reference.size());
-        if (!out.empty()) output_->download(out.data(), out.size() * sizeof(float));
+        std::vector<unsigned char> out(set.map_reference.size());
+        if (!out.empty()) output_->download(out.data(), out.size());
+        const auto elements = static_cast<std::size_t>(element_count(output_shape_));
         // The largest elementwise error, in parallel: maps can be large.
         const std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 32);
         std::vector<double> worst(threads, 0.0);
         std::vector<std::thread> pool;
-        const std::size_t chunk = (out.size() + threads - 1) / threads;
+        const std::size_t chunk = (elements + threads - 1) / threads;
         for (std::size_t t = 0; t < threads; ++t) {
             pool.emplace_back([&, t] {
-                const std::size_t end = std::min(out.size(), (t + 1) * chunk);
-                for (std::size_t i = t * chunk; i < end; ++i)
-                    worst[t] = std::max(worst[t], util::relative_error(out[i], set.map_reference[i]));
+                const std::size_t end = std::min(elements, (t + 1) * chunk);
+                for (std::size_t i = t * chunk; i < end; ++i) {
+                    const auto at = static_cast<std::int64_t>(i);
+                    worst[t] = std::max(worst[t],
+                                        util::relative_error(load_as_double(out.data(), output_dtype_, at, DType::float64),
+                                                             load_as_double(set.map_reference.data(), output_dtype_, at,
+                                                                            DType::float64)));
+                }
             });
         }
         for (auto& p : pool) p.join();
@@ -358,6 +367,7 @@ private:
     Options base_;
     std::optional<Loss> probe_;
     Shape output_shape_;
+    DType output_dtype_ = DType::float32;  // a map's output
     bool is_map_ = false;
     std::vector<SweepVariant> variants_;
     Clock::time_point start_ = Clock::now();
