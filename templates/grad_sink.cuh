@@ -79,6 +79,18 @@ struct GradSink {
         for (int g = 0; g < G; ++g) store1<T>(F::grad_dtype(g), grads.ptr[g], o, scale * r.grad[g]);
     }
 
+    // By every thread: the block's sums of `of` for the gradients summed `how` (valid in thread 0).
+    template <int BLOCK>
+    __device__ __forceinline__ static void block_sums(int how, const double (&of)[G], double (&sums_out)[G],
+                                                      double* scratch) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (F::summed(g) != how) continue;
+            sums_out[g] = block_sum<BLOCK>(of[g], scratch);
+            __syncthreads();  // scratch is reused
+        }
+    }
+
     // After each tile, by every thread of the block: tile `tile` of `tiles_per_row`, in row `row_index`.
     template <int BLOCK>
     __device__ __forceinline__ void end_tile(long long tile, long long row_index, long long tiles_per_row,
@@ -87,13 +99,9 @@ struct GradSink {
             __shared__ double scratch[32];
             __shared__ bool is_last;
             double sum[G];
+            block_sums<BLOCK>(kSummedAlongRows, tile_sum, sum, scratch);
 #pragma unroll
-            for (int g = 0; g < G; ++g) {
-                if (F::summed(g) != kSummedAlongRows) continue;
-                sum[g] = block_sum<BLOCK>(tile_sum[g], scratch);
-                tile_sum[g] = 0.0;
-                __syncthreads();  // scratch is reused
-            }
+            for (int g = 0; g < G; ++g) tile_sum[g] = 0.0;
             const double scale64 = grads.total_scale();
             const long long element = row_index / sums.batch_rows;
             const long long per_element = sums.batch_rows * tiles_per_row;  // tiles, from element * per_element on
@@ -149,12 +157,7 @@ struct GradSink {
             __shared__ double scratch[32];
             __shared__ bool is_last;
             double block_total[G];
-#pragma unroll
-            for (int g = 0; g < G; ++g) {
-                if (F::summed(g) != kSummedOverAll) continue;
-                block_total[g] = block_sum<BLOCK>(all_sum[g], scratch);
-                __syncthreads();  // scratch is reused
-            }
+            block_sums<BLOCK>(kSummedOverAll, all_sum, block_total, scratch);
             const double scale64 = grads.total_scale();
             if (gridDim.x == 1) {
                 if (threadIdx.x == 0) {

@@ -172,21 +172,14 @@ Layout walked_dims_first(Layout layout, std::size_t operand) {
     std::vector<OperandAccess*> operands;
     for (auto& access : layout.inputs) operands.push_back(&access);
     operands.push_back(&layout.output);
-    std::vector<std::int64_t> dims;
-    std::vector<std::vector<std::int64_t>> strides(operands.size());
+    // The reordered extents and strides, merged again as plan_layout merges them.
+    Shape shape;
+    std::vector<std::vector<std::int64_t>> all(operands.size());
     for (std::size_t d : order) {
-        // Merge into the previous dimension where every operand steps over it exactly once.
-        bool merge = !dims.empty();
-        for (std::size_t k = 0; merge && k < operands.size(); ++k)
-            merge = strides[k].back() == operands[k]->strides[d] * layout.dims[d];
-        if (merge) {
-            dims.back() *= layout.dims[d];
-            for (std::size_t k = 0; k < operands.size(); ++k) strides[k].back() = operands[k]->strides[d];
-        } else {
-            dims.push_back(layout.dims[d]);
-            for (std::size_t k = 0; k < operands.size(); ++k) strides[k].push_back(operands[k]->strides[d]);
-        }
+        shape.push_back(layout.dims[d]);
+        for (std::size_t k = 0; k < operands.size(); ++k) all[k].push_back(operands[k]->strides[d]);
     }
+    auto [dims, strides] = merge_dims(shape, all, rank);
     const auto dense = contiguous_strides(dims);
     for (std::size_t k = 0; k < operands.size(); ++k) {
         operands[k]->strides = {};
