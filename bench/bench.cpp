@@ -278,12 +278,16 @@ json bench_value_and_grad(const Problem& problem, const std::vector<std::string>
     row["gbps"] = bytes / (row["ms"].get<double>() * 1e6);
     if (explore) {
         json variants = json::array();
-        for (int block : {128, 256, 512}) {
+        for (int block : {256, 512, 1024}) {
             for (int unroll : {1, 2, 4}) {
-                Options o;
-                o.knobs.block_threads = block;
-                o.knobs.unroll = unroll;
-                variants.push_back({{"block", block}, {"unroll", unroll}, {"ms", time_variant(o)}});
+                for (int per_sm : {0, 1024 / block}) {  // no cap, or 1024 threads per SM
+                    Options o;
+                    o.knobs.block_threads = block;
+                    o.knobs.unroll = unroll;
+                    o.knobs.max_blocks_per_sm = per_sm;
+                    variants.push_back({{"block", block}, {"unroll", unroll}, {"max_blocks_per_sm", per_sm},
+                                        {"ms", time_variant(o)}});
+                }
             }
         }
         row["variants"] = variants;
@@ -475,7 +479,7 @@ int main(int argc, char** argv) try {
         if (explore) {
             json variants = json::array();
             for (int unroll : {1, 2, 4, 8}) {
-                for (int per_sm : {0, 4, 8}) {
+                for (int per_sm : {0, 2, 4, 8}) {
                     Options o;
                     o.knobs.unroll = unroll;
                     o.knobs.max_blocks_per_sm = per_sm;
@@ -510,7 +514,7 @@ int main(int argc, char** argv) try {
         json broadcast = json::array();
         for (const auto& [problem, wrt] : std::vector<std::pair<Problem, std::vector<std::string>>>{
                  {per_row, {"p", "t"}}, {scalar, {"w", "p"}}}) {
-            json row = bench_value_and_grad(problem, wrt, reps, false, accuracy);
+            json row = bench_value_and_grad(problem, wrt, reps, explore, accuracy);
             row["floor_fraction"] = row["gbps"].get<double>() / out["add_roofline"]["gbps"].get<double>();
             std::fprintf(stderr, "%s %8.3f ms %7.0f GB/s, %.1f%% of the floor (add rate)\n",
                          row["problem"].get<std::string>().c_str(), row["ms"].get<double>(), row["gbps"].get<double>(),

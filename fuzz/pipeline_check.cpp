@@ -130,7 +130,7 @@ const NameSet& emitter_identifiers() {
     static const NameSet names = [] {
         NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
-                                "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "double",
+                                "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "lj_div_by", "double",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
                                 "__device__", "__forceinline__", "inner_stride", "k", "return", "using",

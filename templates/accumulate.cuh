@@ -54,6 +54,7 @@ struct Accumulating {
         }
         sink.template put<VW>(r, col);
     }
+    __device__ __forceinline__ bool whole_rows() const { return sink.whole_rows(); }
     template <int BLOCK>
     __device__ __forceinline__ void end_tile(long long tile, long long row, long long tiles_per_row, long long tiles) {
         sink.template end_tile<BLOCK>(tile, row, tiles_per_row, tiles);

@@ -36,13 +36,16 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
 enum Summed { kNotSummed = 0, kSummedOverRows = 1, kSummedAlongRows = 2, kSummedOverAll = 3 };
 struct SumScratch {
     double* partials;           // columns: [summed gradient][chunk][column]; rows: [summed over all][block],
-                                // then [summed along rows][tile]
-    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + element] tiles; the last resets it
+                                // then [summed along rows][tile] ([..][row] with whole_rows)
+    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + element] tiles (rows
+                                // with whole_rows); the last resets it
     long long chunk_rows;       // columns: rows per chunk
     long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch);
                                 // rows: rows per element of a gradient summed along rows
     int chunks;                 // columns: chunks per batch
     int strip_blocks;           // columns: blocks sharing one chunk, each taking every strip_blocks-th strip
+    int whole_rows;             // rows: 1 where each block takes whole rows in turn (rows.cuh), so a
+                                // gradient summed along rows is added once per row, not per tile
 };
 struct ReduceOut {
     double* partials;           // one slot per block

@@ -13,11 +13,22 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     const long long inner = e.dims[R - 1];
     if (inner == 0) return;
     const long long tiles_per_row = (inner + kTile - 1) / kTile;
-    const long long tiles = (e.count / inner) * tiles_per_row;
-    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    // Divisions by a value known only at run time cost tens of instructions in 64 bits; a map takes
+    // a tile or two per block, so none where the layout is one row (R == 1), and 32 bits per tile
+    // where the tiles' count allows.
+    const long long tiles = (R == 1 ? 1 : e.count / inner) * tiles_per_row;
+    const bool narrow = tiles <= 0xffffffffLL;
+    // Tiles in turn across the grid, or (sink.whole_rows(): a gradient summed along rows, many rows)
+    // whole rows in turn, a block taking its row's tiles one after another.
+    const bool whole_rows = sink.whole_rows();
+    long long left_in_row = tiles_per_row;
+    for (long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;
+         t = !whole_rows ? t + gridDim.x
+           : --left_in_row > 0 ? t + 1
+           : (left_in_row = tiles_per_row, t + 1 + (long long)(gridDim.x - 1) * tiles_per_row)) {
         long long row = 0, col0 = t * kTile;
         if (R > 1) {
-            row = t / tiles_per_row;
+            row = narrow ? (long long)((unsigned)t / (unsigned)tiles_per_row) : t / tiles_per_row;
             col0 = (t - row * tiles_per_row) * kTile;
         }
         const long long row_index = row;

@@ -14,6 +14,7 @@ struct StoreSink {
     __device__ __forceinline__ void put(const T (&r)[VW], long long col) {
         store_row<VW>(DT, out.ptr, row + col, r);
     }
+    __device__ __forceinline__ bool whole_rows() const { return false; }
     template <int BLOCK>
     __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>

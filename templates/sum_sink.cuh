@@ -17,6 +17,7 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
+    __device__ __forceinline__ bool whole_rows() const { return false; }
     template <int BLOCK>
     __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>

@@ -693,6 +693,20 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
             CHECK(spec.accumulator == Accumulator::Float64);  // sums are float64, and so is the value then
             CHECK(spec.signature().find(fmt::format("summed [{} 0]", row.summed)) != std::string::npos);
         }
+        // Whole rows per block where rows of several tiles are many enough for every block (32 each),
+        // else tiles in turn; a row of one tile is the same either way.
+        const auto column = [&](long long n, long long c, int block, Occupancy occupancy) {
+            const Shape pc{n, c};
+            const auto lc = layout({{"w", {n, 1}, {}}, {"p", pc, {}}, {"t", pc, {}}}, pc);
+            const auto sc = KernelSpec::choose(weighted, lc, KernelOperands::unplaced(weighted),
+                                               Knobs{.block_threads = block, .unroll = 1});
+            return plan_grid(weighted, sc, lc, occupancy);
+        };
+        const Occupancy one_per_sm{.fits_per_sm = 1, .multiprocessors = 132};
+        CHECK(column(8192, 1000, 64, one_per_sm).whole_rows);       // 8192 rows of 4 tiles, 132 blocks
+        CHECK(!column(4000, 1000, 64, one_per_sm).whole_rows);      // 30 rows a block
+        CHECK(!column(8192, 256, 64, one_per_sm).whole_rows);       // rows of one tile
+        CHECK(column(8192, 1000, 64, one_per_sm).sum_partials >= 8192);
         // Rank 3 with [N, M, 1]: the outer dimensions merge into one of rows.
         const Shape cube{4, 6, 32};
         const auto l3 = layout({{"w", {4, 6, 1}, {}}, {"p", cube, {}}, {"t", cube, {}}}, cube);

@@ -48,7 +48,12 @@ TEST_CASE("the expression printer") {
     const std::pair<const char*, const char*> table[] = {
         {"1 - p*t", "(1.0f - (p_ * t_))"},
         {"max(0, x)", "lj_max(0.0f, x_)"},
-        {"clamp(x + 3, 0, 6) / 6", "(lj_clamp(x_ + 3.0f, 0.0f, 6.0f) / 6.0f)"},
+        {"clamp(x + 3, 0, 6) / 6", "lj_div_by(lj_clamp(x_ + 3.0f, 0.0f, 6.0f), 6.0f, 0.166666672f)"},
+        {"x / 0.1", "lj_div_by(x_, 0.100000001f, 10.0f)"},
+        {"x / -4", "lj_div_by(x_, (-4.0f), (-0.25f))"},
+        {"x / y", "(x_ / y_)"},
+        {"6 / x", "(6.0f / x_)"},
+        {"x / 1e-30", "(x_ / 1e-30f)"},  // beyond 2^-40: the correction's range would not hold
         {"x^2", "lj_square(x_)"},
         {"x^3", "lj_cube(x_)"},
         {"x^0.5", "sqrt(x_)"},

@@ -232,8 +232,9 @@ enum class GradCall { ValueAndGrad, Grad, DeviceUpstream };
 // an upstream tensor of normal values; a reduction against `upstream` (a number, or a device scalar).
 void check_gradients(const std::string& program, const std::vector<std::pair<std::string, std::string>>& inputs,
                      const std::vector<std::string>& wrt, float upstream = 1.0f,
-                     GradCall call = GradCall::ValueAndGrad) {
+                     GradCall call = GradCall::ValueAndGrad, const Knobs& knobs = {}) {
     Options options;
+    options.knobs = knobs;
     for (const auto& [name, spec] : inputs) options.inputs.push_back(name);
     auto loss = compile(program, options);
     std::vector<DeviceTensor> tensors;
@@ -368,6 +369,14 @@ TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, 
     check_gradients(squared_hinge, {{"p", "5x300001:uniform"}, {"t", "5x1:sign"}}, {"t", "p"}, 2.0f);
     check_gradients(squared_hinge, {{"p", "3x100003:uniform"}, {"t", "3x1:sign"}}, {"t"}, 1.0f, GradCall::DeviceUpstream);
     check_gradients(squared_hinge, {{"p", full_size("8192x8192:uniform")}, {"t", full_size("8192x1:sign")}}, {"p", "t"});
+    // Blocks taking whole rows (rows of 4 tiles, 32 rows and more per block: a block per SM): each
+    // row added once; and an element of many rows ([1, 8, 1] against [1024, 8, 1000], walked
+    // [8, 1024, 1000]), whose rows leave partials that the last to arrive adds.
+    const Knobs small_tiles{.block_threads = 64, .unroll = 1, .max_blocks_per_sm = 1};
+    check_gradients(squared_hinge, {{"p", "8192x1000:uniform"}, {"t", "8192x1:sign"}}, {"p", "t"}, 1.0f,
+                    GradCall::ValueAndGrad, small_tiles);
+    check_gradients("mean(w * (p - t)^2)", {{"w", "1x8x1:uniform"}, {"p", "1024x8x1000:normal"}, {"t", "1024x8x1000:normal"}},
+                    {"w", "p"}, 2.0f, GradCall::ValueAndGrad, small_tiles);
     // Rank 3: [N, M, 1] and [N, 1, 1] against [N, M, C] (the outer dimensions merge into rows).
     check_gradients("mean(w * (p - t)^2)", {{"w", "7x9x1:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w", "p"});
     check_gradients("mean(w * (p - t)^2)", {{"w", "7x1x1:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w"});

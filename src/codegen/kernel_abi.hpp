@@ -38,6 +38,7 @@ struct SumScratch {
     long long batch_rows;
     int chunks;
     int strip_blocks;
+    int whole_rows;
 };
 
 // lj::Inputs<N>: N pointers, then N rows of kMaxRank strides (N >= 1 slots even when N is 0).
@@ -55,7 +56,7 @@ private:
     std::vector<std::int64_t> bytes_;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(SumScratch) == 40 &&
+static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(SumScratch) == 48 &&
               sizeof(RowsOut) == 88);
 static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
 

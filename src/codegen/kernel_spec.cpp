@@ -22,8 +22,11 @@ constexpr int kShortElementProgram = 4;
 // H100, smooth L1 + d/dp ran 4.41 ms with 1024 threads (unroll 2), 4.47 with 512, 4.63 with 256,
 // and hinge + d/dp, d/dt 3.05 ms with 1024 against 3.06 (bench --explore, docs/performance.md).
 // 1024 threads leave at most 64 registers a thread, so only small gradient programs get them.
+// A map without gradients takes one tile per block (plan_grid), and small blocks with small tiles
+// stream best that way (H200, hardsigmoid [4096, 393216]: 128 threads of 8 elements 100.8% of the
+// copy rate with fast division, 256 threads of 16 97%; Triton's pointwise kernels are the same shape).
 int automatic_block_threads(const ir::Program& program) {
-    if (program.derivatives.empty()) return 256;
+    if (program.derivatives.empty()) return program.is_map() ? 128 : 256;
     const std::size_t read = read_inputs(program).size() + (program.is_map() ? 1 : 0);
     return program.derivatives.size() <= 2 && read <= 3 && program.nodes.size() <= 64 ? 1024 : 256;
 }
@@ -239,18 +242,19 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     } else {
         // Accesses of 16 bytes per thread per tile, counting the tensors that stream (inputs of the
         // full shape, and a map's output; a broadcast input is re-read from cache): sixteen for a
-        // reduction with a short element program, eight for a longer one and for maps, whose
-        // registers would otherwise cut occupancy. Measured (docs/performance.md, issue 15): MSE at
-        // unroll 8 ran 2.745 ms on an H100 against 2.802 at 4 and 99.9% of the read roofline on an
-        // H200; smooth L1 at unroll 8 took 88 registers and ran 95.5% on an H200 against 99.4% at 4
-        // (2.770 and 2.778 ms on an H100); the hardsigmoid map 85.0% of copy against 92.6% at 4 on
-        // an H200, 99.97% at 4 on an H100. Hinge (one input streams) keeps unroll 8.
+        // reduction with a short element program, eight for a longer one, four for a map (one tile
+        // per block). Measured (docs/performance.md, issue 15): MSE at unroll 8 ran 2.745 ms on an
+        // H100 against 2.802 at 4 and 99.9% of the read roofline on an H200; smooth L1 at unroll 8
+        // took 88 registers and ran 95.5% on an H200 against 99.4% at 4 (2.770 and 2.778 ms on an
+        // H100); the hardsigmoid map on an H200 100.8% of copy at unroll 2 with 128 threads, 97% at
+        // 4 with 256. Hinge (one input streams) keeps unroll 8: 0.99 ms on an H200 against 0.96-1.01
+        // at 4 over three runs, 1.396 ms on an H100 against 1.405-1.440.
         int streams = program.is_map() && !gradients ? 1 : 0;
         for (int slot : read)
             streams += layout.inputs[static_cast<std::size_t>(slot)].elements >= layout.count ? 1 : 0;
         int operations = 0;
         for (const auto& node : program.nodes) operations += node.kind == ir::NodeKind::Apply ? 1 : 0;
-        const int accesses = !program.is_map() && operations <= kShortElementProgram ? 16 : 8;
+        const int accesses = program.is_map() ? 4 : operations <= kShortElementProgram ? 16 : 8;
         spec.unroll = std::clamp(accesses / std::max(1, streams), 1, 8);
         // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
         // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
@@ -510,6 +514,9 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         grid.batch_rows = elements > 0 ? std::max(1LL, rows / elements) : 1;
         grid.sum_partials = static_cast<std::size_t>(over_all * grid.blocks);
         grid.sum_arrivals = 1;
+        // A block taking whole rows sums each row in its threads and adds it once, instead of a block
+        // barrier per tile; the rows must be many enough per block that the last ones even out.
+        grid.whole_rows = along_rows > 0 && tiles_per_row > 1 && rows >= kWholeRowsPerBlock * static_cast<long long>(grid.blocks);
         if (along_rows > 0 && grid.batch_rows * tiles_per_row > 1) {
             grid.sum_partials += static_cast<std::size_t>(along_rows * rows * tiles_per_row);
             grid.sum_arrivals += static_cast<std::size_t>(elements);

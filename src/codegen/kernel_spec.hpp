@@ -103,6 +103,10 @@ struct KernelSpec {
     static long long blocks(const KernelSpec& spec, const Layout& layout);
 };
 
+// Rows per block from which a rows-loop kernel with gradients summed along rows lets each block take
+// whole rows (LaunchGrid::whole_rows): the last rows then leave at most 1/32 of the blocks idle.
+inline constexpr long long kWholeRowsPerBlock = 32;
+
 // How many blocks of one kernel run at once. The only place this is worked out: the grid (a
 // reduction keeps its whole grid resident) and KernelInfo's blocks per SM and occupancy both come
 // from here.
@@ -129,6 +133,9 @@ struct LaunchGrid {
     long long batch_rows = 0;
     int chunks = 0;
     int strip_blocks = 0;
+    // Rows loop with gradients summed along rows: blocks take whole rows in turn (enough rows for
+    // every block: kWholeRowsPerBlock), not single tiles.
+    bool whole_rows = false;
     // lj::SumScratch: `sum_partials` doubles of partial sums and `sum_arrivals` arrival counters.
     std::size_t sum_partials = 0;
     std::size_t sum_arrivals = 0;

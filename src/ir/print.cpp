@@ -178,6 +178,14 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
         if (e == -1.0) return "(" + literal(1) + " / " + base + ")";
         if (e == -2.0) return "(" + literal(1) + " / lj_square(" + base + "))";
     }
+    // A float32 division by a constant: x (1/c) and one FMA correction, correctly rounded as the
+    // division is, without its slow path (templates/lj_div.cuh says for which c and x).
+    if (n.fn == Builtin::Div && style_ == PrintStyle::Cuda && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
+        const float c = static_cast<float>(program_.node(n.args[1]).value);
+        if (std::fabs(c) >= 0x1p-40f && std::fabs(c) <= 0x1p40f)
+            return "lj_div_by(" + without_outer_parens(print(n.args[0])) + ", " + float_literal(c) + ", " +
+                   float_literal(1.0f / c) + ")";
+    }
     std::array<std::string, 3> args;
     for (int i = 0; i < n.arity; ++i) {
         auto& arg = args[static_cast<std::size_t>(i)];

@@ -9,6 +9,7 @@
 #include <boost/math/special_functions/digamma.hpp>
 #include <boost/math/special_functions/trigamma.hpp>
 
+#include "lj_div_cuh.hpp"  // generated from templates/lj_div.cuh (src/CMakeLists.txt)
 #include "lj_log_cuh.hpp"  // generated from templates/lj_log.cuh (src/CMakeLists.txt)
 #include "lossjit/errors.hpp"
 
@@ -64,6 +65,8 @@ constexpr std::string_view kMinHelper =
 // than branches (the log of every element is computed; no divergent branch per element): 0 where
 // x == 0 unless y is nan, where x * log(y) is nan.
 constexpr std::string_view kLogHelper = templates::lj_log_cuh;
+// Division by a constant: ir/print.cpp prints lj_div_by (templates/lj_div.cuh) for it.
+constexpr std::string_view kDivHelper = templates::lj_div_cuh;
 constexpr std::string_view kXlogyHelper =
     "template <class T> __device__ __forceinline__ T lj_xlogy(T x, T y) {\n"
     "    const T l = x * lj_log(y);\n"
@@ -143,7 +146,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      [](double a, double b, double) { return a - b; }, Cheap, Gradient::Formula, {"g", "-g"}, "subtraction"},
     {Builtin::Mul, "", "*", 7, L, 2, false, "ff", F, "({0} * {1})", "", kNoNeeds,
      [](double a, double b, double) { return a * b; }, Cheap, Gradient::Formula, {"g * y", "g * x"}, "multiplication"},
-    {Builtin::Div, "", "/", 7, L, 2, false, "ff", F, "({0} / {1})", "", kNoNeeds,
+    {Builtin::Div, "", "/", 7, L, 2, false, "ff", F, "({0} / {1})", kDivHelper, kNoNeeds,
      [](double a, double b, double) { return a / b; }, Cheap, Gradient::Formula,
      {"g / y", "-(g * (self / y))"},  // -grad * ((x / y) / y)
      "division (IEEE: x/0 is ±inf or nan)"},

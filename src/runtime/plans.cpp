@@ -227,6 +227,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     sums.batch_rows = p.grid.batch_rows;
     sums.chunks = p.grid.chunks;
     sums.strip_blocks = p.grid.strip_blocks;
+    sums.whole_rows = p.grid.whole_rows ? 1 : 0;
 
     args_.clear();
     args_.push_back(&extents_);

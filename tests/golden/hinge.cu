@@ -38,13 +38,16 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
 enum Summed { kNotSummed = 0, kSummedOverRows = 1, kSummedAlongRows = 2, kSummedOverAll = 3 };
 struct SumScratch {
     double* partials;           // columns: [summed gradient][chunk][column]; rows: [summed over all][block],
-                                // then [summed along rows][tile]
-    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + element] tiles; the last resets it
+                                // then [summed along rows][tile] ([..][row] with whole_rows)
+    unsigned int* arrivals;     // columns: per batch and strip; rows: [0] blocks, [1 + element] tiles (rows
+                                // with whole_rows); the last resets it
     long long chunk_rows;       // columns: rows per chunk
     long long batch_rows;       // columns: rows per batch (the summed input holds one row per batch);
                                 // rows: rows per element of a gradient summed along rows
     int chunks;                 // columns: chunks per batch
     int strip_blocks;           // columns: blocks sharing one chunk, each taking every strip_blocks-th strip
+    int whole_rows;             // rows: 1 where each block takes whole rows in turn (rows.cuh), so a
+                                // gradient summed along rows is added once per row, not per tile
 };
 struct ReduceOut {
     double* partials;           // one slot per block
@@ -428,6 +431,7 @@ struct SumSink {
             for (int j = 0; j < VW; ++j) acc += (double)r[j];
         }
     }
+    __device__ __forceinline__ bool whole_rows() const { return false; }
     template <int BLOCK>
     __device__ __forceinline__ void end_tile(long long, long long, long long, long long) {}
     template <int R, class T>
@@ -450,11 +454,22 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     const long long inner = e.dims[R - 1];
     if (inner == 0) return;
     const long long tiles_per_row = (inner + kTile - 1) / kTile;
-    const long long tiles = (e.count / inner) * tiles_per_row;
-    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    // Divisions by a value known only at run time cost tens of instructions in 64 bits; a map takes
+    // a tile or two per block, so none where the layout is one row (R == 1), and 32 bits per tile
+    // where the tiles' count allows.
+    const long long tiles = (R == 1 ? 1 : e.count / inner) * tiles_per_row;
+    const bool narrow = tiles <= 0xffffffffLL;
+    // Tiles in turn across the grid, or (sink.whole_rows(): a gradient summed along rows, many rows)
+    // whole rows in turn, a block taking its row's tiles one after another.
+    const bool whole_rows = sink.whole_rows();
+    long long left_in_row = tiles_per_row;
+    for (long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;
+         t = !whole_rows ? t + gridDim.x
+           : --left_in_row > 0 ? t + 1
+           : (left_in_row = tiles_per_row, t + 1 + (long long)(gridDim.x - 1) * tiles_per_row)) {
         long long row = 0, col0 = t * kTile;
         if (R > 1) {
-            row = t / tiles_per_row;
+            row = narrow ? (long long)((unsigned)t / (unsigned)tiles_per_row) : t / tiles_per_row;
             col0 = (t - row * tiles_per_row) * kTile;
         }
         const long long row_index = row;

@@ -1,0 +1,81 @@
+// lossjit's float32 division by a constant (templates/lj_div.cuh) compiled on the host from the
+// same file the kernels get, checked bit for bit against IEEE division: a table of constants over
+// every 257th bit pattern and the edges, and (LOSSJIT_EXHAUSTIVE=1) every float for c = 6 and for
+// a constant whose significand is all ones. Which divisions call it: the printer's table in
+// tests/test_emit.cpp.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <vector>
+
+namespace lj_host {
+inline float fabsf(float x) { return std::fabs(x); }
+using std::fmaf;
+#define __device__
+#define __forceinline__ inline
+#include "../templates/lj_div.cuh"
+#undef __device__
+#undef __forceinline__
+}  // namespace lj_host
+
+namespace {
+
+float bits_float(std::uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+std::uint32_t float_bits(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+bool same(float a, float b) { return float_bits(a) == float_bits(b) || (std::isnan(a) && std::isnan(b)); }
+
+// Bit patterns [0, 2^32) taking every stride-th (and the last), on `threads` threads: those whose
+// lj_div_by differs from x / c.
+std::uint64_t mismatches(float c, std::uint64_t stride, unsigned threads) {
+    const float rc = 1.0f / c;
+    std::vector<std::uint64_t> bad(threads, 0);
+    std::vector<std::thread> pool;
+    const std::uint64_t count = ((1ull << 32) + stride - 1) / stride;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (std::uint64_t i = t; i < count; i += threads) {
+                const float x = bits_float(static_cast<std::uint32_t>(i * stride));
+                bad[t] += !same(lj_host::lj_div_by(x, c, rc), x / c);
+            }
+        });
+    for (auto& th : pool) th.join();
+    std::uint64_t total = 0;
+    for (auto b : bad) total += b;
+    return total;
+}
+
+}  // namespace
+
+TEST_SUITE("emit") {
+
+TEST_CASE("lj_div_by: the division's bits for a table of constants") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float constants[] = {6.0f, 3.0f, 10.0f, 0.1f, 1.7f, 12345.678f, 0x1.fffffep0f, 0x1.7ffffep0f, 0x1.000002p0f,
+                               -6.0f, 0x1p-40f, 0x1p40f, 0x1.197998p-40f, 0x1.4ed9ecp+39f, 0.5f, 8.0f};
+    const float edges[] = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                           std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 0x1p-80f,
+                           std::nextafter(0x1p-80f, 0.0f), 0x1p80f, std::nextafter(0x1p80f, inf), 1.0f, -3.0f};
+    for (float c : constants) {
+        CAPTURE(c);
+        for (float x : edges) {
+            CAPTURE(x);
+            CHECK(same(lj_host::lj_div_by(x, c, 1.0f / c), x / c));
+        }
+        CHECK(mismatches(c, 257, 2) == 0);
+    }
+}
+
+TEST_CASE("lj_div_by: every float, c = 6 and c = 0x1.fffffep0" * doctest::skip(std::getenv("LOSSJIT_EXHAUSTIVE") == nullptr)) {
+    const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+    CHECK(mismatches(6.0f, 1, threads) == 0);
+    CHECK(mismatches(0x1.fffffep0f, 1, threads) == 0);
+}
+
+}  // TEST_SUITE
