@@ -646,6 +646,18 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(odd.block_threads == 96);
         CHECK_NOTHROW(emit_cuda(hinge, odd));
     }
+    SUBCASE("the columns loop's default for a small program: 512 threads walking 4 rows at a time") {
+        const auto hinge = program("mean(max(0, 1 - p*t))", {0, 1});
+        const Shape wide{64, 4096};
+        const auto l = layout({{"p", wide, {}}, {"t", {4096}, {}}}, wide);
+        const auto spec = KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge));
+        CHECK(spec.loop == KernelSpec::Loop::Columns);
+        CHECK(spec.block_threads == 512);
+        CHECK(spec.unroll == 4);
+        const auto asked = KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge), Knobs{.block_threads = 1024});
+        CHECK(asked.block_threads == 1024);  // a block asked for is kept, and so is the unroll of 2 with it
+        CHECK(asked.unroll == 2);
+    }
     SUBCASE("no broadcast input: the rows loop, nothing summed") {
         const auto hinge = program("mean(max(0, 1 - p*t))", {0});
         const auto spec = KernelSpec::choose(hinge, layout({{"p", full, {}}, {"t", {32}, {}}}, full), KernelOperands::unplaced(hinge), Knobs{.block_threads = 256});
