@@ -657,6 +657,13 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         const auto asked = KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge), Knobs{.block_threads = 1024});
         CHECK(asked.block_threads == 1024);  // a block asked for is kept, and so is the unroll of 2 with it
         CHECK(asked.unroll == 2);
+        // Spelling out the default block gives the default kernel.
+        CHECK(KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge), Knobs{.block_threads = 512}).signature() ==
+              spec.signature());
+        // Two logarithms keep their cap of 2 rows.
+        const auto two_logs = program("mean(log(p) * t + log(1 - p) * (1 - t))", {0, 1});
+        const auto lt = layout({{"p", wide, {}}, {"t", {4096}, {}}}, wide);
+        CHECK(KernelSpec::choose(two_logs, lt, KernelOperands::unplaced(two_logs)).unroll == 2);
     }
     SUBCASE("no broadcast input: the rows loop, nothing summed") {
         const auto hinge = program("mean(max(0, 1 - p*t))", {0});

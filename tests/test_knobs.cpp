@@ -144,7 +144,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK(describe(described) == "block 128, acc compensated, fast_math on");
     // The help names the ranges validate_knobs checks.
     REQUIRE(knob_help().size() == 7);
-    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 128 for maps, 1024 for small fused gradient kernels");
+    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 128 for maps, 1024 for small fused gradient kernels (512 when summing over rows)");
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 

@@ -157,12 +157,14 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                                  "tiles, so unroll, items per thread and vector width do not apply");
         return spec;
     }
-    // The columns loop with a small gradient program: 512 threads walking 4 rows at a time (set below),
-    // not 1024 by 2. Hinge + d/dp, d/dt [32768, 32768] with t [32768]: H200 2.161 ms against 2.313,
-    // H100 3.040 against 3.052; 1024 threads by 4 rows spill on an H100 (5.67 ms).
-    const bool small_columns = over_rows && knobs.block_threads == 0 && spec.block_threads == 1024;
+    // The columns loop with a small gradient program (one that gets 1024 threads elsewhere): 512
+    // threads walking 4 rows at a time (the unroll below, also where 512 is asked for), not 1024 by 2.
+    // Hinge + d/dp, d/dt [32768, 32768] with t [32768]: H200 2.161 ms against 2.313, H100 3.040
+    // against 3.052; 1024 threads by 4 rows spill on an H100 (5.67 ms).
+    const bool small_program = automatic_block_threads(program) == 1024;
     if (over_rows) spec.loop = Loop::Columns;
-    if (small_columns) spec.block_threads = 512;
+    if (over_rows && small_program && knobs.block_threads == 0) spec.block_threads = 512;
+    const bool columns_by_4 = over_rows && small_program && spec.block_threads == 512;
     if (any_summed && spec.accumulator != Accumulator::Float64) {
         spec.notes.push_back("gradients summed over a broadcast accumulate in float64, and so does the value");
         spec.accumulator = Accumulator::Float64;
@@ -247,8 +249,8 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     } else {
         // Accesses of 16 bytes per thread per tile, counting the tensors that stream (inputs of the
         // full shape, and a map's output; a broadcast input is re-read from cache): sixteen for a
-        // reduction with a short element program, eight for a longer one, four for a map (one tile
-        // per block). Measured (docs/performance.md, issue 15): MSE at unroll 8 ran 2.745 ms on an
+        // reduction with a short element program, eight for a longer one (and a map's backward),
+        // four for a map (one tile per block). Measured (docs/performance.md, issue 15): MSE at unroll 8 ran 2.745 ms on an
         // H100 against 2.802 at 4 and 99.9% of the read roofline on an H200; smooth L1 at unroll 8
         // took 88 registers and ran 95.5% on an H200 against 99.4% at 4 (2.770 and 2.778 ms on an
         // H100); the hardsigmoid map on an H200 100.8% of copy at unroll 2 with 128 threads, 97% at
@@ -259,7 +261,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
             streams += layout.inputs[static_cast<std::size_t>(slot)].elements >= layout.count ? 1 : 0;
         int operations = 0;
         for (const auto& node : program.nodes) operations += node.kind == ir::NodeKind::Apply ? 1 : 0;
-        const int accesses = program.is_map() ? 4 : operations <= kShortElementProgram ? 16 : 8;
+        const int accesses = program.is_map() ? (gradients ? 8 : 4) : operations <= kShortElementProgram ? 16 : 8;
         spec.unroll = std::clamp(accesses / std::max(1, streams), 1, 8);
         // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
         // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
@@ -278,7 +280,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // A fused value-and-gradient kernel holds loads and results for every unrolled element;
         // past 2 its registers cut occupancy (smooth L1 + d/dp on H200: unroll 2 3.67 ms, 8 5.18 ms).
         if (!program.derivatives.empty()) spec.unroll = std::min(spec.unroll, 2);
-        if (small_columns) spec.unroll = 4;
+        if (columns_by_4 && transcendental < 2 && !(input_widest > 0 && input_widest <= 2)) spec.unroll = 4;
         while (spec.loop == Loop::Rows && spec.unroll > 1 &&
                static_cast<std::int64_t>(spec.block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
