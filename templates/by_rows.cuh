@@ -144,8 +144,7 @@ __device__ __forceinline__ void finish_totals(const double (&acc)[K], const Rows
     for (int k = 0; k < K; ++k) {
         double total = 0.0;
         for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + (long long)k * gridDim.x + b);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+        total = warp_sum(total);
         t[k] = total * out.scale[k];
     }
     if (threadIdx.x == 0) {

@@ -1,20 +1,24 @@
 // ---- the end of a reduction: block sums, the last block adds them ---------------------------
 namespace lj {
 
+// Sum over the warp (all 32 lanes taking part); the result is valid in lane 0. Fixed shuffle
+// order: deterministic.
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // Sum over the block; the result is valid in thread 0. Fixed shuffle order: deterministic.
 template <int kThreads>
 __device__ __forceinline__ double block_sum(double v, double* scratch) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    v = warp_sum(v);
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
     v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : 0.0;
-    if (warp == 0) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    }
+    if (warp == 0) v = warp_sum(v);
     return v;
 }
 
@@ -44,8 +48,7 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
     __threadfence();
     double total = 0.0;
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+    total = warp_sum(total);
     if (threadIdx.x == 0) {
         store1<double>(kResultDType, out.result, 0, total * out.scale);
         *out.arrivals = 0u;

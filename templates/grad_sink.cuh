@@ -26,10 +26,9 @@ struct GradSink {
     T scale;
     double acc = 0.0;
     long long row = 0;
-    double tile_sum[G];  // kSummedAlongRows: this thread's share of the tile
+    double tile_sum[G];  // kSummedAlongRows: this thread's share of the run (a tile, or a whole row)
     double all_sum[G];   // kSummedOverAll: this thread's share of everything
     int parity = 0;      // kSummedAlongRows: which of end_tile's two buffers this run writes
-    long long run = 0;   // kSummedAlongRows with whole rows: tiles of the current row done
     __device__ __forceinline__ explicit GradSink(const Grads<G>& g, const SumScratch& s = SumScratch{})
         : grads(g), sums(s), scale((T)g.total_scale()) {
 #pragma unroll
@@ -110,8 +109,7 @@ struct GradSink {
                                              long long tiles) {
         if constexpr (kAlongRows) {
             const bool whole = sums.whole_rows != 0;
-            if (whole && ++run < tiles_per_row) return;
-            run = 0;
+            if (whole && tile != (row_index + 1) * tiles_per_row - 1) return;  // not the row's last tile
             constexpr int kWarps = BLOCK / 32;
             constexpr int kSummed = summed_count(kSummedAlongRows);
             __shared__ double warp_sums[2][kSummed][kWarps];
@@ -122,9 +120,7 @@ struct GradSink {
 #pragma unroll
                 for (int g = 0; g < G; ++g) {
                     if (F::summed(g) != kSummedAlongRows) continue;
-                    double v = tile_sum[g];
-#pragma unroll
-                    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+                    const double v = warp_sum(tile_sum[g]);
                     if (lane == 0) warp_sums[parity][i][warp] = v;
                     tile_sum[g] = 0.0;
                     ++i;
@@ -137,10 +133,7 @@ struct GradSink {
             double sum[kSummed];
 #pragma unroll
             for (int i = 0; i < kSummed; ++i) {
-                double v = lane < kWarps ? warp_sums[buffer][i][lane] : 0.0;
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-                sum[i] = v;  // valid in lane 0
+                sum[i] = warp_sum(lane < kWarps ? warp_sums[buffer][i][lane] : 0.0);  // valid in lane 0
             }
             const double scale64 = grads.total_scale();
             const long long element = row_index / sums.batch_rows;
@@ -170,8 +163,7 @@ struct GradSink {
                 const double* p = partials + (long long)i * runs + element * per_element;
                 double total = 0.0;
                 for (long long j = lane; j < per_element; j += 32) total += __ldcg(p + j);
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+                total = warp_sum(total);
                 sum[i] = total;
             }
             if (lane == 0) {
@@ -226,8 +218,7 @@ struct GradSink {
                 const double* p = sums.partials + (long long)i++ * gridDim.x;
                 double total = 0.0;
                 for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(p + b);
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+                total = warp_sum(total);
                 if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], 0, total * scale64);
             }
             if (threadIdx.x == 0) *sums.arrivals = 0u;

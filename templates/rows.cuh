@@ -21,11 +21,15 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     // Tiles in turn across the grid, or (sink.whole_rows(): a gradient summed along rows, many rows)
     // whole rows in turn, a block taking its row's tiles one after another.
     const bool whole_rows = sink.whole_rows();
-    long long left_in_row = tiles_per_row;
+    long long done_in_row = 0;  // whole rows: tiles of the current row done
+    const auto next = [&](long long t) {
+        if (!whole_rows) return t + gridDim.x;
+        if (++done_in_row < tiles_per_row) return t + 1;
+        done_in_row = 0;
+        return t + 1 + (long long)(gridDim.x - 1) * tiles_per_row;  // the first tile gridDim.x rows on
+    };
     for (long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;
-         t = !whole_rows ? t + gridDim.x
-           : --left_in_row > 0 ? t + 1
-           : (left_in_row = tiles_per_row, t + 1 + (long long)(gridDim.x - 1) * tiles_per_row)) {
+         t = next(t)) {
         long long row = 0, col0 = t * kTile;
         if (R > 1) {
             row = narrow ? (long long)((unsigned)t / (unsigned)tiles_per_row) : t / tiles_per_row;

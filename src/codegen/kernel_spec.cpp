@@ -250,8 +250,9 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // Accesses of 16 bytes per thread per tile, counting the tensors that stream (inputs of the
         // full shape, and a map's output; a broadcast input is re-read from cache): sixteen for a
         // reduction with a short element program, eight for a longer one (and a map's backward),
-        // four for a map (one tile per block). Measured (docs/performance.md, issue 15): MSE at unroll 8 ran 2.745 ms on an
-        // H100 against 2.802 at 4 and 99.9% of the read roofline on an H200; smooth L1 at unroll 8
+        // four for a map (one tile per block). Measured (docs/performance.md, issue 15): MSE at
+        // unroll 8 ran 2.745 ms on an H100 against 2.802 at 4 and 99.9% of the read roofline on an
+        // H200; smooth L1 at unroll 8
         // took 88 registers and ran 95.5% on an H200 against 99.4% at 4 (2.770 and 2.778 ms on an
         // H100); the hardsigmoid map on an H200 100.8% of copy at unroll 2 with 128 threads, 97% at
         // 4 with 256. Hinge (one input streams) keeps unroll 8: 0.99 ms on an H200 against 0.96-1.01

@@ -360,20 +360,24 @@ template <class T> __device__ __forceinline__ T lj_max(T a, T b) { return a != a
 // ---- the end of a reduction: block sums, the last block adds them ---------------------------
 namespace lj {
 
+// Sum over the warp (all 32 lanes taking part); the result is valid in lane 0. Fixed shuffle
+// order: deterministic.
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // Sum over the block; the result is valid in thread 0. Fixed shuffle order: deterministic.
 template <int kThreads>
 __device__ __forceinline__ double block_sum(double v, double* scratch) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    v = warp_sum(v);
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
     v = threadIdx.x < kThreads / 32 ? scratch[threadIdx.x] : 0.0;
-    if (warp == 0) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    }
+    if (warp == 0) v = warp_sum(v);
     return v;
 }
 
@@ -403,8 +407,7 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
     __threadfence();
     double total = 0.0;
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
+    total = warp_sum(total);
     if (threadIdx.x == 0) {
         store1<double>(kResultDType, out.result, 0, total * out.scale);
         *out.arrivals = 0u;
@@ -462,11 +465,15 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     // Tiles in turn across the grid, or (sink.whole_rows(): a gradient summed along rows, many rows)
     // whole rows in turn, a block taking its row's tiles one after another.
     const bool whole_rows = sink.whole_rows();
-    long long left_in_row = tiles_per_row;
+    long long done_in_row = 0;  // whole rows: tiles of the current row done
+    const auto next = [&](long long t) {
+        if (!whole_rows) return t + gridDim.x;
+        if (++done_in_row < tiles_per_row) return t + 1;
+        done_in_row = 0;
+        return t + 1 + (long long)(gridDim.x - 1) * tiles_per_row;  // the first tile gridDim.x rows on
+    };
     for (long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;
-         t = !whole_rows ? t + gridDim.x
-           : --left_in_row > 0 ? t + 1
-           : (left_in_row = tiles_per_row, t + 1 + (long long)(gridDim.x - 1) * tiles_per_row)) {
+         t = next(t)) {
         long long row = 0, col0 = t * kTile;
         if (R > 1) {
             row = narrow ? (long long)((unsigned)t / (unsigned)tiles_per_row) : t / tiles_per_row;
