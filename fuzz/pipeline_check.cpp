@@ -133,7 +133,7 @@ const NameSet& emitter_identifiers() {
                                 "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "lj_div_by", "double",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
-                                "__device__", "__forceinline__", "inner_stride", "k", "return", "using",
+                                "__device__", "__forceinline__", "inner_stride", "same_every_row", "k", "return", "using",
                                 "Result", "operator", "x", "element", "in", "kGrads", "grad", "Value", "dtype",
                                 "kResultDType", "grad_dtype", "g", "kFloat32", "kFloat64", "kBFloat16",
                                 "kFloat16", "kInt32", "kInt64", "kUInt8", "kBool"};

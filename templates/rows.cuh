@@ -13,36 +13,45 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
     const long long inner = e.dims[R - 1];
     if (inner == 0) return;
     const long long tiles_per_row = (inner + kTile - 1) / kTile;
-    // Divisions by a value known only at run time cost tens of instructions in 64 bits; a map takes
-    // a tile or two per block, so none where the layout is one row (R == 1), and 32 bits per tile
-    // where the tiles' count allows.
-    const long long tiles = (R == 1 ? 1 : e.count / inner) * tiles_per_row;
-    const bool narrow = tiles <= 0xffffffffLL;
+    const long long rows = R == 1 ? 1 : e.count / inner;
     // Tiles in turn across the grid, or (sink.whole_rows(): a gradient summed along rows, many rows)
-    // whole rows in turn, a block taking its row's tiles one after another.
-    const bool whole_rows = sink.whole_rows();
-    long long done_in_row = 0;  // whole rows: tiles of the current row done
-    const auto next = [&](long long t) {
-        if (!whole_rows) return t + gridDim.x;
-        if (++done_in_row < tiles_per_row) return t + 1;
-        done_in_row = 0;
-        return t + 1 + (long long)(gridDim.x - 1) * tiles_per_row;  // the first tile gridDim.x rows on
+    // whole rows in turn, a block taking its row's tiles one after another. The tile's row and place
+    // in the row are stepped, not divided out: a division by a value known only at run time costs
+    // tens of instructions per tile, shared by only 16 elements per thread in a bfloat16 reduction.
+    const bool whole_rows = R > 1 && sink.whole_rows();
+    // Block and grid counts in tiles per row (32-bit divisions: both counts are below 2^32).
+    const auto in_rows = [&](unsigned x) -> long long {
+        return tiles_per_row > 0xffffffffLL ? 0 : x / (unsigned)tiles_per_row;
     };
-    for (long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;
-         t = next(t)) {
-        long long row = 0, col0 = t * kTile;
-        if (R > 1) {
-            row = narrow ? (long long)((unsigned)t / (unsigned)tiles_per_row) : t / tiles_per_row;
-            col0 = (t - row * tiles_per_row) * kTile;
-        }
-        const long long row_index = row;
+    long long row = R == 1 ? 0 : whole_rows ? (long long)blockIdx.x : in_rows(blockIdx.x);
+    long long in_row = whole_rows ? 0 : (long long)blockIdx.x - row * tiles_per_row;  // the tile's place in its row
+    // After each tile: `row_step` rows on and `in_row_step` tiles along; where the place passes the
+    // row's end, `wrap_step` rows more.
+    const long long row_step = R == 1 || whole_rows ? 0 : in_rows(gridDim.x);
+    const long long in_row_step = whole_rows ? 1 : (long long)gridDim.x - row_step * tiles_per_row;
+    const long long wrap_step = whole_rows ? gridDim.x : 1;
+    // The grid a multiple of the tiles per row (plan_grid makes it so where it helps): each block
+    // keeps to the same columns in every row, so operands that repeat every row (F::same_every_row:
+    // t [C] against p [N, C]) are loaded once, before the first tile, and kept in registers.
+    const bool same_columns = !whole_rows && in_row_step == 0;
+    bool held = false;  // same_columns: the repeating operands' tile is loaded
+
+    // VW == 8 (operands of 16 bits or fewer, or asked for): the tile is held as loaded and each
+    // element converted where it is used (dtype.cuh: Raw); else converted as loaded. Operands that
+    // repeat every row go to `kept_*`, which live across tiles; the others' arrays are the tile's own.
+    constexpr bool kRaw = VW == 8;
+    T kept_v[kRaw ? 1 : UNROLL][S][VW];
+    Raw<kRaw ? VW : 4> kept_raw[kRaw ? UNROLL : 1][S];
+    while (row < rows) {
+        const long long col0 = in_row * kTile;
         long long c[kMaxRank];
+        long long rest = row;
 #pragma unroll
         for (int d = R - 2; d > 0; --d) {
-            c[d] = row % e.dims[d];
-            row /= e.dims[d];
+            c[d] = rest % e.dims[d];
+            rest /= e.dims[d];
         }
-        c[0] = row;
+        c[0] = rest;
         long long base[S];  // in elements of input k's type
         T fixed[S];
 #pragma unroll
@@ -52,24 +61,26 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
         }
         sink.template begin_row<R>(c);
 
-        // VW == 8 (operands of 16 bits or fewer, or asked for): the tile is held as loaded and each
-        // element converted where it is used (dtype.cuh: Raw); else converted as loaded.
-        constexpr bool kRaw = VW == 8;
-        T v[kRaw ? 1 : UNROLL][S][VW];
-        Raw<kRaw ? VW : 4> raw[kRaw ? UNROLL : 1][S];
+        T tile_v[kRaw ? 1 : UNROLL][S][VW];
+        Raw<kRaw ? VW : 4> tile_raw[kRaw ? UNROLL : 1][S];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
             if (col < inner) {  // VW > 1 only when inner % VW == 0
 #pragma unroll
                 for (int k = 0; k < N; ++k) {
+                    if (F::same_every_row(k) && held) continue;
                     if constexpr (kRaw) {
-                        if (F::inner_stride(k) != 0) load_raw<VW>(F::dtype(k), in.ptr[k], base[k] + col, raw[u][k]);
-                    } else if (F::inner_stride(k) == 0) {
-#pragma unroll
-                        for (int j = 0; j < VW; ++j) v[u][k][j] = fixed[k];
+                        auto& raw = F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k];
+                        if (F::inner_stride(k) != 0) load_raw<VW>(F::dtype(k), in.ptr[k], base[k] + col, raw);
                     } else {
-                        load_row<VW>(F::dtype(k), in.ptr[k], base[k] + col, v[u][k]);
+                        auto& v = F::same_every_row(k) ? kept_v[u][k] : tile_v[u][k];
+                        if (F::inner_stride(k) == 0) {
+#pragma unroll
+                            for (int j = 0; j < VW; ++j) v[j] = fixed[k];
+                        } else {
+                            load_row<VW>(F::dtype(k), in.ptr[k], base[k] + col, v);
+                        }
                     }
                 }
             }
@@ -84,15 +95,27 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                     T x[S];
 #pragma unroll
                     for (int k = 0; k < N; ++k) {
-                        if constexpr (!kRaw) x[k] = v[u][k][j];
-                        else x[k] = F::inner_stride(k) == 0 ? fixed[k] : unpack<VW, T>(F::dtype(k), raw[u][k], j);
+                        if constexpr (!kRaw) {
+                            x[k] = F::same_every_row(k) ? kept_v[u][k][j] : tile_v[u][k][j];
+                        } else if (F::inner_stride(k) == 0) {
+                            x[k] = fixed[k];
+                        } else {
+                            x[k] = unpack<VW, T>(F::dtype(k), F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k], j);
+                        }
                     }
                     r[j] = f(x);
                 }
                 sink.template put<VW>(r, col);
             }
         }
-        sink.template end_tile<BLOCK>(t, row_index, tiles_per_row, tiles);
+        sink.template end_tile<BLOCK>(row * tiles_per_row + in_row, row, tiles_per_row, rows * tiles_per_row);
+        held = same_columns;
+        row += row_step;
+        in_row += in_row_step;
+        if (in_row >= tiles_per_row) {
+            in_row -= tiles_per_row;
+            row += wrap_step;
+        }
     }
 }
 

@@ -137,6 +137,13 @@ TEST_CASE("layouts: broadcast rows and columns, scalars, transposed inputs" * do
     check_reduction("mean(p * t)", {"3000x1000:normal", "1000:normal"});
     check_reduction("mean(p + s)", {"20x30x40:normal", "scalar:normal"});
     check_reduction("mean(a * b * c)", {"7x1x5x1:normal", "1x3x1x11:normal", "11:normal"});
+    // Inputs that repeat every row ([C] against [N, C]) are loaded once per block where the grid is a
+    // whole multiple of the tiles per row (rows.cuh), else every tile: rows of 3 tiles (the grid
+    // rounded), of more tiles than the grid has blocks, and of 16-bit elements.
+    check_reduction("mean(max(0, 1 - p*t))", {"2000x20000:normal", "20000:sign"});
+    check_reduction("mean(max(0, 1 - p*t))", {"8x3000000:normal", "3000000:sign"});
+    check_reduction("mean(p * t + u)", {"500x7000:normal", "7000:normal", "500x7000:normal"});
+    check_reduction("mean(max(0, 1 - p*t))", {"3000x20000:normal:bf16", "20000:sign:bf16"});
 
     // A transposed view: the same memory read with swapped strides.
     auto loss = compile("sum(x * w)");

@@ -144,7 +144,8 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK(describe(described) == "block 128, acc compensated, fast_math on");
     // The help names the ranges validate_knobs checks.
     REQUIRE(knob_help().size() == 7);
-    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 128 for maps, 1024 for small fused gradient kernels (512 when summing over rows)");
+    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs, 128 for "
+          "maps, 1024 for small fused gradient kernels (512 when summing over rows)");
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 
@@ -239,6 +240,77 @@ TEST_CASE("the default unroll of the five reference problems (16-byte accesses p
         OperandShape out{"output", row.shapes[0], {}};
         const Layout layout = plan_layout(shapes, program.is_map() ? &out : nullptr);
         CHECK(choose(program, layout, {}).unroll == row.unroll);
+    }
+}
+
+TEST_CASE("inputs that repeat every row are marked, and the grid keeps each block to its columns") {
+    struct Row {
+        std::vector<Shape> shapes;       // p's, then t's
+        std::vector<int> same_every_row;  // per read input (p, t)
+    };
+    const auto hinge = checked("mean(max(0, 1 - p*t))");
+    const Row table[] = {
+        {{{64, 32768}, {32768}}, {0, 1}},          // t [C] against [N, C]
+        {{{64, 32768}, {1, 32768}}, {0, 1}},       // ... with a leading 1
+        {{{64, 32768}, {64, 32768}}, {}},          // both full: nothing repeats
+        {{{64, 32768}, {64, 1}}, {}},              // one value per row: loaded per tile as before
+        {{{32768}, {32768}}, {}},                  // one row
+        {{{8, 64, 32768}, {64, 32768}}, {0, 1}},  // [M, C] against [N, M, C]: rows of M x C
+        {{{8, 64, 32768}, {32768}}, {0, 1}},
+        {{{8, 64, 32768}, {8, 1, 32768}}, {}},    // [N, 1, C]: another row in every batch
+    };
+    for (const auto& row : table) {
+        CAPTURE(format_shape(row.shapes[0]));
+        CAPTURE(format_shape(row.shapes[1]));
+        const std::vector<OperandShape> shapes{{"p", row.shapes[0], {}}, {"t", row.shapes[1], {}}};
+        const Layout layout = plan_layout(shapes, nullptr);
+        const KernelSpec spec = choose(hinge, layout, {});
+        CHECK(spec.same_every_row == row.same_every_row);
+        CHECK((spec.signature().find("same every row") != std::string::npos) == !row.same_every_row.empty());
+        CHECK((emit_cuda(hinge, spec).find("same_every_row(int k) { return k == 1 ? true : false; }") !=
+               std::string::npos) == !row.same_every_row.empty());
+    }
+    // The grid: a multiple of the tiles per row where that costs at most 1/16 of the blocks.
+    const auto grid = [&](long long columns, int sms) {
+        const std::vector<OperandShape> shapes{{"p", {4096, columns}, {}}, {"t", {columns}, {}}};
+        const Layout layout = plan_layout(shapes, nullptr);
+        const KernelSpec spec = choose(hinge, layout, Knobs{.block_threads = 256, .unroll = 8});  // 8192 per tile
+        return plan_grid(hinge, spec, layout, Occupancy{.fits_per_sm = 2, .multiprocessors = sms}).blocks;
+    };
+    CHECK(grid(32768, 132) == 264);       // 4 tiles per row: 264 already a multiple
+    CHECK(grid(3 * 8192, 132) == 264);    // 3 tiles: 264 = 88 x 3
+    CHECK(grid(5 * 8192, 132) == 260);    // 5 tiles: 4 blocks fewer
+    CHECK(grid(100 * 8192, 132) == 264);  // 100 tiles: 200 blocks would lose a quarter, so not
+    CHECK(grid(500 * 8192, 132) == 264);  // rows longer than the grid
+    // Nothing repeats: the resident grid as before.
+    const auto mse = checked("mean((p - t)^2)");
+    const std::vector<OperandShape> shapes{{"p", {4096, 5 * 8192}, {}}, {"t", {4096, 5 * 8192}, {}}};
+    const Layout full = plan_layout(shapes, nullptr);
+    const KernelSpec spec = choose(mse, full, Knobs{.block_threads = 256, .unroll = 8});
+    CHECK(plan_grid(mse, spec, full, Occupancy{.fits_per_sm = 2, .multiprocessors = 132}).blocks == 264);
+}
+
+TEST_CASE("the default block: 512 threads for reductions over 16-bit inputs, else as before") {
+    struct Row {
+        const char* program;
+        DType dtype;
+        int block;
+    };
+    const Row table[] = {
+        {"mean(max(0, 1 - p*t))", DType::bfloat16, 512},
+        {"mean((p - t)^2)", DType::float16, 512},
+        {"mean((p - t)^2)", DType::float32, 256},
+        {"mean((p - t)^2)", DType::float64, 256},
+        {"clamp(p + 3, 0, 6) / 6 + t", DType::bfloat16, 128},  // a map
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.program);
+        CAPTURE(to_string(row.dtype));
+        const auto program = checked(row.program);
+        const Layout layout = contiguous_layout(program, {64, 32768});
+        const KernelOperands operands = KernelOperands::unplaced(program, row.dtype);
+        CHECK(KernelSpec::choose(program, layout, operands).block_threads == row.block);
+        CHECK(KernelSpec::choose(program, layout, operands, Knobs{.block_threads = 64}).block_threads == 64);
     }
 }
 

@@ -246,7 +246,9 @@ TEST_CASE("empty tensors and more than 2^31 elements are handled, not refused") 
     const std::string source = loss.cuda_source(large);
     // The rows loop walks tiles and columns with 64-bit counters.
     CHECK(source.find("lj::for_rows<") != std::string::npos);
-    CHECK(source.find("long long t = whole_rows ? (long long)blockIdx.x * tiles_per_row : (long long)blockIdx.x; t < tiles;") !=
+    CHECK(source.find("long long row = R == 1 ? 0 : whole_rows ? (long long)blockIdx.x : in_rows(blockIdx.x);") !=
+          std::string::npos);
+    CHECK(source.find("long long in_row = whole_rows ? 0 : (long long)blockIdx.x - row * tiles_per_row;") !=
           std::string::npos);
     CHECK(source.find("const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;") != std::string::npos);
     CHECK(good_call(loss, data) == doctest::Approx(hinge_value()));

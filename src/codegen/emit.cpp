@@ -140,6 +140,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     for (int stride : spec.inner_strides) inner.push_back(std::to_string(stride));
     element += fmt::format("    __host__ __device__ static constexpr int inner_stride(int k) {{ return {}; }}\n",
                            per_index(inner, "1", "k"));
+    std::vector<std::string> same;  // input k reads the same values in every row (the rows loop keeps them)
+    for (int s : spec.same_every_row) same.emplace_back(s != 0 ? "true" : "false");
+    element += fmt::format("    __host__ __device__ static constexpr bool same_every_row(int k) {{ return {}; }}\n",
+                           per_index(same, "false", "k"));
     for (const auto& p : program.params) element += fmt::format("    Value {};\n", cuda_param_name(p.name));
     if (grads == 0) {
         element += "    using Result = Value;\n";

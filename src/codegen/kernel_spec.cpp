@@ -163,6 +163,17 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     // against 3.052; 1024 threads by 4 rows spill on an H100 (5.67 ms).
     const bool small_program = automatic_block_threads(program) == 1024;
     if (over_rows) spec.loop = Loop::Columns;
+    if (spec.loop == Loop::Rows && inner > 0) {
+        for (std::size_t k = 0; k < read.size(); ++k) {
+            const auto& strides = layout.inputs[static_cast<std::size_t>(read[k])].strides;
+            const bool same = spec.inner_strides[k] == 1 &&
+                              std::all_of(strides.begin(), strides.begin() + static_cast<std::ptrdiff_t>(inner),
+                                          [](long long s) { return s == 0; });
+            spec.same_every_row.push_back(same ? 1 : 0);
+        }
+        if (std::none_of(spec.same_every_row.begin(), spec.same_every_row.end(), [](int s) { return s != 0; }))
+            spec.same_every_row.clear();
+    }
     if (over_rows && small_program && knobs.block_threads == 0) spec.block_threads = 512;
     const bool columns_by_4 = over_rows && small_program && spec.block_threads == 512;
     if (any_summed && spec.accumulator != Accumulator::Float64) {
@@ -225,6 +236,13 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     if (knobs.vector_width > 1 && spec.vector_width != knobs.vector_width)
         spec.notes.push_back(fmt::format("vector width {} was asked for, but {}: vector width {} is used",
                                          knobs.vector_width, why_scalar, spec.vector_width));
+    // A reduction over 16-bit inputs (vector width 8) moves the same bytes per tile as float32 with
+    // twice the elements: 512 threads halve the tiles and their index work per byte. bfloat16
+    // [32768, 32768], H100 (docs/performance.md, issue 13): smooth L1 1.405 ms (97.7% of the read
+    // roofline) against 1.431-1.436 at 256 threads, hinge 0.709 against 0.707-0.711.
+    if (knobs.block_threads == 0 && spec.loop == Loop::Rows && !program.is_map() && !gradients &&
+        spec.vector_width == 8)
+        spec.block_threads = 512;
     // The columns loop gives each thread vector_width columns of a strip; narrow rows would leave most
     // of a large block idle, so the block shrinks to the columns there are (in warps, at least 64).
     if (spec.loop == Loop::Columns) {
@@ -420,8 +438,10 @@ std::string KernelSpec::signature() const {
                            rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
                            block_threads, knobs);
     const std::string sums_text = summed.empty() ? "" : fmt::format(", summed [{}]", fmt::join(summed, " "));
-    return fmt::format("rows, rank {}, inner strides [{}]{}, vector {}, unroll {}, {} threads/block{}", rank,
-                       fmt::join(inner_strides, " "), sums_text, vector_width, unroll, block_threads, knobs);
+    const std::string same_text =
+        same_every_row.empty() ? "" : fmt::format(", same every row [{}]", fmt::join(same_every_row, " "));
+    return fmt::format("rows, rank {}, inner strides [{}]{}{}, vector {}, unroll {}, {} threads/block{}", rank,
+                       fmt::join(inner_strides, " "), same_text, sums_text, vector_width, unroll, block_threads, knobs);
 }
 
 bool KernelSpec::sums() const {
@@ -505,6 +525,16 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
     // resident grid that a reduction's partials are sized for.
     grid.blocks = static_cast<unsigned>(std::clamp<long long>(blocks, 1, spec.loop == KernelSpec::Loop::Columns ? resident : grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
+    if (spec.loop == KernelSpec::Loop::Rows && !spec.same_every_row.empty() && layout.dims.size() > 1) {
+        // A grid of whole multiples of the tiles per row keeps each block to the same columns, so the
+        // inputs that repeat every row are loaded once (rows.cuh); worth up to 1/16 of the blocks.
+        // bfloat16 hinge, t [32768] against [32768, 32768], H100: 95.5% of the read roofline before.
+        const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
+        const long long tiles_per_row = (layout.dims.back() + tile - 1) / tile;
+        const long long whole = grid.blocks - grid.blocks % tiles_per_row;
+        if (whole > 0 && whole < grid.blocks && whole * 16 >= static_cast<long long>(grid.blocks) * 15)
+            grid.blocks = static_cast<unsigned>(whole);
+    }
     if (spec.loop == KernelSpec::Loop::Rows && spec.sums()) {
         // templates/grad_sink.cuh: one partial per block for each gradient summed over everything and
         // an arrival counter; where rows span several tiles, one partial per tile for each gradient

@@ -15,8 +15,9 @@ namespace {
 // The ranges come from knobs.hpp's constants, as validate_knobs checks them.
 const std::vector<KnobHelp>& knobs() {
     static const std::vector<KnobHelp> table{
-        {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256, 128 for maps, 1024 for "
-                              "small fused gradient kernels (512 when summing over rows)", kWarpThreads, kWarpThreads,
+        {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256, 512 for reductions over "
+                              "16-bit inputs, 128 for maps, 1024 for small fused gradient kernels (512 when summing "
+                              "over rows)", kWarpThreads, kWarpThreads,
                               kMaxBlockThreads)},
         {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",
                               kMaxItemsPerThread)},
