@@ -5,7 +5,7 @@ smoothing, class weights), NLL, cosine, triplet margin, focal and distillation K
 Each loss runs through `lossjit run` on the GPU and on the CPU reference (--cpu), with float64 inputs
 (compared to torch in float64: relative error <= 1e-10) and float32 inputs (compared to torch in
 float64 on the same float32 data: <= 1e-6), with bfloat16 and float16 logits where the loss takes
-logits, and with int32 class indices beside int64.
+logits, with int32 class indices beside int64, and a masked mean with bool and uint8 masks.
 Needs torch and numpy; without a GPU, --cpu-only compares the reference alone.
 
     python3 scripts/compare_rows_torch.py --lossjit build/lossjit --scratch /tmp --json out.json
@@ -50,6 +50,10 @@ def problems(n, c):
         lp = torch.log_softmax(x, -1).gather(1, y[:, None])[:, 0]
         return torch.mean(-(1 - lp.exp()) ** gamma * lp)
 
+    def masked():
+        return {"p": torch.randn(n, c, dtype=torch.float64), "t": torch.randn(n, c, dtype=torch.float64),
+                "m": torch.rand(n, c) < 0.7}
+
     def distill(s, t, T=2.0):
         return F.kl_div(F.log_softmax(s / T, -1), F.softmax(t / T, -1), reduction="batchmean") * T * T
 
@@ -63,13 +67,18 @@ def problems(n, c):
         ("triplet", triplet, lambda a, p, n: torch.nn.TripletMarginLoss(margin=1.0)(a, p, n), False),
         ("focal", logits, focal, True),
         ("distill_kl", pair("s", "t"), distill, False),
+        ("masked_mse", masked, lambda p, t, m: torch.sum(m * (p - t) ** 2) / torch.sum(m), False),
     ]
+
+
+# Inputs that keep their own dtype whatever the floating inputs are given in: indices and masks.
+KEPT = (torch.int64, torch.int32, torch.bool, torch.uint8)
 
 
 def run_lossjit(args, name, inputs, dtype, cpu):
     files = []
     for key, tensor in inputs.items():
-        t = tensor if tensor.dtype in (torch.int64, torch.int32) else tensor.to(dtype)
+        t = tensor if tensor.dtype in KEPT else tensor.to(dtype)
         path = os.path.join(args.scratch, f"lossjit_rows_{name}_{key}.npy")
         if t.dtype == torch.bfloat16:  # ml_dtypes' convention: 2-byte void records
             np.save(path, t.view(torch.int16).numpy().view(np.dtype("V2")))
@@ -104,12 +113,17 @@ def main():
             # torch in float64 on exactly the data lossjit reads (rounded to `dtype` first).
             rounded = {k: (v if v.dtype == torch.int64 else v.to(dtype).double()) for k, v in inputs.items()}
             expected = reference(*rounded.values()).item()
-            # Class indices as int64, and as int32 for the float32 logits.
-            index_dtypes = [torch.int64, torch.int32] if label == "float32" and "y" in inputs else [torch.int64]
-            for index_dtype, cpu in [(i, c) for i in index_dtypes for c in ([True] if args.cpu_only else [False, True])]:
-                given = {k: (v.to(index_dtype) if v.dtype == torch.int64 else v) for k, v in inputs.items()}
+            # Class indices as int64, and as int32 for the float32 logits; masks as bool, and as uint8
+            # for the float32 data.
+            variants = [("", {})]
+            if label == "float32" and "y" in inputs:
+                variants.append(("/i32", {torch.int64: torch.int32}))
+            if label == "float32" and "m" in inputs:
+                variants.append(("/u8", {torch.bool: torch.uint8}))
+            for (suffix, cast), cpu in [(v, c) for v in variants for c in ([True] if args.cpu_only else [False, True])]:
+                given = {k: (v.to(cast[v.dtype]) if v.dtype in cast else v) for k, v in inputs.items()}
                 value, device = run_lossjit(args, name, given, dtype, cpu)
-                label_here = label if index_dtype == torch.int64 else label + "/i32"
+                label_here = label + suffix
                 error = abs(value - expected) / max(abs(expected), 1e-300)
                 ok = error <= tolerance
                 failed = failed or not ok
