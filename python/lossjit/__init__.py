@@ -115,6 +115,12 @@ def _as_numpy(a, what):
     raise UsageError(f"{what} is a {type(a).__name__}; the CPU reference takes NumPy arrays or __dlpack__ objects")
 
 
+def _torch_supported(torch):
+    """lossjit's ops are made with torch.library.custom_op and register_fake: torch 2.4 and later."""
+    library = getattr(torch, "library", None)
+    return library is not None and hasattr(library, "custom_op") and hasattr(library, "register_fake")
+
+
 class Loss:
     """A compiled program. Call it on torch CUDA tensors (a differentiable op), NumPy arrays (the CPU
     reference) or __dlpack__ objects. Thread-safe; one Loss runs on any number of CUDA devices."""
@@ -137,7 +143,7 @@ class Loss:
         # The torch side (lossjit._torch.TorchLoss): made now if torch is loaded (so that a first call
         # inside torch.compile finds it made), else on the first tensor call.
         self._torch = None
-        if "torch" in sys.modules:
+        if "torch" in sys.modules and _torch_supported(sys.modules["torch"]):
             self._torch_side()
 
     def __del__(self):
@@ -181,6 +187,11 @@ class Loss:
 
     def _torch_side(self):
         if self._torch is None:
+            torch = sys.modules.get("torch")
+            if torch is not None and not _torch_supported(torch):
+                raise UsageError(f"lossjit's PyTorch ops need torch 2.4 or later (torch.library.custom_op and "
+                                 f"register_fake); this is torch {getattr(torch, '__version__', '(unknown)')}: "
+                                 f"upgrade torch, or pass NumPy arrays (the CPU reference)")
             from . import _torch
             self._torch = _torch.TorchLoss(self)
         return self._torch

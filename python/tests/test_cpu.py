@@ -1,5 +1,6 @@
 """The Python package without a GPU: NumPy on the CPU reference, errors, parameters, DLPack."""
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -136,3 +137,18 @@ def test_a_dropped_loss_is_freed():
     closed.close()
     with pytest.raises(lossjit.UsageError, match="NULL"):
         closed.reference(np.zeros(2))
+
+
+def test_a_torch_too_old_for_the_ops_is_a_clear_error_not_a_failed_compile(monkeypatch):
+    import types
+
+    class OldTensor:
+        pass
+
+    old = types.SimpleNamespace(__version__="1.13.0", library=types.SimpleNamespace(), Tensor=OldTensor)
+    monkeypatch.setitem(sys.modules, "torch", old)
+    loss = lossjit.compile("mean((p - t)^2)")  # NumPy use does not need torch's ops
+    p = rng.random(10).astype(np.float32)
+    assert loss(p, p) == 0
+    with pytest.raises(lossjit.UsageError, match="torch 2.4 or later.*this is torch 1.13.0"):
+        loss(OldTensor(), OldTensor())
