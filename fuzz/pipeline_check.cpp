@@ -136,17 +136,21 @@ const NameSet& emitter_identifiers() {
                                 "__device__", "__forceinline__", "inner_stride", "same_every_row", "k", "return", "using",
                                 "Result", "operator", "x", "element", "in", "kGrads", "grad", "Value", "dtype",
                                 "kResultDType", "grad_dtype", "g", "kFloat32", "kFloat64", "kBFloat16",
-                                "kFloat16", "kInt32", "kInt64", "kUInt8", "kBool"};
+                                "kFloat16", "kInt32", "kInt64", "kUInt8", "kBool",
+                                // the rows loop's common path (emit.cpp)
+                                "kCommonPath", "common_path", "rare_"};
         for (int b = 0; b < static_cast<int>(Builtin::Count_); ++b) {
-            const std::string_view cuda = builtin_info(static_cast<Builtin>(b)).cuda;
-            for (std::size_t i = 0; i < cuda.size();) {
-                if (identifier_start(cuda[i])) {
-                    std::size_t j = i;
-                    while (j < cuda.size() && identifier_char(cuda[j])) ++j;
-                    s.emplace(cuda.substr(i, j - i));
-                    i = j;
-                } else {
-                    ++i;
+            const BuiltinInfo& info = builtin_info(static_cast<Builtin>(b));
+            for (const std::string_view cuda : {info.cuda, info.cuda_common}) {
+                for (std::size_t i = 0; i < cuda.size();) {
+                    if (identifier_start(cuda[i])) {
+                        std::size_t j = i;
+                        while (j < cuda.size() && identifier_char(cuda[j])) ++j;
+                        s.emplace(cuda.substr(i, j - i));
+                        i = j;
+                    } else {
+                        ++i;
+                    }
                 }
             }
         }

@@ -143,6 +143,43 @@ TEST_CASE("every builtin compiles, in every layout and kind") {
     }
 }
 
+TEST_CASE("log and xlogy get a common path (rare inputs flagged, not branched to) in the rows loop's float32 kernels") {
+    struct Row {
+        const char* program;
+        KernelSpec::Loop loop;
+        bool f64;
+        bool fast_math;
+        bool expected;
+    };
+    const auto rows = KernelSpec::Loop::Rows, strided = KernelSpec::Loop::Strided;
+    const Row table[] = {
+        {"batchmean(xlogy(t, t) - t * log(p))", rows, false, false, true},  // KL
+        {"sum(log(p) * t)", rows, false, false, true},
+        {"log(p) + t", rows, false, false, true},  // a map
+        {"sum(log(p) * t)", strided, false, false, false},
+        {"sum(log(p) * t)", rows, true, false, false},
+        {"sum(log(p) * t)", rows, false, true, false},
+        {"sum(log1p(p) * t)", rows, false, false, false},  // no log, no xlogy
+        {"mean((p - t)^2)", rows, false, false, false},
+    };
+    for (const Row& row : table) {
+        CAPTURE(row.program);
+        CAPTURE(row.f64);
+        CAPTURE(row.fast_math);
+        const auto program = checked(std::string(row.program));
+        KernelSpec spec = contiguous_spec(program);
+        spec.loop = row.loop;
+        spec.fast_math = row.fast_math;
+        if (row.f64) spec.compute = DType::float64;
+        const std::string source = emit_cuda(program, spec);
+        CHECK((source.find("Result common_path(") != std::string::npos) == row.expected);
+        if (row.expected) CHECK(source.find("lj_log_common(x_p, rare_)") != std::string::npos);
+    }
+    // Gradients keep one body: the fused kernels' loops call operator() alone.
+    const auto grad = differentiate(checked("sum(log(p) * t)"), std::vector<int>{0});
+    CHECK(emit_cuda(grad, contiguous_spec(grad)).find("Result common_path(") == std::string::npos);
+}
+
 TEST_CASE("every dtype loads, stores and computes: NVRTC compiles each in each kernel kind") {
     // Loads and stores of each dtype (and a mix), as a reduction (its result in the inputs'
     // floating type), a map and a fused gradient, with vector and scalar accesses.

@@ -225,6 +225,68 @@ TEST_CASE("edge cases: empty tensors, nan, misuse" * doctest::skip(!have_gpu()))
     CHECK(mean(nan_input) != 0.0f);  // still usable after errors
 }
 
+// The rows loop evaluates log and xlogy on their common path (positive normal inputs) and computes a
+// vector again in full when one of its inputs was rare: whatever the rare value and wherever it sits
+// in its vector, reductions and maps give the reference's values, and so do its vector's neighbours.
+TEST_CASE("log and xlogy: a rare input anywhere in a vector gives the reference's value" * doctest::skip(!have_gpu())) {
+    const std::vector<float> rare{0.0f, -0.0f, -1.0f, 1e-40f, 0x1p-149f, INFINITY, -INFINITY, NAN};
+    constexpr std::size_t n = 4104;  // a multiple of every vector width, more than one tile
+    const std::vector<std::size_t> places{0, 3, 6, 2049, n - 1};
+    struct Case {
+        const char* program;
+        std::vector<std::string> inputs;
+    };
+    const std::vector<Case> cases{{"sum(log(x))", {"x"}}, {"sum(xlogy(t, x))", {"t", "x"}},
+                                  {"sum(xlogy(x, x))", {"x"}}, {"sum(t * log(x) - xlogy(t, t))", {"t", "x"}}};
+    auto same = [](double gpu, double reference) {
+        if (std::isnan(reference)) return std::isnan(gpu);
+        if (std::isinf(reference)) return gpu == reference;
+        return rel_error(gpu, reference) <= 1e-6;
+    };
+    for (const Case& c : cases) {
+        Options options;
+        options.inputs = c.inputs;
+        auto loss = compile(c.program, options);
+        for (const float v : rare) {
+            for (const std::size_t at : places) {
+                std::vector<float> x(n), t(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    x[i] = 0.5f + static_cast<float>(i % 97) / 64.0f;
+                    t[i] = static_cast<float>(i % 5) * 0.25f;  // 0 every fifth
+                }
+                x[at] = v;
+                t[at] = at % 2 == 0 ? 0.0f : 0.75f;  // xlogy's x == 0 beside a rare y, and not
+                const DeviceTensor dx(HostTensor::from_floats({n}, x)), dt(HostTensor::from_floats({n}, t));
+                std::vector<TensorView> device, host;
+                for (const auto& name : c.inputs) {
+                    const DeviceTensor& d = name == "x" ? dx : dt;
+                    device.push_back(d.device());
+                    host.push_back(d.host.view());
+                }
+                const double gpu = loss(device), reference = loss.reference(host);
+                INFO(c.program << " x[" << at << "] = " << v << ": gpu " << gpu << " reference " << reference);
+                CHECK(same(gpu, reference));
+            }
+        }
+    }
+    // A map over the rows loop: the rare elements exactly, every element within one float ulp.
+    auto map = compile("log(x) + xlogy(x, x)");
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = i % 11 == 0 ? rare[i / 11 % rare.size()] : 0.25f + static_cast<float>(i % 89) / 16.0f;
+    const DeviceTensor dx(HostTensor::from_floats({n}, x));
+    DeviceBuffer out(n * sizeof(float));
+    map.map(std::vector<TensorView>{dx.device()}, OutputView::contiguous(out.data(), {n}));
+    synchronize();
+    std::vector<float> gpu(n), reference(n);
+    out.download(gpu.data(), n * sizeof(float));
+    map.reference_map(std::vector<TensorView>{dx.host.view()}, OutputView::contiguous(reference.data(), {n}));
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("x[" << i << "] = " << x[i] << ": gpu " << gpu[i] << " reference " << reference[i]);
+        if (std::isnan(reference[i]) || std::isinf(reference[i])) CHECK(same(gpu[i], reference[i]));
+        else CHECK(std::fabs(gpu[i] - reference[i]) <= std::fabs(reference[i]) * 0x1p-23f);
+    }
+}
+
 }  // TEST_SUITE
 
 TEST_SUITE("gpu") {

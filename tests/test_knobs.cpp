@@ -228,7 +228,7 @@ TEST_CASE("the default unroll of the five reference problems (16-byte accesses p
         {"mean(max(0, 1 - p*t))", {{64, 32768}, {32768}}, 8},               // hinge: one input streams
         {"mean((p - t)^2)", {{64, 32768}, {64, 32768}}, 8},                // short program: 16 / 2
         {"d = abs(p - t); mean(d < 1 ? 0.5 * d^2 : d - 0.5)", {{64, 32768}, {64, 32768}}, 4},  // longer: 8 / 2
-        {"batchmean(xlogy(t, t) - t * log(p))", {{64, 32768}, {64, 32768}}, 2},  // two logs
+        {"batchmean(xlogy(t, t) - t * log(p))", {{64, 32768}, {64, 32768}}, 4},  // two logs, common path
         {"clamp(x + 3, 0, 6) / 6", {{64, 32768}}, 2},                       // a map: 4 / (input + output)
     };
     for (const auto& row : table) {
@@ -241,6 +241,15 @@ TEST_CASE("the default unroll of the five reference problems (16-byte accesses p
         const Layout layout = plan_layout(shapes, program.is_map() ? &out : nullptr);
         CHECK(choose(program, layout, {}).unroll == row.unroll);
     }
+    // Two transcendental calls without the logs' common path: 2 (fast math, other functions).
+    const auto kl = checked("batchmean(xlogy(t, t) - t * log(p))");
+    const auto two_exps = checked("mean(exp(p) * exp(t))");
+    const std::vector<OperandShape> shapes{{"p", {64, 32768}, {}}, {"t", {64, 32768}, {}}};
+    const Layout layout = plan_layout(shapes, nullptr);
+    CHECK(choose(kl, layout, Knobs{.fast_math = true}).unroll == 2);
+    CHECK_FALSE(choose(kl, layout, Knobs{.fast_math = true}).common_path(kl));
+    CHECK(choose(kl, layout, {}).common_path(kl));
+    CHECK(choose(two_exps, layout, {}).unroll == 2);
 }
 
 TEST_CASE("inputs that repeat every row are marked, and the grid keeps each block to its columns") {

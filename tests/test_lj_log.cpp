@@ -87,6 +87,31 @@ TEST_CASE("lj_log: within 1 ulp on a dense sample of positive floats") {
     CHECK(max_ulp(0x00000001u, 0x7f800000u, 61, 2) <= kBoundUlp);
 }
 
+TEST_CASE("lj_log_common: lj_log's bits wherever it does not flag; flags exactly the non-normal and non-positive inputs") {
+    // Every 4099th bit pattern of all 2^32 (both signs, zeros, subnormals, inf, nan) and the edges.
+    std::vector<std::uint32_t> patterns{0x00000000u, 0x80000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu,
+                                        0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x3f800000u, 0xbf800000u};
+    for (std::uint64_t b = 0; b <= 0xffffffffull; b += 4099) patterns.push_back(static_cast<std::uint32_t>(b));
+    int flagged = 0, mismatched = 0, wrongly_flagged = 0, cleared = 0;
+    for (const std::uint32_t b : patterns) {
+        const float x = bits_float(b);
+        bool rare = false;
+        const float common = lj_host::lj_log_common(x, rare);
+        const float full = lj_host::lj_log(x);
+        const bool positive_normal = x >= 0x1p-126f && x <= std::numeric_limits<float>::max();
+        if (rare != !positive_normal) ++wrongly_flagged;
+        if (rare) ++flagged;
+        else if (std::memcmp(&common, &full, sizeof(float)) != 0) ++mismatched;
+        bool kept = true;  // a flag already set stays set
+        lj_host::lj_log_common(x, kept);
+        if (!kept) ++cleared;
+    }
+    CHECK(wrongly_flagged == 0);
+    CHECK(mismatched == 0);
+    CHECK(cleared == 0);
+    CHECK(flagged > patterns.size() / 3);  // the negatives and the rest: the sample reaches them
+}
+
 TEST_CASE("lj_log: within 1 ulp on every positive float" * doctest::skip(std::getenv("LOSSJIT_EXHAUSTIVE") == nullptr)) {
     const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
     const double worst = max_ulp(0x00000001u, 0x7f800000u, 1, threads);

@@ -162,24 +162,49 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
                                per_index(grad_dtypes, "lj::kFloat32", "g"));
         element += fmt::format("    struct Result {{ Value value; Value grad[{}]; }};\n", grads);
     }
-    element += fmt::format("    __device__ __forceinline__ Result operator()(const Value (&x)[{}]) const {{\n", array);
     const std::string indent(8, ' ');
+    std::string reads;  // the inputs' names for x[k]
     for (std::size_t k = 0; k < slots.size(); ++k) {
-        element += fmt::format("{}const Value {} = x[{}];\n", indent,
-                               cuda_input_name(program.inputs[static_cast<std::size_t>(slots[k])]), k);
+        reads += fmt::format("{}const Value {} = x[{}];\n", indent,
+                             cuda_input_name(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
     // Input names are identifiers, so no input can be called this.
     const std::string upstream = "upstream_";
-    if (map_backward) element += fmt::format("{}const Value {} = x[{}];\n", indent, upstream, slots.size());
+    if (map_backward) reads += fmt::format("{}const Value {} = x[{}];\n", indent, upstream, slots.size());
     // Locals, in node order: the bindings, and (with derivatives) every subexpression used more than
     // once, so the value and the gradients share their common terms.
-    std::vector<std::pair<int, std::string>> locals;
-    for (const auto& b : program.bindings) {
-        const bool is_bool = program.node(b.node).type == ValueType::Bool;
-        locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "Value",
-                                                cuda_binding_name(b.name), without_outer_parens(printer.print(b.node))));
-    }
-    if (grads > 0) {
+    const auto bindings = [&](const ExpressionPrinter& p) {
+        std::vector<std::pair<int, std::string>> locals;
+        for (const auto& b : program.bindings) {
+            const bool is_bool = program.node(b.node).type == ValueType::Bool;
+            locals.emplace_back(b.node, fmt::format("{}const {} {} = {};\n", indent, is_bool ? "bool" : "Value",
+                                                    cuda_binding_name(b.name), without_outer_parens(p.print(b.node))));
+        }
+        return locals;
+    };
+    if (grads == 0) {
+        const auto statements = [&](const ExpressionPrinter& p) {
+            std::string text = reads;
+            for (const auto& local : bindings(p)) text += local.second;
+            return text + fmt::format("{}return {};\n    }}\n", indent, without_outer_parens(p.print(program.body)));
+        };
+        element += fmt::format("    __device__ __forceinline__ Result operator()(const Value (&x)[{}]) const {{\n", array);
+        element += statements(printer);
+        // The rows loop's common path (templates/rows.cuh): log and xlogy without their branch to rare
+        // inputs, which set rare_ instead. Not for fast math (its log has no branch) or float64.
+        if (spec.common_path(program)) {
+            ExpressionPrinter common(program, PrintStyle::Cuda);
+            common.use_common_paths();
+            element += "    static constexpr bool kCommonPath = true;\n";
+            element += fmt::format("    __device__ __forceinline__ Result common_path(const Value (&x)[{}], bool& rare_) const {{\n",
+                                   array);
+            element += statements(common);
+        }
+        element += "};";
+    } else {
+        element += fmt::format("    __device__ __forceinline__ Result operator()(const Value (&x)[{}]) const {{\n", array);
+        element += reads;
+        auto locals = bindings(printer);
         std::vector<int> roots{program.body};
         for (const auto& d : program.derivatives) roots.push_back(d.node);
         for (int id : shared_nodes(program, roots)) {
@@ -190,11 +215,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
             printer.name(id, name);
         }
         std::stable_sort(locals.begin(), locals.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
-    for (const auto& local : locals) element += local.second;
-    if (grads == 0) {
-        element += fmt::format("{}return {};\n    }}\n}};", indent, without_outer_parens(printer.print(program.body)));
-    } else {
+        for (const auto& local : locals) element += local.second;
         std::vector<std::string> g;
         for (const auto& d : program.derivatives) {
             // A map's backward: the vector-Jacobian product with the upstream gradient, elementwise.

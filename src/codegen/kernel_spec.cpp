@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/print.hpp"  // has_common_path
 #include "lang/builtins.hpp"
 #include "lossjit/errors.hpp"
 
@@ -292,10 +293,12 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
             spec.unroll = std::clamp(4 / std::max<int>(1, static_cast<int>(read.size())), 1, 8);
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
+        // With the logs' common path (common_path) 4: KL 0.528-0.532 ms on an H200 against
+        // 0.539-0.543 at 2, 0.713-0.715 on an H100 against 0.719-0.720 (docs/performance.md, issue 15).
         int transcendental = 0;
         for (const auto& node : program.nodes)
             transcendental += node.kind == ir::NodeKind::Apply && builtin_info(node.fn).cost == Cost::Transcendental;
-        if (transcendental >= 2) spec.unroll = std::min(spec.unroll, 2);
+        if (transcendental >= 2) spec.unroll = std::min(spec.unroll, spec.common_path(program) ? 4 : 2);
         // A fused value-and-gradient kernel holds loads and results for every unrolled element;
         // past 2 its registers cut occupancy (smooth L1 + d/dp on H200: unroll 2 3.67 ms, 8 5.18 ms).
         if (!program.derivatives.empty()) spec.unroll = std::min(spec.unroll, 2);
@@ -442,6 +445,11 @@ std::string KernelSpec::signature() const {
         same_every_row.empty() ? "" : fmt::format(", same every row [{}]", fmt::join(same_every_row, " "));
     return fmt::format("rows, rank {}, inner strides [{}]{}{}, vector {}, unroll {}, {} threads/block{}", rank,
                        fmt::join(inner_strides, " "), same_text, sums_text, vector_width, unroll, block_threads, knobs);
+}
+
+bool KernelSpec::common_path(const ir::Program& program) const {
+    return loop == Loop::Rows && compute == DType::float32 && !fast_math && program.derivatives.empty() &&
+           has_common_path(program);
 }
 
 bool KernelSpec::sums() const {

@@ -73,6 +73,9 @@ struct KernelSpec {
     };
     std::vector<int> summed;         // per derivative, a Summed; empty where none is summed
     bool sums() const;               // some derivative is summed: the kernel takes an lj::SumScratch
+    // The element gets a common path (emit.cpp, templates/rows.cuh): a float32 rows-loop kernel without
+    // gradients or fast math whose program calls log or xlogy (BuiltinInfo::cuda_common).
+    bool common_path(const ir::Program& program) const;
     // Element types. Empty lists mean all float32 (what a spec made by hand, in tests, gets).
     std::vector<DType> input_dtypes; // per read input (as inner_strides), then a map's upstream gradient
     DType result_dtype = DType::float32;  // a map's output, or a reduction's result

@@ -192,7 +192,14 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
         arg = cuda_as(n.args[static_cast<std::size_t>(i)], info.arg_types[static_cast<std::size_t>(i)]);
         if (!info.is_operator()) arg = without_outer_parens(arg);
     }
-    return fmt::format(fmt::runtime(info.cuda), args[0], args[1], args[2]);
+    const std::string_view pattern = common_paths_ && !info.cuda_common.empty() ? info.cuda_common : info.cuda;
+    return fmt::format(fmt::runtime(pattern), args[0], args[1], args[2]);
+}
+
+bool has_common_path(const ir::Program& program) {
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::Apply && !builtin_info(n.fn).cuda_common.empty()) return true;
+    return false;
 }
 
 }  // namespace lossjit

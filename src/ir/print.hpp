@@ -20,6 +20,9 @@ public:
 
     // Nodes printed as this name wherever they are an argument (shared terms, CUDA locals).
     void name(int id, std::string text) { names_[id] = std::move(text); }
+    // CUDA: print the builtins that have one with their common path (BuiltinInfo::cuda_common), which
+    // flags rare inputs in `rare_` instead of handling them (Element::common_path).
+    void use_common_paths() { common_paths_ = true; }
 
     // The node as an argument would print it: its name if it has one.
     std::string print(int id) const;
@@ -38,7 +41,11 @@ private:
     const ir::Program& program_;
     PrintStyle style_;
     std::map<int, std::string> names_;
+    bool common_paths_ = false;
 };
+
+// Whether the program calls a builtin that has a common path (BuiltinInfo::cuda_common).
+bool has_common_path(const ir::Program& program);
 
 // A number as the language spells it (shortest round trip; inf, -inf, nan).
 std::string number_text(double value);

@@ -84,10 +84,19 @@ constexpr std::string_view kMinHelper =
 constexpr std::string_view kLogHelper = templates::lj_log_cuh;
 // Division by a constant: ir/print.cpp prints lj_div_by (templates/lj_div.cuh) for it.
 constexpr std::string_view kDivHelper = templates::lj_div_cuh;
+// Its common path (lj_log_common) flags a rare y only where the log is used: x == 0 selects 0 for
+// any y but nan, so one-hot targets (xlogy(t, t), t mostly 0) stay on the common path.
 constexpr std::string_view kXlogyHelper =
     "template <class T> __device__ __forceinline__ T lj_xlogy(T x, T y) {\n"
     "    const T l = x * lj_log(y);\n"
     "    return x == T(0) && y == y ? T(0) : l;\n"
+    "}\n"
+    "template <class T> __device__ __forceinline__ T lj_xlogy_common(T x, T y, bool& rare) {\n"
+    "    const bool zero = x == T(0) && y == y;\n"
+    "    bool rare_y = false;\n"
+    "    const T l = x * lj_log_common(y, rare_y);\n"
+    "    rare |= rare_y & !zero;\n"
+    "    return zero ? T(0) : l;\n"
     "}\n";
 constexpr std::array<Builtin, 2> kNeedsLog{Builtin::Log, Builtin::Count_};
 
@@ -221,7 +230,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
      "e^x - 1, accurate near 0"},
     {Builtin::Log, "log", "", 0, L, 1, false, "f", F, "lj_log({0})", kLogHelper, kNoNeeds,
      [](double a, double, double) { return std::log(a); }, Trans, Gradient::Formula, {"g / x"},
-     "natural logarithm (nan below 0, -inf at 0)"},
+     "natural logarithm (nan below 0, -inf at 0)", "lj_log_common({0}, rare_)"},
     {Builtin::Log2, "log2", "", 0, L, 1, false, "f", F, "log2({0})", "", kNoNeeds,
      [](double a, double, double) { return std::log2(a); }, Trans, Gradient::Formula, {"g / (x * log(2))"},
      "base-2 logarithm"},
@@ -294,7 +303,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
          return a == 0.0 ? 0.0 : a * std::log(b);
      },
      Trans, Gradient::Formula, {"x == 0 && y <= 0 ? 0 : xlogy(g, y)", "g * x / y"},
-     "x * log(y), 0 where x == 0 (unless y is nan)"},
+     "x * log(y), 0 where x == 0 (unless y is nan)", "lj_xlogy_common({0}, {1}, rare_)"},
     {Builtin::Cosh, "cosh", "", 0, L, 1, false, "f", F, "cosh({0})", "", kNoNeeds,
      [](double a, double, double) { return std::cosh(a); }, Trans, Gradient::Formula, {"g * sinh(x)"},
      "hyperbolic cosine"},

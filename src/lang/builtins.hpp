@@ -10,7 +10,8 @@
 //     self (the result) and g (the adjoint), e.g. "g * (1 - self) * self"; or Gradient::None for
 //     piecewise-constant functions, Gradient::Refused where lossjit has no derivative, or
 //     Gradient::Rule for the few rules in ir/differentiate.cpp that depend on structure;
-//   - summary: one line for docs/language.md (a test checks every name appears there).
+//   - summary: one line for docs/language.md (a test checks every name appears there);
+//   - cuda_common: optional, a spelling without the helper's rare-input branch (see the field).
 // The table-driven tests (finite differences, NVRTC compiles, the reference, the docs) then cover
 // the new row; they need only its expected values.
 #pragma once
@@ -67,6 +68,11 @@ struct BuiltinInfo {
     Gradient gradient;
     std::array<std::string_view, 3> derivative;  // Gradient::Formula: d/d argument i, times g
     std::string_view summary;                    // one line for docs and `lossjit functions`
+    // The common path's CUDA spelling, for rows whose helper branches to rare inputs (log, xlogy):
+    // the same value on the common inputs, and any other input flagged in the element's `rare_`
+    // instead of handled (templates/rows.cuh evaluates a vector of elements this way, then again
+    // with `cuda` where one was flagged). "" where the row has none.
+    std::string_view cuda_common = {};
 
     bool is_operator() const { return !op.empty(); }
 };

@@ -452,6 +452,12 @@ struct SumSink {
 // ---- the rows loop --------------------------------------------------------------------------
 namespace lj {
 
+// F::kCommonPath: the element has a common_path (emit.cpp) whose logs skip their rare inputs and flag them.
+template <class F>
+__device__ constexpr auto has_common_path(int) -> decltype(F::kCommonPath) { return F::kCommonPath; }
+template <class F>
+__device__ constexpr bool has_common_path(long) { return false; }
+
 // Rows: every operand walks the innermost dimension with stride 1 (or 0: one value per row), so a
 // tile of the row is read with VW-wide loads and index arithmetic happens once per tile, not per
 // element. All UNROLL loads of a tile are issued before any arithmetic, to keep several in flight.
@@ -540,21 +546,35 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
             if (col < inner) {
-                typename F::Result r[VW];
+                T x[VW][S];
 #pragma unroll
                 for (int j = 0; j < VW; ++j) {
-                    T x[S];
 #pragma unroll
                     for (int k = 0; k < N; ++k) {
                         if constexpr (!kRaw) {
-                            x[k] = F::same_every_row(k) ? kept_v[u][k][j] : tile_v[u][k][j];
+                            x[j][k] = F::same_every_row(k) ? kept_v[u][k][j] : tile_v[u][k][j];
                         } else if (F::inner_stride(k) == 0) {
-                            x[k] = fixed[k];
+                            x[j][k] = fixed[k];
                         } else {
-                            x[k] = unpack<VW, T>(F::dtype(k), F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k], j);
+                            x[j][k] = unpack<VW, T>(F::dtype(k), F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k], j);
                         }
                     }
-                    r[j] = f(x);
+                }
+                typename F::Result r[VW];
+                if constexpr (has_common_path<F>(0)) {
+                    // The vector on the common path, and again in full if an input was rare (a log of
+                    // 0, of a negative, a subnormal, inf or nan): one flag test per vector rather than
+                    // a branch per log.
+                    bool rare = false;
+#pragma unroll
+                    for (int j = 0; j < VW; ++j) r[j] = f.common_path(x[j], rare);
+                    if (rare) {
+#pragma unroll
+                        for (int j = 0; j < VW; ++j) r[j] = f(x[j]);
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < VW; ++j) r[j] = f(x[j]);
                 }
                 sink.template put<VW>(r, col);
             }
