@@ -533,12 +533,15 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
     // resident grid that a reduction's partials are sized for.
     grid.blocks = static_cast<unsigned>(std::clamp<long long>(blocks, 1, spec.loop == KernelSpec::Loop::Columns ? resident : grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
-    if (spec.loop == KernelSpec::Loop::Rows && !spec.same_every_row.empty() && layout.dims.size() > 1) {
+    // The rows loop's tiles per row (templates/rows.cuh), for the grid's rounding and the sums' partials.
+    const long long inner = layout.dims.empty() ? 0 : layout.dims.back();
+    const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
+    const long long tiles_per_row = (inner + tile - 1) / tile;
+    if (spec.loop == KernelSpec::Loop::Rows && !spec.same_every_row.empty() && layout.dims.size() > 1 &&
+        tiles_per_row > 0) {
         // A grid of whole multiples of the tiles per row keeps each block to the same columns, so the
         // inputs that repeat every row are loaded once (rows.cuh); worth up to 1/16 of the blocks.
         // bfloat16 hinge, t [32768] against [32768, 32768], H100: 95.5% of the read roofline before.
-        const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
-        const long long tiles_per_row = (layout.dims.back() + tile - 1) / tile;
         const long long whole = grid.blocks - grid.blocks % tiles_per_row;
         if (whole > 0 && whole < grid.blocks && whole * 16 >= static_cast<long long>(grid.blocks) * 15)
             grid.blocks = static_cast<unsigned>(whole);
@@ -549,10 +552,7 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         // summed along rows and an arrival counter per row.
         const auto over_all = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::OverAll);
         const auto along_rows = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::AlongRows);
-        const long long inner = layout.dims.back();
         const long long rows = inner > 0 ? layout.count / inner : 0;
-        const long long tile = static_cast<long long>(spec.block_threads) * spec.unroll * spec.vector_width;
-        const long long tiles_per_row = (inner + tile - 1) / tile;
         // Gradients summed along rows: one element per `batch_rows` rows (1 for [N, 1]; N for
         // [1, C, 1, 1] against [N, C, H, W], walked as [C, N, H*W]).
         long long elements = 1;
