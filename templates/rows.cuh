@@ -69,6 +69,13 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
 
         T tile_v[kRaw ? 1 : UNROLL][S][VW];
         Raw<kRaw ? VW : 4> tile_raw[kRaw ? UNROLL : 1][S];
+        // Where operand k's values of unrolled step u live: kept across tiles if it repeats every row.
+        const auto values = [&](int u, int k) -> T (&)[VW] {
+            return F::same_every_row(k) ? kept_v[u][k] : tile_v[u][k];
+        };
+        const auto raw_values = [&](int u, int k) -> Raw<kRaw ? VW : 4>& {
+            return F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k];
+        };
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const long long col = col0 + ((long long)u * BLOCK + threadIdx.x) * VW;
@@ -77,10 +84,9 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
                 for (int k = 0; k < N; ++k) {
                     if (F::same_every_row(k) && held) continue;
                     if constexpr (kRaw) {
-                        auto& raw = F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k];
-                        if (F::inner_stride(k) != 0) load_raw<VW>(F::dtype(k), in.ptr[k], base[k] + col, raw);
+                        if (F::inner_stride(k) != 0) load_raw<VW>(F::dtype(k), in.ptr[k], base[k] + col, raw_values(u, k));
                     } else {
-                        auto& v = F::same_every_row(k) ? kept_v[u][k] : tile_v[u][k];
+                        auto& v = values(u, k);
                         if (F::inner_stride(k) == 0) {
 #pragma unroll
                             for (int j = 0; j < VW; ++j) v[j] = fixed[k];
@@ -101,11 +107,11 @@ __device__ __forceinline__ void for_rows(const Extents& e, const Inputs<F::kInpu
 #pragma unroll
                     for (int k = 0; k < N; ++k) {
                         if constexpr (!kRaw) {
-                            x[j][k] = F::same_every_row(k) ? kept_v[u][k][j] : tile_v[u][k][j];
+                            x[j][k] = values(u, k)[j];
                         } else if (F::inner_stride(k) == 0) {
                             x[j][k] = fixed[k];
                         } else {
-                            x[j][k] = unpack<VW, T>(F::dtype(k), F::same_every_row(k) ? kept_raw[u][k] : tile_raw[u][k], j);
+                            x[j][k] = unpack<VW, T>(F::dtype(k), raw_values(u, k), j);
                         }
                     }
                 }
