@@ -131,6 +131,7 @@ const NameSet& emitter_identifiers() {
         NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
                                 "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "lj_div_by", "double",
+                                "lj_div_by_param", "lj_div_reciprocal",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
                                 "__device__", "__forceinline__", "inner_stride", "same_every_row", "k", "return", "using",
@@ -194,7 +195,10 @@ NameSet user_identifiers(const ir::Program& program) {
         user.insert("in_" + name);
     }
     for (const auto& b : program.bindings) user.insert("b_" + b.name);
-    for (const auto& p : program.params) user.insert("param_" + p.name);
+    for (const auto& p : program.params) {
+        user.insert("param_" + p.name);
+        user.insert("rcp_param_" + p.name);  // its reciprocal, where it divides (ir/print.cpp)
+    }
     return user;
 }
 

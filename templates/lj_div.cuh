@@ -16,3 +16,16 @@ __device__ __forceinline__ float lj_div_by(float x, float c, float rc) {
     return ax == 0.0f ? q : x / c;
 }
 __device__ __forceinline__ double lj_div_by(double x, double c, double) { return x / c; }
+
+// For a c known only at launch (a parameter, as smooth L1's beta): rc = lj_div_reciprocal(c) is
+// computed once per thread (a member of the kernel's Element, ir/print.cpp: param_reciprocals), 1 / c
+// where lj_div_by may use it, else 0, and each element then takes lj_div_by or, for rc = 0, divides.
+__device__ __forceinline__ float lj_div_reciprocal(float c) {
+    const float ac = fabsf(c);
+    return ac >= 0x1p-40f && ac <= 0x1p40f ? 1.0f / c : 0.0f;
+}
+__device__ __forceinline__ double lj_div_reciprocal(double) { return 0.0; }
+__device__ __forceinline__ float lj_div_by_param(float x, float c, float rc) {
+    return rc != 0.0f ? lj_div_by(x, c, rc) : x / c;
+}
+__device__ __forceinline__ double lj_div_by_param(double x, double c, double) { return x / c; }

@@ -54,6 +54,8 @@ TEST_CASE("the expression printer") {
         {"x / y", "(x_ / y_)"},
         {"6 / x", "(6.0f / x_)"},
         {"x / 1e-30", "(x_ / 1e-30f)"},  // beyond 2^-40: the correction's range would not hold
+        {"param b = 2; x / b", "lj_div_by_param(x_, param_b, rcp_param_b)"},  // its range checked at launch
+        {"param b = 2; b / x", "(param_b / x_)"},
         {"x^2", "lj_square(x_)"},
         {"x^3", "lj_cube(x_)"},
         {"x^0.5", "sqrt(x_)"},
@@ -115,6 +117,24 @@ TEST_CASE("every example compiles to sm_90 CUBIN and to PTX") {
     const auto ptx = compile_cuda(emit_cuda(program, contiguous_spec(program)), "compute_90");
     CHECK_FALSE(ptx.is_cubin());
     CHECK(ptx.data.find(".entry lossjit_kernel") != std::string::npos);
+}
+
+TEST_CASE("a parameter that divides gets its reciprocal once per thread, in elementwise and row programs") {
+    const std::string member = "    Value rcp_param_beta = lj_div_reciprocal(param_beta);\n";
+    const std::pair<const char*, bool> table[] = {
+        {"param beta = 1; mean(abs(p - t) / beta)", true},
+        {"param beta = 1; mean(abs(p - t) * beta)", false},
+        {"param beta = 1; mean(beta / abs(p - t))", false},
+        {"param beta = 1; sum(logsumexp(p / beta + t, -1))", true},  // a row program (emit_rows.cpp)
+    };
+    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 256}),
+                                         TensorView::contiguous(nullptr, {64, 256})};
+    for (const auto& [text, divides] : table) {
+        CAPTURE(text);
+        const std::string source = compile(text).cuda_source(shapes);
+        CHECK((source.find(member) != std::string::npos) == divides);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
 }
 
 TEST_CASE("every builtin compiles, in every layout and kind") {
@@ -183,8 +203,8 @@ TEST_CASE("log and xlogy get a common path (rare inputs flagged, not branched to
 TEST_CASE("every dtype loads, stores and computes: NVRTC compiles each in each kernel kind") {
     // Loads and stores of each dtype (and a mix), as a reduction (its result in the inputs'
     // floating type), a map and a fused gradient, with vector and scalar accesses.
-    const auto reduction = checked("param k = 2; mean(x * y + k)");
-    const auto map = checked("param k = 2; x * y + k");
+    const auto reduction = checked("param k = 2; mean(x * y + k + x / k)");
+    const auto map = checked("param k = 2; x * y + k + y / k");
     const auto grad = differentiate(reduction, std::vector<int>{0, 1});
     const Shape shape{64, 256};
     const std::vector<OperandShape> shapes{{"x", shape, {}}, {"y", shape, {}}};

@@ -72,6 +72,31 @@ TEST_CASE("lj_div_by: the division's bits for a table of constants") {
     }
 }
 
+TEST_CASE("lj_div_by_param: the division's bits for any divisor, in lj_div_by's range or not") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // In range (rc is 1 / c), then out of it (rc is 0: every x divides).
+    const float divisors[] = {1.0f, 0.5f, -2.5f, 0x1.fffffep0f, 0x1p-40f, -0x1p40f,
+                              0.0f, -0.0f, inf, -inf, nan, std::numeric_limits<float>::denorm_min(),
+                              std::nextafter(0x1p-40f, 0.0f), std::nextafter(0x1p40f, inf), 1e30f, -1e-30f};
+    const float numerators[] = {0.0f, -0.0f, 1.0f, -3.0f, 0.75f, inf, -inf, nan, std::numeric_limits<float>::denorm_min(),
+                                std::numeric_limits<float>::max(), 0x1p-80f, 0x1p80f, 1e-40f, 3e38f};
+    for (float c : divisors) {
+        CAPTURE(c);
+        const float rc = lj_host::lj_div_reciprocal(c);
+        const bool in_range = std::fabs(c) >= 0x1p-40f && std::fabs(c) <= 0x1p40f;
+        CHECK(same(rc, in_range ? 1.0f / c : 0.0f));
+        for (float x : numerators) {
+            CAPTURE(x);
+            CHECK(same(lj_host::lj_div_by_param(x, c, rc), x / c));
+        }
+        for (std::uint64_t i = 0; i < (1ull << 32); i += 65521) {  // a prime stride over the bit patterns
+            const float x = bits_float(static_cast<std::uint32_t>(i));
+            if (!same(lj_host::lj_div_by_param(x, c, rc), x / c)) FAIL_CHECK("x = " << x);
+        }
+    }
+}
+
 TEST_CASE("lj_div_by: every float, c = 6 and c = 0x1.fffffep0" * doctest::skip(std::getenv("LOSSJIT_EXHAUSTIVE") == nullptr)) {
     const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
     CHECK(mismatches(6.0f, 1, threads) == 0);

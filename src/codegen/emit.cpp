@@ -145,6 +145,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     element += fmt::format("    __host__ __device__ static constexpr bool same_every_row(int k) {{ return {}; }}\n",
                            per_index(same, "false", "k"));
     for (const auto& p : program.params) element += fmt::format("    Value {};\n", cuda_param_name(p.name));
+    element += param_reciprocals(program);  // after every member the kernel initializes
     if (grads == 0) {
         element += "    using Result = Value;\n";
     } else {  // the value and d value / d input for each input differentiated, at one element

@@ -89,6 +89,7 @@ public:
         out += fmt::format("    static constexpr int kTotals = {};\n", std::max<std::size_t>(totals_.size(), 1));
         for (const auto& p : program_.params) out += fmt::format("    Value {};\n", cuda_param_name(p.name));
         for (const auto& p : program_.params) out += fmt::format("    double {}_f64;\n", cuda_param_name(p.name));
+        out += param_reciprocals(program_);  // after every member the kernel initializes
         out += final_function();
         if (!program_.derivatives.empty()) {
             std::vector<std::string> grad_dtypes;

@@ -244,6 +244,11 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     if (knobs.block_threads == 0 && spec.loop == Loop::Rows && !program.is_map() && !gradients &&
         spec.vector_width == 8)
         spec.block_threads = 512;
+    // A reduction with logs on their common path (KL) is bound by arithmetic on an H200; 512 threads
+    // (unroll 4, the same registers and occupancy, half the blocks) ran KL [16384, 16384] in
+    // 0.513-0.517 ms (90% of the read roofline) against 0.528-0.533 with 256 (docs/performance.md,
+    // issue 15, third round).
+    if (knobs.block_threads == 0 && !program.is_map() && spec.common_path(program)) spec.block_threads = 512;
     // The columns loop gives each thread vector_width columns of a strip; narrow rows would leave most
     // of a large block idle, so the block shrinks to the columns there are (in warps, at least 64).
     if (spec.loop == Loop::Columns) {

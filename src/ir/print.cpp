@@ -19,6 +19,7 @@ constexpr int kAtom = 100;  // names, numbers and calls: never parenthesised
 std::string cuda_input_name(const std::string& name) { return "x_" + name; }
 std::string cuda_binding_name(const std::string& name) { return "b_" + name; }
 std::string cuda_param_name(const std::string& name) { return "param_" + name; }
+std::string cuda_param_reciprocal_name(const std::string& name) { return "rcp_param_" + name; }
 
 std::string without_outer_parens(const std::string& text) {
     if (text.size() < 2 || text.front() != '(' || text.back() != ')') return text;
@@ -186,6 +187,12 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
             return "lj_div_by(" + without_outer_parens(print(n.args[0])) + ", " + float_literal(c) + ", " +
                    float_literal(1.0f / c) + ")";
     }
+    // By a parameter: the same with the reciprocal computed once per thread (param_reciprocals).
+    if (n.fn == Builtin::Div && style_ == PrintStyle::Cuda && program_.node(n.args[1]).kind == ir::NodeKind::Param) {
+        const auto& name = program_.params[static_cast<std::size_t>(program_.node(n.args[1]).slot)].name;
+        return "lj_div_by_param(" + without_outer_parens(print(n.args[0])) + ", " + cuda_param_name(name) + ", " +
+               cuda_param_reciprocal_name(name) + ")";
+    }
     std::array<std::string, 3> args;
     for (int i = 0; i < n.arity; ++i) {
         auto& arg = args[static_cast<std::size_t>(i)];
@@ -194,6 +201,20 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
     }
     const std::string_view pattern = common_paths_ && !info.cuda_common.empty() ? info.cuda_common : info.cuda;
     return fmt::format(fmt::runtime(pattern), args[0], args[1], args[2]);
+}
+
+std::string param_reciprocals(const ir::Program& program) {
+    std::vector<bool> divisor(program.params.size(), false);
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Div && program.node(n.args[1]).kind == ir::NodeKind::Param)
+            divisor[static_cast<std::size_t>(program.node(n.args[1]).slot)] = true;
+    std::string members;
+    for (std::size_t i = 0; i < divisor.size(); ++i) {
+        if (!divisor[i]) continue;
+        const auto& name = program.params[i].name;
+        members += fmt::format("    Value {} = lj_div_reciprocal({});\n", cuda_param_reciprocal_name(name), cuda_param_name(name));
+    }
+    return members;
 }
 
 bool has_common_path(const ir::Program& program) {

@@ -44,6 +44,10 @@ private:
     bool common_paths_ = false;
 };
 
+// The members a kernel's Element (or RowProgram) declares after its parameters, initialized from
+// them, for the CUDA printer's divisions by a parameter: `Value rcp_param_<name> = ...;`
+// per parameter that divides (templates/lj_div.cuh: lj_div_by_param). Empty where none does.
+std::string param_reciprocals(const ir::Program& program);
 // Whether the program calls a builtin that has a common path (BuiltinInfo::cuda_common).
 bool has_common_path(const ir::Program& program);
 
@@ -61,5 +65,6 @@ std::string without_outer_parens(const std::string& text);
 std::string cuda_input_name(const std::string& name);
 std::string cuda_binding_name(const std::string& name);
 std::string cuda_param_name(const std::string& name);
+std::string cuda_param_reciprocal_name(const std::string& name);  // rcp_param_<name>: see param_reciprocals
 
 }  // namespace lossjit
