@@ -144,7 +144,8 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK(describe(described) == "block 128, acc compensated, fast_math on");
     // The help names the ranges validate_knobs checks.
     REQUIRE(knob_help().size() == 7);
-    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs, 128 for "
+    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
+                                      "with logs (KL), 128 for "
           "maps, 1024 for small fused gradient kernels (512 when summing over rows)");
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
@@ -250,6 +251,11 @@ TEST_CASE("the default unroll of the five reference problems (16-byte accesses p
     CHECK_FALSE(choose(kl, layout, Knobs{.fast_math = true}).common_path(kl));
     CHECK(choose(kl, layout, {}).common_path(kl));
     CHECK(choose(two_exps, layout, {}).unroll == 2);
+    // With the common path 512 threads per block, unless asked otherwise; without it the usual 256.
+    CHECK(choose(kl, layout, {}).block_threads == 512);
+    CHECK(choose(kl, layout, Knobs{.block_threads = 128}).block_threads == 128);
+    CHECK(choose(kl, layout, Knobs{.fast_math = true}).block_threads == 256);
+    CHECK(choose(two_exps, layout, {}).block_threads == 256);
 }
 
 TEST_CASE("inputs that repeat every row are marked, and the grid keeps each block to its columns") {
