@@ -14,6 +14,14 @@ namespace {
 
 constexpr int kAtom = 100;  // names, numbers and calls: never parenthesised
 
+// The slot of the parameter that node `n` divides by, or -1 where it is not such a division: the
+// printer's lj_div_by_param and the members param_reciprocals declares for it.
+int divisor_param(const ir::Program& program, const ir::Node& n) {
+    if (n.kind != ir::NodeKind::Apply || n.fn != Builtin::Div) return -1;
+    const ir::Node& divisor = program.node(n.args[1]);
+    return divisor.kind == ir::NodeKind::Param ? divisor.slot : -1;
+}
+
 }  // namespace
 
 std::string cuda_input_name(const std::string& name) { return "x_" + name; }
@@ -188,8 +196,8 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
                    float_literal(1.0f / c) + ")";
     }
     // By a parameter: the same with the reciprocal computed once per thread (param_reciprocals).
-    if (n.fn == Builtin::Div && style_ == PrintStyle::Cuda && program_.node(n.args[1]).kind == ir::NodeKind::Param) {
-        const auto& name = program_.params[static_cast<std::size_t>(program_.node(n.args[1]).slot)].name;
+    if (const int slot = divisor_param(program_, n); slot >= 0 && style_ == PrintStyle::Cuda) {
+        const auto& name = program_.params[static_cast<std::size_t>(slot)].name;
         return "lj_div_by_param(" + without_outer_parens(print(n.args[0])) + ", " + cuda_param_name(name) + ", " +
                cuda_param_reciprocal_name(name) + ")";
     }
@@ -206,8 +214,7 @@ std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
 std::string param_reciprocals(const ir::Program& program) {
     std::vector<bool> divisor(program.params.size(), false);
     for (const auto& n : program.nodes)
-        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Div && program.node(n.args[1]).kind == ir::NodeKind::Param)
-            divisor[static_cast<std::size_t>(program.node(n.args[1]).slot)] = true;
+        if (const int slot = divisor_param(program, n); slot >= 0) divisor[static_cast<std::size_t>(slot)] = true;
     std::string members;
     for (std::size_t i = 0; i < divisor.size(); ++i) {
         if (!divisor[i]) continue;

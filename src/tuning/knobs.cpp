@@ -16,9 +16,9 @@ namespace {
 const std::vector<KnobHelp>& knobs() {
     static const std::vector<KnobHelp> table{
         {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256, 512 for reductions over "
-                              "16-bit inputs or with logs (KL), 128 for maps, 1024 for small fused gradient kernels (512 when summing "
-                              "over rows)", kWarpThreads, kWarpThreads,
-                              kMaxBlockThreads)},
+                              "16-bit inputs or with logs (KL), 128 for maps, 1024 for small fused gradient kernels "
+                              "(512 when summing over rows)",
+                              kWarpThreads, kWarpThreads, kMaxBlockThreads)},
         {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",
                               kMaxItemsPerThread)},
         {"unroll", fmt::format("tiles of vector loads per thread, [1, {}]; default per layout", kMaxUnroll)},
