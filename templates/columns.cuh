@@ -40,6 +40,12 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
             for (int g = 0; g < G; ++g)
 #pragma unroll
                 for (int j = 0; j < VW; ++j) sums[g][j] = 0.0;
+            // Operands that repeat every row (F::same_every_row: t [C] against p [N, C]) are loaded
+            // once per strip and kept in registers: UNROLL times fewer loads and registers for them.
+            T kept[S][VW];
+#pragma unroll
+            for (int k = 0; k < N; ++k)
+                if (F::same_every_row(k) && active) load_row<VW>(F::dtype(k), in.ptr[k], col, kept[k]);
             for (long long r = r0; active && r < r1; r += UNROLL) {
                 T v[UNROLL][S][VW];
                 long long grad_row[UNROLL];
@@ -56,6 +62,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                     grad_row[u] = offset<R - 1>(c, grads.strides);
 #pragma unroll
                     for (int k = 0; k < N; ++k) {
+                        if (F::same_every_row(k)) continue;
                         const long long base = offset<R - 1>(c, in.strides[k]);
                         if (F::inner_stride(k) == 0) {
                             const T x = load1<T>(F::dtype(k), in.ptr[k], base);
@@ -74,7 +81,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                     for (int j = 0; j < VW; ++j) {
                         T x[S];
 #pragma unroll
-                        for (int k = 0; k < N; ++k) x[k] = v[u][k][j];
+                        for (int k = 0; k < N; ++k) x[k] = F::same_every_row(k) ? kept[k][j] : v[u][k][j];
                         res[j] = f(x);
                     }
                     if (F::kReduces) {

@@ -660,6 +660,37 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         // Spelling out the default block gives the default kernel.
         CHECK(KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge), Knobs{.block_threads = 512}).signature() ==
               spec.signature());
+        // Registers for two blocks of 512 per SM (64 each: hinge's 100 would leave one).
+        CHECK(spec.min_blocks_per_sm == 2);
+        CHECK(spec.signature().find("registers for 2 blocks per SM") != std::string::npos);
+        CHECK(asked.min_blocks_per_sm == 1);
+        // The row operand t is kept across the rows of a strip.
+        CHECK(spec.same_every_row == std::vector<int>{0, 1});
+        // Chunks of rows such that every block walks as few rows as the grid allows: [32768, 32768]
+        // is 16 strips; 264 resident blocks take 33 chunks of each, two items a block (16 chunks would
+        // leave 8 blocks idle, 17 give some blocks two items of 1928 rows).
+        const Shape big{32768, 32768};
+        const auto lb = layout({{"p", big, {}}, {"t", {32768}, {}}}, big);
+        const auto sb = KernelSpec::choose(hinge, lb, KernelOperands::unplaced(hinge));
+        struct Chunking {
+            Occupancy occupancy;
+            int strip_blocks, chunks;
+            long long chunk_rows;
+            unsigned blocks;
+        };
+        for (const Chunking& c : {Chunking{{.fits_per_sm = 2, .multiprocessors = 132}, 16, 33, 993, 264},
+                                  Chunking{{.fits_per_sm = 1, .multiprocessors = 132}, 16, 33, 993, 132},
+                                  Chunking{{.fits_per_sm = 1, .multiprocessors = 128}, 16, 8, 4096, 128},
+                                  Chunking{{.fits_per_sm = 2, .multiprocessors = 1}, 2, 1, 32768, 2}}) {
+            CAPTURE(c.occupancy.multiprocessors);
+            CAPTURE(c.occupancy.fits_per_sm);
+            const LaunchGrid g = plan_grid(hinge, sb, lb, c.occupancy);
+            CHECK(g.strip_blocks == c.strip_blocks);
+            CHECK(g.chunks == c.chunks);
+            CHECK(g.chunk_rows == c.chunk_rows);
+            CHECK(g.blocks == c.blocks);
+            CHECK(g.sum_partials == static_cast<std::size_t>(c.chunks) * 32768);
+        }
         // Two logarithms keep their cap of 2 rows.
         const auto two_logs = program("mean(log(p) * t + log(1 - p) * (1 - t))", {0, 1});
         const auto lt = layout({{"p", wide, {}}, {"t", {4096}, {}}}, wide);
@@ -711,6 +742,8 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
             CHECK(spec.sums());
             CHECK(spec.accumulator == Accumulator::Float64);  // sums are float64, and so is the value then
             CHECK(spec.signature().find(fmt::format("summed [{} 0]", row.summed)) != std::string::npos);
+            // A small program: 1024 threads, 512 where it sums along rows.
+            CHECK(spec.block_threads == (row.summed == KernelSpec::AlongRows ? 512 : 1024));
         }
         // Whole rows per block where rows of several tiles are many enough for every block (32 each),
         // else tiles in turn; a row of one tile is the same either way.

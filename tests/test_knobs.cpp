@@ -146,7 +146,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     REQUIRE(knob_help().size() == 7);
     CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
                                       "with logs (KL), 128 for "
-          "maps, 1024 for small fused gradient kernels (512 when summing over rows)");
+          "maps, 1024 for small fused gradient kernels (512 when summing over or along rows)");
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 

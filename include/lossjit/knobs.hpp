@@ -40,7 +40,7 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 struct Knobs {
     int block_threads = 0;      // threads per block, a multiple of 32 in [32, 1024]; default 256 (maps: 128; reductions
                                 // over 16-bit inputs or with logs (KL): 512; small fused gradient programs: 1024, 512
-                                // when summing over rows; the columns loop narrows it to the columns there are)
+                                // when summing over or along rows; the columns loop narrows it to the columns there are)
     int unroll = 0;             // tiles per thread in the rows loop, [1, 64]; default chosen per layout
     int items_per_thread = 0;   // elements per thread per tile = unroll x vector width, [1, 64]; not with unroll
     int vector_width = 0;       // elements per access, 1, 4 or 8 (accesses of up to 16 bytes) where layout and alignment

@@ -287,6 +287,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"SUM_SINK", sum_sink},
         {"GRAD_SINK", grad_sink},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
+        {"MIN_BLOCKS", std::to_string(spec.min_blocks_per_sm)},
         {"ONE_BLOCK", spec.one_block ? "true" : "false"},
         {"ELEMENT", element},
         {"PARAMETERS", parameters},

@@ -164,7 +164,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     // against 3.052; 1024 threads by 4 rows spill on an H100 (5.67 ms).
     const bool small_program = automatic_block_threads(program) == 1024;
     if (over_rows) spec.loop = Loop::Columns;
-    if (spec.loop == Loop::Rows && inner > 0) {
+    if ((spec.loop == Loop::Rows || spec.loop == Loop::Columns) && inner > 0) {
         for (std::size_t k = 0; k < read.size(); ++k) {
             const auto& strides = layout.inputs[static_cast<std::size_t>(read[k])].strides;
             const bool same = spec.inner_strides[k] == 1 &&
@@ -176,6 +176,12 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
             spec.same_every_row.clear();
     }
     if (over_rows && small_program && knobs.block_threads == 0) spec.block_threads = 512;
+    // Sums along rows (an input [N, 1]) in a reduction: 512 threads too, the same 64 registers and
+    // occupancy as 1024 with half the threads waiting at each row's barrier. Squared hinge + d/dp,
+    // d/dt [32768, 32768], t [32768, 1], H200: 2.198-2.200 ms against 2.275 (docs/performance.md,
+    // issue 15, fourth round).
+    const bool along_rows = std::count(spec.summed.begin(), spec.summed.end(), AlongRows) > 0;
+    if (along_rows && !program.is_map() && small_program && knobs.block_threads == 0) spec.block_threads = 512;
     const bool columns_by_4 = over_rows && small_program && spec.block_threads == 512;
     if (any_summed && spec.accumulator != Accumulator::Float64) {
         spec.notes.push_back("gradients summed over a broadcast accumulate in float64, and so does the value");
@@ -312,6 +318,10 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                static_cast<std::int64_t>(spec.block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
     }
+    // The columns loop with a small gradient program: registers for 1024 threads per SM (64 each), so
+    // twice the loads are in flight. Hinge + d/dp, d/dt at 512 threads by 4 rows took 100 registers,
+    // one block per SM; capped, 64 without spilling.
+    if (spec.loop == Loop::Columns && small_program) spec.min_blocks_per_sm = std::max(1, 1024 / spec.block_threads);
     spec.one_block = !program.is_map() && spec.loop == Loop::Rows && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
@@ -422,6 +432,7 @@ std::string KernelSpec::signature() const {
     if (accumulator == Accumulator::CompensatedFloat32) knobs += ", compensated float32 accumulator";
     if (fast_math) knobs += ", fast math";
     if (tuned) knobs += ", tuned";
+    if (min_blocks_per_sm > 1) knobs += fmt::format(", registers for {} blocks per SM", min_blocks_per_sm);
     if (one_block) knobs += ", one block";
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
     auto named = [](std::span<const DType> dtypes) {
@@ -441,13 +452,13 @@ std::string KernelSpec::signature() const {
     if (loop == Loop::ByRow)
         return fmt::format("by row, rank {}, {} threads per row, inner strides [{}], vector {}, unroll {}, {} threads/block{}",
                            rank, team, fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
-    if (loop == Loop::Columns)
-        return fmt::format("columns, rank {}, inner strides [{}], summed [{}], vector {}, unroll {}, {} threads/block{}",
-                           rank, fmt::join(inner_strides, " "), fmt::join(summed, " "), vector_width, unroll,
-                           block_threads, knobs);
-    const std::string sums_text = summed.empty() ? "" : fmt::format(", summed [{}]", fmt::join(summed, " "));
     const std::string same_text =
         same_every_row.empty() ? "" : fmt::format(", same every row [{}]", fmt::join(same_every_row, " "));
+    if (loop == Loop::Columns)
+        return fmt::format("columns, rank {}, inner strides [{}]{}, summed [{}], vector {}, unroll {}, {} threads/block{}",
+                           rank, fmt::join(inner_strides, " "), same_text, fmt::join(summed, " "), vector_width, unroll,
+                           block_threads, knobs);
+    const std::string sums_text = summed.empty() ? "" : fmt::format(", summed [{}]", fmt::join(summed, " "));
     return fmt::format("rows, rank {}, inner strides [{}]{}{}, vector {}, unroll {}, {} threads/block{}", rank,
                        fmt::join(inner_strides, " "), same_text, sums_text, vector_width, unroll, block_threads, knobs);
 }
@@ -490,8 +501,10 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
     LaunchGrid grid;
     long long blocks = 1;
     if (spec.loop == KernelSpec::Loop::Columns) {
-        // Chunks of rows times column strips, about one resident grid: enough blocks to fill the
-        // GPU, few enough that the partial sums stay small (chunks x columns doubles).
+        // Chunks of rows times column strips, taken in turn by a resident grid. The chunk count is
+        // the one (from enough items for every block to eight times that) whose busiest block walks
+        // the fewest rows, the fewer chunks on a tie (partial sums: chunks x columns doubles). Enough
+        // items alone left 8 of 264 blocks idle: hinge [32768, 32768], 16 strips, 16 chunks.
         // The rows come in batches where the summed input holds one row per batch ([N, 1, C] against
         // [N, M, C]: N batches of M rows); chunks never straddle two batches.
         const long long inner = layout.dims.back();
@@ -504,7 +517,17 @@ LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const L
         const long long strips = (inner + strip - 1) / strip;
         const long long limit = resident;
         const long long strip_blocks = std::max(1LL, std::min(strips, limit));
-        const long long per_batch = std::max(1LL, limit / strip_blocks / std::max(1LL, batches));  // chunks per batch
+        const long long fill = std::max(1LL, (limit + strip_blocks * std::max(1LL, batches) - 1) /
+                                                 (strip_blocks * std::max(1LL, batches)));  // chunks per batch
+        long long per_batch = fill, busiest = std::numeric_limits<long long>::max();
+        for (long long p = fill; p <= 8 * fill && p <= std::max(1LL, batch_rows); ++p) {
+            const long long items = p * strip_blocks * std::max(1LL, batches);
+            const long long rows_of_busiest = (items + limit - 1) / limit * ((batch_rows + p - 1) / p);
+            if (rows_of_busiest < busiest) {
+                busiest = rows_of_busiest;
+                per_batch = p;
+            }
+        }
         const long long chunk_rows = std::max(1LL, (batch_rows + per_batch - 1) / per_batch);
         const long long chunks = std::max(1LL, (batch_rows + chunk_rows - 1) / chunk_rows);
         const auto summed = std::count(spec.summed.begin(), spec.summed.end(), KernelSpec::OverRows);

@@ -59,11 +59,15 @@ struct KernelSpec {
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row);
                                      // ByRow: 0 one value per row (an index, or extent 1 along the row), else 1
-    // Rows: per read input, 1 where every row reads the same values (contiguous, outer strides all 0:
-    // t [C] against p [N, C]); the rows loop then loads them once per block where the grid keeps each
-    // block to the same columns (plan_grid). Empty where no input repeats.
+    // Rows, Columns: per read input, 1 where every row reads the same values (contiguous, outer strides
+    // all 0: t [C] against p [N, C]); the rows loop then loads them once per block where the grid keeps
+    // each block to the same columns (plan_grid), the columns loop once per strip. Empty where no input
+    // repeats.
     std::vector<int> same_every_row;
     int team = 32;                   // ByRow: threads per row, a warp (32) or the block (block_threads)
+    // Columns: __launch_bounds__'s second argument, the blocks per SM the registers must allow (1: no
+    // demand beyond one block).
+    int min_blocks_per_sm = 1;
     // How a derivative is summed where its input is broadcast (templates/prelude.cuh: lj::Summed).
     enum Summed : int {
         NotSummed = 0,    // the input has the full shape: one gradient element per element
