@@ -2,7 +2,7 @@
 // same file the kernels get, checked bit for bit against IEEE division: a table of constants over
 // every 257th bit pattern and the edges, and (LOSSJIT_EXHAUSTIVE=1) every float for c = 6 and for
 // a constant whose significand is all ones. Which divisions call it: the printer's table in
-// tests/test_emit.cpp.
+// tests/test_emit.cpp, and here, that the printer's range for a constant is lj_div_reciprocal's.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +12,10 @@
 #include <limits>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "pipeline.hpp"
 
 namespace lj_host {
 inline float fabsf(float x) { return std::fabs(x); }
@@ -69,6 +73,22 @@ TEST_CASE("lj_div_by: the division's bits for a table of constants") {
             CHECK(same(lj_host::lj_div_by(x, c, 1.0f / c), x / c));
         }
         CHECK(mismatches(c, 257, 2) == 0);
+    }
+}
+
+TEST_CASE("the printer takes lj_div_by for a constant exactly where lj_div_reciprocal would for a parameter") {
+    // lj_div_by's range [2^-40, 2^40] is written twice: in the printer's test of a constant divisor
+    // (ir/print.cpp) and in lj_div_reciprocal (templates/lj_div.cuh). They must agree.
+    const float inf = std::numeric_limits<float>::infinity();
+    const float divisors[] = {6.0f, -6.0f, 0x1p-40f, -0x1p-40f, std::nextafter(0x1p-40f, 0.0f), 0x1p40f, -0x1p40f,
+                              std::nextafter(0x1p40f, inf), 1e-45f, 1e30f, 1e-30f, 0.0f, inf};
+    for (float c : divisors) {
+        CAPTURE(c);
+        const std::string text = fmt::format("x / {:.9g}", c);  // 9 digits: the same float back
+        const auto program = lossjit::check(lossjit::parse(text, "expr"), {});
+        const std::string printed = lossjit::print_expression(program, program.body);
+        CAPTURE(printed);
+        CHECK((printed.rfind("lj_div_by(", 0) == 0) == (lj_host::lj_div_reciprocal(c) != 0.0f));
     }
 }
 
