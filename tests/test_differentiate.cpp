@@ -664,6 +664,11 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
         CHECK(spec.min_blocks_per_sm == 2);
         CHECK(spec.signature().find("registers for 2 blocks per SM") != std::string::npos);
         CHECK(asked.min_blocks_per_sm == 1);
+        // Not for other types, which would spill under the cap.
+        for (DType dtype : {DType::bfloat16, DType::float16, DType::float64}) {
+            CAPTURE(dtype);
+            CHECK(KernelSpec::choose(hinge, l, KernelOperands::unplaced(hinge, dtype)).min_blocks_per_sm == 1);
+        }
         // The row operand t is kept across the rows of a strip.
         CHECK(spec.same_every_row == std::vector<int>{0, 1});
         // Chunks of rows such that every block walks as few rows as the grid allows: [32768, 32768]

@@ -318,10 +318,16 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                static_cast<std::int64_t>(spec.block_threads) * spec.vector_width * (spec.unroll / 2) >= layout.dims[inner])
             spec.unroll /= 2;
     }
-    // The columns loop with a small gradient program: registers for 1024 threads per SM (64 each), so
-    // twice the loads are in flight. Hinge + d/dp, d/dt at 512 threads by 4 rows took 100 registers,
-    // one block per SM; capped, 64 without spilling.
-    if (spec.loop == Loop::Columns && small_program) spec.min_blocks_per_sm = std::max(1, 1024 / spec.block_threads);
+    // The columns loop with a small float32 gradient program: registers for 1024 threads per SM (64
+    // each), so twice the loads are in flight. Hinge + d/dp, d/dt at 512 threads by 4 rows took 100
+    // registers, one block per SM; capped, 64 without spilling. Other input types spill under the cap
+    // (float64 100 bytes, bfloat16 24) and keep their registers.
+    const auto float32 = [](DType d) { return d == DType::float32; };
+    const bool all_float32 = spec.compute == DType::float32 &&
+                             std::all_of(spec.input_dtypes.begin(), spec.input_dtypes.end(), float32) &&
+                             std::all_of(spec.grad_dtypes.begin(), spec.grad_dtypes.end(), float32);
+    if (spec.loop == Loop::Columns && small_program && all_float32)
+        spec.min_blocks_per_sm = std::max(1, 1024 / spec.block_threads);
     spec.one_block = !program.is_map() && spec.loop == Loop::Rows && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
