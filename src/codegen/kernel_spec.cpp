@@ -176,10 +176,10 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
             spec.same_every_row.clear();
     }
     if (over_rows && small_program && knobs.block_threads == 0) spec.block_threads = 512;
-    // Sums along rows (an input [N, 1]) in a reduction: 512 threads too, the same 64 registers and
-    // occupancy as 1024 with half the threads waiting at each row's barrier. Squared hinge + d/dp,
-    // d/dt [32768, 32768], t [32768, 1], H200: 2.198-2.200 ms against 2.275 (docs/performance.md,
-    // issue 15, fourth round).
+    // Sums along rows (an input [N, 1]) in a reduction: 512 threads too (two blocks of 64 registers
+    // per SM where 1024 threads made one). Squared hinge + d/dp, d/dt [32768, 32768], t [32768, 1]:
+    // H200 2.189-2.200 ms against 2.270-2.275, H100 3.020 against 2.988 (docs/performance.md, issue
+    // 15, fourth round).
     const bool along_rows = std::count(spec.summed.begin(), spec.summed.end(), AlongRows) > 0;
     if (along_rows && !program.is_map() && small_program && knobs.block_threads == 0) spec.block_threads = 512;
     const bool columns_by_4 = over_rows && small_program && spec.block_threads == 512;
