@@ -3,7 +3,7 @@
 {{PRELUDE}}
 {{ELEMENT}}
 
-extern "C" __global__ void __launch_bounds__({{BLOCK_THREADS}})
+extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
 lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
     const lj::Output out)
 {

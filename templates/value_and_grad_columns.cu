@@ -4,7 +4,7 @@
 {{PRELUDE}}
 {{ELEMENT}}
 
-extern "C" __global__ void __launch_bounds__({{BLOCK_THREADS}}, {{MIN_BLOCKS}})
+extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
 lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
     const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads, const lj::SumScratch scratch)
 {

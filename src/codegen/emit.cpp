@@ -90,6 +90,11 @@ std::string per_index(std::span<const std::string> values, const std::string& fa
     return text;
 }
 
+std::string launch_bounds(const KernelSpec& spec) {
+    if (spec.min_blocks_per_sm <= 1) return std::to_string(spec.block_threads);
+    return fmt::format("{}, {}", spec.block_threads, spec.min_blocks_per_sm);
+}
+
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     if (program.by_rows()) return emit_rows_cuda(program, spec);
     const auto slots = read_inputs(program);
@@ -287,7 +292,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"SUM_SINK", sum_sink},
         {"GRAD_SINK", grad_sink},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
-        {"MIN_BLOCKS", std::to_string(spec.min_blocks_per_sm)},
+        {"LAUNCH_BOUNDS", launch_bounds(spec)},
         {"ONE_BLOCK", spec.one_block ? "true" : "false"},
         {"ELEMENT", element},
         {"PARAMETERS", parameters},

@@ -26,8 +26,12 @@ std::string_view kernel_dtype(DType dtype);
 // unroll, k is a constant and the chain folds.
 std::string per_index(std::span<const std::string> values, const std::string& fallback, const char* k);
 
-// The kernel for a program that reduces along rows (emit_rows.cpp); emit_cuda calls it.
 struct KernelSpec;
+// __launch_bounds__'s arguments for every template ({{LAUNCH_BOUNDS}}): the block's threads, and
+// the blocks per SM its registers must allow where the spec asks for more than one.
+std::string launch_bounds(const KernelSpec& spec);
+
+// The kernel for a program that reduces along rows (emit_rows.cpp); emit_cuda calls it.
 std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit

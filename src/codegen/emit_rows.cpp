@@ -495,6 +495,7 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"PRELUDE", prelude},
         {"PROGRAM", emitter.row_program()},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
+        {"LAUNCH_BOUNDS", launch_bounds(spec)},
         {"TEAM", std::to_string(spec.team)},
         {"RANK", std::to_string(spec.rank)},
         {"VECTOR", std::to_string(spec.vector_width)},

@@ -65,8 +65,8 @@ struct KernelSpec {
     // repeats.
     std::vector<int> same_every_row;
     int team = 32;                   // ByRow: threads per row, a warp (32) or the block (block_threads)
-    // Columns: __launch_bounds__'s second argument, the blocks per SM the registers must allow (1: no
-    // demand beyond one block).
+    // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
+    // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
     int min_blocks_per_sm = 1;
     // How a derivative is summed where its input is broadcast (templates/prelude.cuh: lj::Summed).
     enum Summed : int {
