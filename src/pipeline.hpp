@@ -63,9 +63,13 @@ std::vector<int> gradient_slots(const ir::Program& program, std::span<const std:
 // `derivatives` holding, per slot of `wrt` (in that order), the node for d body / d input at one
 // element. Value and derivatives share one node list, in order (arguments before users), so an
 // evaluator walks it once. Conventions at non-smooth points follow PyTorch's autograd
-// (docs/language.md, "Gradients"). The loss's gradient is this times gradient_scale() and the
-// upstream gradient; for a broadcast input, summed over the dimensions it is broadcast along.
-ir::Program differentiate(const ir::Program& program, std::span<const int> wrt);
+// (docs/language.md, "Gradients"); `where` passes nothing from the side it did not select, not even
+// a nan. The loss's gradient is this times gradient_scale() and the upstream gradient; for a
+// broadcast input, summed over the dimensions it is broadcast along.
+// `per_row_inputs`: which inputs hold one value per row in the layout the gradient is for
+// (per_row_inputs(program, layout); indices count whatever it says). A program that reduces along
+// rows has different derivatives for a [N, 1] input and a [N, C] one; the others ignore it.
+ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs);
 
 // Apply nodes that the nodes reachable from `roots` use more than once (a root counts as a use),
 // in node order: what a printer or emitter names once (a local) and reuses instead of repeating.
@@ -99,6 +103,7 @@ struct OperandShape {
 
 struct OperandAccess {
     bool contiguous = true;  // element i lives at offset i: no index arithmetic at all
+    bool per_row = false;    // by-rows layouts: one value per row (extent 1 along the row, by shape)
     std::int64_t elements = 0;  // of the operand's own shape (less than Layout::count: broadcast)
     std::array<std::int64_t, kMaxRank> strides{};  // per collapsed dim; 0 where broadcast
 };
@@ -159,8 +164,9 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
 // A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
 
-// Which inputs hold one value per row in this layout: indices, and inputs of extent 1 (stride 0)
-// along the last dimension.
+// Which inputs hold one value per row in this layout: indices, and inputs of extent 1 along the
+// last dimension (by shape: an expanded view with stride 0 along the row is still per element),
+// every input where the rows are one element long. Empty for a layout that is not by rows.
 std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout);
 // Which nodes hold one value per row: row reductions, takes, and what is computed from them, from
 // per-row inputs and from constants alone. (Totals and constants count as per row: one value.)

@@ -16,8 +16,6 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
     constexpr int G = F::kGrads;
     constexpr long long kStrip = (long long)BLOCK * VW;
     __shared__ bool is_last;
-    const double scale64 = grads.total_scale();
-    const T scale = (T)scale64;
     const long long inner = e.dims[R - 1];
     const long long strips = (inner + kStrip - 1) / kStrip;
     const long long batches = s.batch_rows > 0 && inner > 0 ? e.count / inner / s.batch_rows : 1;
@@ -99,10 +97,10 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
 #pragma unroll
                             for (int j = 0; j < VW; ++j) sums[g][j] += (double)res[j].grad[g];
                         } else {
-                            T scaled[VW];
+                            T grad[VW];
 #pragma unroll
-                            for (int j = 0; j < VW; ++j) scaled[j] = scale * res[j].grad[g];
-                            store_row<VW>(F::grad_dtype(g), grads.ptr[g], grad_row[u] + col, scaled);
+                            for (int j = 0; j < VW; ++j) grad[j] = res[j].grad[g];
+                            store_row<VW>(F::grad_dtype(g), grads.ptr[g], grad_row[u] + col, grad);
                         }
                     }
                 }
@@ -136,7 +134,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                             const long long first = batch * s.chunks;
                             for (long long c = first; c < first + s.chunks; ++c)
                                 total += __ldcg(s.partials + ((long long)summed * all_chunks + c) * inner + col + j);
-                            store1<double>(F::grad_dtype(g), grads.ptr[g], batch * inner + col + j, total * scale64);
+                            store1<double>(F::grad_dtype(g), grads.ptr[g], batch * inner + col + j, total);
                         }
                     }
                     ++summed;

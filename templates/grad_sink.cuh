@@ -1,8 +1,8 @@
 // ---- the fused gradient kernel's sink: the sum, and each gradient stored --------------------
 namespace lj {
 
-// A reduction that also writes d value / d input for each of F's gradients, scaled, in the
-// gradient's type (F::grad_dtype): where each element lives, or summed where the input is broadcast
+// A reduction that also writes d value / d input for each of F's gradients (each already scaled:
+// the derivatives start from the element's seed_, upstream / divisor), in the gradient's type (F::grad_dtype): where each element lives, or summed where the input is broadcast
 // (F::summed(g)). kSummedAlongRows (an input of one value per row, [N, 1], or per batch of
 // sums.batch_rows rows): each tile's derivatives are added by the block; an element of one tile
 // stores its sum at once, a larger one leaves one partial per tile and the last of its tiles to
@@ -23,14 +23,13 @@ struct GradSink {
     static constexpr bool kOverAll = summed_count(kSummedOverAll) > 0;
     Grads<G> grads;
     SumScratch sums;
-    T scale;
     double acc = 0.0;
     long long row = 0;
     double tile_sum[G];  // kSummedAlongRows: this thread's share of the run (a tile, or a whole row)
     double all_sum[G];   // kSummedOverAll: this thread's share of everything
     int parity = 0;      // kSummedAlongRows: which of end_tile's two buffers this run writes
     __device__ __forceinline__ explicit GradSink(const Grads<G>& g, const SumScratch& s = SumScratch{})
-        : grads(g), sums(s), scale((T)g.total_scale()) {
+        : grads(g), sums(s) {
 #pragma unroll
         for (int k = 0; k < G; ++k) tile_sum[k] = all_sum[k] = 0.0;
     }
@@ -66,10 +65,10 @@ struct GradSink {
                 else all_sum[g] += s;
                 continue;
             }
-            T scaled[VW];
+            T grad[VW];
 #pragma unroll
-            for (int j = 0; j < VW; ++j) scaled[j] = scale * r[j].grad[g];
-            store_row<VW>(F::grad_dtype(g), grads.ptr[g], row + col, scaled);
+            for (int j = 0; j < VW; ++j) grad[j] = r[j].grad[g];
+            store_row<VW>(F::grad_dtype(g), grads.ptr[g], row + col, grad);
         }
     }
     template <int R, class Result>
@@ -77,7 +76,7 @@ struct GradSink {
         acc += (double)r.value;
         const long long o = offset<R>(c, grads.strides);
 #pragma unroll
-        for (int g = 0; g < G; ++g) store1<T>(F::grad_dtype(g), grads.ptr[g], o, scale * r.grad[g]);
+        for (int g = 0; g < G; ++g) store1<T>(F::grad_dtype(g), grads.ptr[g], o, r.grad[g]);
     }
 
     // By every thread: the block's sums of `of` for the gradients summed `how` (valid in thread 0).
@@ -135,14 +134,13 @@ struct GradSink {
             for (int i = 0; i < kSummed; ++i) {
                 sum[i] = warp_sum(lane < kWarps ? warp_sums[buffer][i][lane] : 0.0);  // valid in lane 0
             }
-            const double scale64 = grads.total_scale();
             const long long element = row_index / sums.batch_rows;
             // Runs per element (rows or tiles), from element * per_element on; this run's index.
             const long long per_element = whole ? sums.batch_rows : sums.batch_rows * tiles_per_row;
             const long long runs = whole ? tiles / tiles_per_row : tiles;
             const long long this_run = whole ? row_index : tile;
             if (per_element == 1) {
-                if (lane == 0) store_along_rows(element, sum, scale64);
+                if (lane == 0) store_along_rows(element, sum);
                 return;
             }
             // The partials after those of the gradients summed over everything.
@@ -167,19 +165,19 @@ struct GradSink {
                 sum[i] = total;
             }
             if (lane == 0) {
-                store_along_rows(element, sum, scale64);
+                store_along_rows(element, sum);
                 sums.arrivals[1 + element] = 0u;
             }
         }
     }
 
-    // Lane 0 of the first warp: the sums of the gradients summed along rows, scaled, at `element`.
+    // Lane 0 of the first warp: the sums of the gradients summed along rows, at `element`.
     template <int N>
-    __device__ __forceinline__ void store_along_rows(long long element, const double (&sum)[N], double scale64) const {
+    __device__ __forceinline__ void store_along_rows(long long element, const double (&sum)[N]) const {
         int i = 0;
 #pragma unroll
         for (int g = 0; g < G; ++g)
-            if (F::summed(g) == kSummedAlongRows) store1<double>(F::grad_dtype(g), grads.ptr[g], element, sum[i++] * scale64);
+            if (F::summed(g) == kSummedAlongRows) store1<double>(F::grad_dtype(g), grads.ptr[g], element, sum[i++]);
     }
 
     // After the loop, by every thread: the gradients summed over everything.
@@ -190,13 +188,12 @@ struct GradSink {
             __shared__ bool is_last;
             double block_total[G];
             block_sums<BLOCK>(kSummedOverAll, all_sum, block_total, scratch);
-            const double scale64 = grads.total_scale();
             if (gridDim.x == 1) {
                 if (threadIdx.x == 0) {
 #pragma unroll
                     for (int g = 0; g < G; ++g)
                         if (F::summed(g) == kSummedOverAll)
-                            store1<double>(F::grad_dtype(g), grads.ptr[g], 0, block_total[g] * scale64);
+                            store1<double>(F::grad_dtype(g), grads.ptr[g], 0, block_total[g]);
                 }
                 return;
             }
@@ -219,7 +216,7 @@ struct GradSink {
                 double total = 0.0;
                 for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(p + b);
                 total = warp_sum(total);
-                if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], 0, total * scale64);
+                if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], 0, total);
             }
             if (threadIdx.x == 0) *sums.arrivals = 0u;
         }

@@ -28,7 +28,7 @@ struct BuiltinDomain {
 };
 inline BuiltinDomain builtin_domain(const lossjit::BuiltinInfo& row) {
     static const std::map<std::string_view, BuiltinDomain> domains{
-        {"/", {-3, 3, 0.5, 3}}, {"%", {-5, 5, 0.5, 2}}, {"^", {0.2, 3, -2, 2}}, {"sqrt", {0.1, 4, 0, 1}},
+        {"/", {-3, 3, 0.5, 3}}, {"%", {-5, 5, 0.5, 2}}, {"floordiv", {-5, 5, 0.5, 2}}, {"^", {0.2, 3, -2, 2}}, {"sqrt", {0.1, 4, 0, 1}},
         {"rsqrt", {0.1, 4, 0, 1}}, {"log", {0.1, 5, 0, 1}}, {"log2", {0.1, 5, 0, 1}}, {"log10", {0.1, 5, 0, 1}},
         {"log1p", {-0.9, 5, 0, 1}}, {"tan", {-1.2, 1.2, 0, 1}}, {"sigmoid", {-6, 6, 0, 1}},
         {"softplus", {-30, 30, 0, 1}}, {"clamp", {-3, 3, -2, 2}}, {"xlogy", {-3, 3, 0.1, 4}},

@@ -9,6 +9,7 @@
 #include <map>
 #include <limits>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -53,6 +54,7 @@ std::vector<double> evaluate(const ir::Program& p, const std::vector<double>& in
             case ir::NodeKind::Input: v[id] = inputs[static_cast<std::size_t>(n.slot)]; break;
             case ir::NodeKind::Param: v[id] = p.params[static_cast<std::size_t>(n.slot)].default_value; break;
             case ir::NodeKind::Binding: v[id] = v[static_cast<std::size_t>(p.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
+            case ir::NodeKind::Seed: v[id] = 1.0; break;  // an upstream gradient of 1 for this one element
             case ir::NodeKind::Apply: {
                 auto arg = [&](int i) { return i < n.arity ? v[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])] : 0.0; };
                 v[id] = apply_builtin(n.fn, arg(0), arg(1), arg(2));
@@ -165,7 +167,7 @@ TEST_CASE("every operator and function matches central differences away from its
         const std::string text = row.text;
         CAPTURE(text);
         const auto program = checked(text);
-        const auto grad = differentiate(program, all_slots(program));
+        const auto grad = differentiate(program, all_slots(program), {});
         REQUIRE(grad.derivatives.size() == 3);
         CHECK(same(body_at(grad, {0.7, -0.3, 1.9}), body_at(program, {0.7, -0.3, 1.9})));  // the value is untouched
         int tested = 0;
@@ -261,7 +263,7 @@ TEST_CASE("non-smooth points follow PyTorch's autograd") {
         CAPTURE(text);
         CAPTURE(why);
         const auto program = checked(row.text);
-        const auto grad = differentiate(program, all_slots(program));
+        const auto grad = differentiate(program, all_slots(program), {});
         const auto values = evaluate(grad, {row.x, row.y, row.z});
         const double expected[3] = {row.dx, row.dy, row.dz};
         for (int k = 0; k < 3; ++k) {
@@ -444,20 +446,20 @@ TEST_CASE("simplification rewrites only what is exact in IEEE arithmetic") {
 }
 
 TEST_CASE("derivatives share subexpressions: no repeated node") {
-    const auto grad = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1});
+    const auto grad = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1}, {});
     int differences = 0;
     for (const auto& n : grad.nodes) differences += n.kind == ir::NodeKind::Apply && n.fn == Builtin::Sub;
     CHECK(differences == 1);
     const ir::Node& dt = grad.node(grad.derivatives[1].node);
     CHECK(dt.fn == Builtin::Neg);
     CHECK(dt.args[0] == grad.derivatives[0].node);  // d/dt is -(d/dp), not a second 2 * (p - t)
-    CHECK(print_expression(grad, grad.derivatives[0].node).find("2.0f * (x_p - x_t)") != std::string::npos);
+    CHECK(print_expression(grad, grad.derivatives[0].node) == "(seed_ * (2.0f * (x_p - x_t)))");
 
     // Every node at most once, across value and derivatives.
     for (const char* text : {"mean(max(0, 1 - p*t))", "param beta = 1; d = abs(p - t); mean(d < beta ? 0.5 * d^2 / beta : d - 0.5 * beta)",
                              "batchmean(xlogy(t, t) - t * log(p))", "sigmoid(p * t) * tanh(p * t) + exp(p * t)"}) {
         CAPTURE(std::string(text));
-        const auto g = differentiate(checked(text, {"p", "t"}), std::vector<int>{0, 1});
+        const auto g = differentiate(checked(text, {"p", "t"}), std::vector<int>{0, 1}, {});
         for (std::size_t i = 0; i < g.nodes.size(); ++i)
             for (std::size_t j = 0; j < i; ++j) {
                 const auto& a = g.nodes[i];
@@ -469,24 +471,30 @@ TEST_CASE("derivatives share subexpressions: no repeated node") {
         for (std::size_t i = 0; i < g.nodes.size(); ++i)  // arguments before users
             for (int a = 0; a < g.nodes[i].arity; ++a) CHECK(g.nodes[i].args[static_cast<std::size_t>(a)] < static_cast<int>(i));
     }
-    // exp's derivative is its own value: the node the body computes.
-    const auto e = differentiate(checked("sum(exp(x))", {"x"}), std::vector<int>{0});
-    CHECK(e.derivatives[0].node == e.body);
+    // exp's derivative is its own value: the node the body computes, times the seed.
+    const auto e = differentiate(checked("sum(exp(x))", {"x"}), std::vector<int>{0}, {});
+    const ir::Node& de = e.node(e.derivatives[0].node);
+    CHECK((de.kind == ir::NodeKind::Apply && de.fn == Builtin::Mul));
+    CHECK(std::set<int>{de.args[0], de.args[1]} ==
+          std::set<int>{e.body, e.node(de.args[0]).kind == ir::NodeKind::Seed ? de.args[0] : de.args[1]});
 }
 
 TEST_CASE("dumps print the derivatives in the language, shared terms named once") {
-    const auto mse = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1});
+    const auto mse = differentiate(checked("mean((p - t)^2)", {"p", "t"}), std::vector<int>{0, 1}, {});
     CHECK(dump_gradients(mse) ==
-          "inputs: p, t\nparams: (none)\nreduction: mean\nbody: (p - t) ^ 2\n_1 = 2 * (p - t)\n"
-          "# per element; the gradient is each times upstream / N, summed where its input is broadcast\n"
+          "inputs: p, t\nparams: (none)\nreduction: mean\nbody: (p - t) ^ 2\n_1 = g * (2 * (p - t))\n"
+          "# per element, g = the upstream gradient / N (the count mean divides by); summed where the input is broadcast\n"
           "d/dp = _1\nd/dt = -_1\n");
-    const auto hinge = differentiate(checked("mean(max(0, 1 - p*t))", {"p", "t"}), std::vector<int>{0, 1});
+    const auto hinge = differentiate(checked("mean(max(0, 1 - p*t))", {"p", "t"}), std::vector<int>{0, 1}, {});
     const std::string text = dump_gradients(hinge);
-    CHECK(text.find("_1 = 1 - p * t\n_2 = 0 > _1 ? 0 : 0 == _1 ? 0.5 : 1\n") != std::string::npos);
+    CHECK(text.find("_1 = 1 - p * t\n_2 = 0 > _1 ? 0 : 0 == _1 ? g / 2 : g\n") != std::string::npos);
     CHECK(text.find("d/dp = -(t * _2)\nd/dt = -(p * _2)\n") != std::string::npos);
     // A temporary's name never hides a user's name.
-    const auto clash = differentiate(checked("_1 = p; sum(exp(_1 * t) * t)", {"p", "t"}), std::vector<int>{1});
+    const auto clash = differentiate(checked("_1 = p; sum(exp(_1 * t) * t)", {"p", "t"}), std::vector<int>{1}, {});
     CHECK(dump_gradients(clash).find("__1 = exp(_1 * t)\n") != std::string::npos);
+    // ... nor does the seed's: an input named g makes it g_.
+    const auto g_input = differentiate(checked("sum(g * x)", {"g", "x"}), std::vector<int>{1}, {});
+    CHECK(dump_gradients(g_input).find("d/dx = g * g_\n") != std::string::npos);
     // Through the API, the same text.
     Options options;
     options.inputs = {"p", "t"};
@@ -494,16 +502,16 @@ TEST_CASE("dumps print the derivatives in the language, shared terms named once"
 }
 
 TEST_CASE("every derivative prints as CUDA that NVRTC compiles") {
-    // Each derivative made the body of a map: what a gradient kernel's element functor will print.
+    // Each derivative alone in a gradient kernel of the sum: what its element functor will print.
     std::string terms = "x^2 + x^-0.5 + min(x, y, 1) + (x ? y : 1) + k * d";
     for (const auto& row : builtin_table())
         if (row.gradient != Gradient::Refused) terms += " + " + builtin_call(row, {"x", "y", "(x * z)"});
-    const auto grad = differentiate(checked("param k = 2; d = x * y; b = x > z; " + terms + " + b"), std::vector<int>{0, 1, 2});
+    const auto grad = differentiate(checked("param k = 2; d = x * y; b = x > z; " + terms + " + b"), std::vector<int>{0, 1, 2}, {});
     for (const auto& d : grad.derivatives) {
         CAPTURE(d.input);
         ir::Program one = grad;
-        one.body = d.node;
-        one.derivatives.clear();
+        one.reduction = ir::Reduction::Sum;
+        one.derivatives = {d};
         KernelSpec spec;
         spec.inner_strides.assign(read_inputs(one).size(), 1);
         CHECK_NOTHROW(compile_cuda(emit_cuda(one, spec), "sm_90"));
@@ -516,9 +524,9 @@ TEST_CASE("a gradient through a function without a derivative is a SourceError a
         const std::string text = "1 + " + builtin_call(row, {"x", "y", "z"});
         CAPTURE(text);
         const auto program = checked(text);
-        CHECK_NOTHROW(differentiate(program, std::vector<int>{}));  // no gradient asked: fine
+        CHECK_NOTHROW(differentiate(program, std::vector<int>{}, {}));  // no gradient asked: fine
         try {
-            differentiate(program, std::vector<int>{0});
+            differentiate(program, std::vector<int>{0}, {});
             FAIL("no error");
         } catch (const SourceError& e) {
             CHECK(e.where().column == 5);
@@ -542,7 +550,7 @@ TEST_CASE("the fused value-and-gradient kernel compiles for every example and la
              {"batchmean(xlogy(t, t) - t * log(p))", {1}},
              {"mean(max(0, 1 - p*t))", {0}}}) {
         CAPTURE(text);
-        const auto program = differentiate(check(parse(text, "expr"), {}), wrt);
+        const auto program = differentiate(check(parse(text, "expr"), {}), wrt, {});
         for (int vector : {1, 4}) {
             KernelSpec spec;
             spec.inner_strides.assign(read_inputs(program).size(), 1);
@@ -559,7 +567,6 @@ TEST_CASE("the fused value-and-gradient kernel compiles for every example and la
         CHECK_NOTHROW(compile_cuda(emit_cuda(program, strided), "sm_90"));
     }
 }
-}  // TEST_SUITE
 
 TEST_SUITE("differentiate") {
 TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loop") {
@@ -574,7 +581,7 @@ TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loo
              {"sum(w * (p - t)^2)", {0, 2}, {0, 1}},
              {"hardsigmoid_ish = clamp(x + 3, 0, 6) / 6; hardsigmoid_ish * y", {0, 1}, {0, 1}}}) {
         CAPTURE(c.text);
-        const auto program = differentiate(check(parse(c.text, "expr"), {}), c.wrt);
+        const auto program = differentiate(check(parse(c.text, "expr"), {}), c.wrt, {});
         const std::size_t read = read_inputs(program).size() + (program.is_map() ? 1 : 0);
         for (int vector : {1, 4}) {
             KernelSpec columns;
@@ -610,7 +617,7 @@ TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loo
             rows.inner_strides.assign(read, 1);
             rows.vector_width = 4;
             const std::string source = emit_cuda(program, rows);
-            CHECK(source.find("upstream_ * ") != std::string::npos);
+            CHECK(source.find("const Value seed_ = x[") != std::string::npos);  // the upstream element
             CHECK(source.find("kReduces = false") != std::string::npos);
             CHECK_NOTHROW(compile_cuda(source, "sm_90"));
             KernelSpec strided;
@@ -623,7 +630,7 @@ TEST_CASE("gradient kernels of broadcast inputs and of maps compile in every loo
 
 TEST_CASE("the kernel choice for gradients of broadcast inputs") {
     const auto program = [](const std::string& text, std::vector<int> wrt) {
-        return differentiate(check(parse(text, "expr"), {}), wrt);
+        return differentiate(check(parse(text, "expr"), {}), wrt, {});
     };
     const auto layout = [](std::vector<OperandShape> inputs, const Shape& full) {
         const OperandShape out{"gradients", full, {}};
@@ -831,4 +838,97 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
                              doctest::Contains("ask for them in two calls"), UnsupportedError);
     }
 }
+}  // TEST_SUITE
+
+// Each row a program lossjit once gave a wrong gradient (or value) for, found by the issue that asked
+// for the differential suite (tests/differential/) or by that suite; the expected numbers are
+// torch's (float64), as the suite's oracle gives them.
+TEST_CASE("programs once wrong give torch's numbers (pinned from the differential suite)") {
+    struct Input {
+        std::string name;
+        Shape shape;
+        std::vector<double> values;  // float64; an index input is read as int64
+        bool index = false;
+        std::vector<std::int64_t> strides{};
+    };
+    struct Row {
+        std::string text;
+        std::vector<Input> inputs;
+        std::string wrt;                // "" for a value alone
+        std::vector<double> expected;   // the gradient of wrt, row-major; or {value}
+        const char* was;
+    };
+    const double nan = kNan, inf = kInf;
+    const std::vector<Row> table = {
+        {"mean(w * sum(a, -1))", {{"a", {2, 3}, {1, 1, 1, 1, 1, 1}}, {"w", {2, 1}, {1, 1}}}, "a",
+         {0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, "1.5: w [N, 1] counted per element, its C copies summed"},
+        {"mean(where(w > 0, sum(a, -1), 0))", {{"a", {2, 3}, {1, 1, 1, 1, 1, 1}}, {"w", {2, 1}, {1, 1}}}, "a",
+         {0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, "1.5, as above"},
+        {"mean(sum(a, -1) / w)", {{"a", {2, 3}, {1, 1, 1, 1, 1, 1}}, {"w", {2, 1}, {1, 1}}}, "a",
+         {0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, "1.5, as above"},
+        {"mean(w * logsumexp(a, -1))", {{"a", {2, 3}, {1, 1, 1, 1, 1, 1}}, {"w", {2, 1}, {1, 1}}}, "a",
+         {1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6}, "0.5, as above"},
+        {"sum(a + sum(a, -1))", {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}}, "a", {4, 4, 4, 4, 4, 4},
+         "2: the constant 1 a per-element user gives sum(a, -1) was not summed along the row"},
+        {"sum(sum(sum(a, -1), -1))", {{"a", {2, 3}, {1, 2, 3, 4, 5, 6}}}, "a", {3, 3, 3, 3, 3, 3},
+         "1: sum(r, -1) of a per-row r passed g, not C * g"},
+        {"sum(w * sum(a, -1))", {{"a", {2, 3}, {1, 1, 1, 1, 1, 1}}, {"w", {2, 3}, {1, 1}, false, {1, 0}}}, "",
+         {18}, "6: w expanded along the row (stride 0) was taken for one value per row"},
+        {"l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)",
+         {{"x", {2, 3}, {0.5, -1, 2, 0, 3, 1}}, {"y", {2}, {-100, -100}, true}}, "x", {0, 0, 0, 0, 0, 0},
+         "nan: every row ignored, the factor 1 / 0 times the guarded zeros"},
+        {"l = logsumexp(x, -1) - x[y]; sum(where(y != -100, w[y] * l, 0)) / sum(where(y != -100, w[y], 0))",
+         {{"x", {2, 3}, {0, 0, 0, 1, 2, 3}}, {"y", {2}, {-100, 1}, true}, {"w", {3}, {1, 2, 3}}}, "x",
+         {0, 0, 0, 0.090030573170380462, 0.24472847105479767 - 1, 0.66524095577481771},
+         "nan on the ignored row: 0 * w[-100]"},
+        {"sum(amax(x, -1))", {{"x", {1, 3}, {1, nan, 3}}}, "x", {nan, nan, nan},
+         "0: a row whose maximum is nan shares nothing (torch: (g / 0) * mask)"},
+        {"(sum(a) - sum(a)) - mean(b)", {{"a", {2}, {1, 2}}, {"b", {2}, {3, 4}}}, "b", {-0.5, -0.5},
+         "an internal error: a reduction written twice is one after hash-consing"},
+        {"mean(-1 + (a + 0.25) ^ -1)", {{"a", {1}, {1.75}}}, "a", {-0.25},
+         "garbage: pow's rule read its exponent through a reference the node list had moved"},
+        {"sum(a % b)", {{"a", {1}, {1}}, {"b", {1}, {0.1}}}, "b", {-9}, "-10: floor(1 / 0.1), not 1 // 0.1"},
+        {"sum(a % b)", {{"a", {1}, {inf}}, {"b", {1}, {2}}}, "b", {nan}, "-inf: floor(inf / 2)"},
+        {"sum(x ^ -0.5)", {{"x", {1}, {-0.0}}}, "", {-inf}, "+inf: pow(-0, -0.5), where kernels use rsqrt"},
+        {"sum(x ^ 0.5)", {{"x", {1}, {-inf}}}, "", {nan}, "+inf: pow(-inf, 0.5), where kernels use sqrt"},
+        {"sum(where(b > 0, b, acos(sum(x, -1))))", {{"b", {1, 2}, {1, 2}}, {"x", {1, 2}, {1, 1}}}, "x", {0, 0},
+         "nan: acos'(2) behind a row sum of where's unselected side"},
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.text);
+        CAPTURE(std::string(row.was));
+        Options options;
+        std::vector<std::vector<std::int64_t>> indices;
+        indices.reserve(row.inputs.size());
+        std::vector<TensorView> views;
+        for (const auto& in : row.inputs) {
+            options.inputs.push_back(in.name);
+            indices.emplace_back(in.values.begin(), in.values.end());
+            views.push_back(in.index ? TensorView{indices.back().data(), DType::int64, in.shape, {}}
+                                     : TensorView{in.values.data(), DType::float64, in.shape, in.strides});
+        }
+        const auto loss = compile(row.text, options);
+        if (row.wrt.empty()) {
+            CHECK(same(loss.reference(views), row.expected[0]));
+            continue;
+        }
+        const auto grads = loss.reference_grad(views, std::vector<std::string>{row.wrt});
+        REQUIRE(grads[0].values.size() == row.expected.size());
+        for (std::size_t i = 0; i < row.expected.size(); ++i) {
+            CAPTURE(i);
+            if (std::isnan(row.expected[i]) || std::isinf(row.expected[i]) || row.expected[i] == 0)
+                CHECK(same(grads[0].values[i], row.expected[i]));
+            else
+                CHECK(grads[0].values[i] == doctest::Approx(row.expected[i]).epsilon(1e-12));
+        }
+    }
+}
+
+TEST_CASE("a gradient lossjit refuses names the input") {
+    const std::vector<float> x(6, 1.0f);
+    const std::vector<TensorView> views{TensorView::contiguous(x.data(), {2, 3})};
+    CHECK_THROWS_WITH_AS(compile("x - logsumexp(x, -1)").reference_grad(views, std::vector<std::string>{"x"}, views[0]),
+                         doctest::Contains("no gradient of 'x'"), UnsupportedError);
+}
+
 }  // TEST_SUITE

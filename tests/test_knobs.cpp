@@ -392,7 +392,7 @@ TEST_CASE("float64 kernels are the same bytes as before the knobs; other accumul
     const std::string comp = emit_cuda(program, choose(program, layout, k));
     CHECK(comp.find("    lj::Accumulating<lj::AccCompensated, lj::SumSink> sum;\n") != std::string::npos);
     k.accumulator = Accumulator::Float32;
-    const auto grads = differentiate(program, std::vector<int>{0});
+    const auto grads = differentiate(program, std::vector<int>{0}, {});
     OperandShape out{"output", {1 << 20}, {}};
     std::vector<OperandShape> shapes{{"p", {1 << 20}, {}}, {"t", {1 << 20}, {}}};
     const std::string grad = emit_cuda(grads, choose(grads, plan_layout(shapes, &out), k));
@@ -424,7 +424,7 @@ TEST_CASE("a float32 accumulator leaves no float64 sum in the loop; compensation
 
 TEST_CASE("every knob combination compiles with NVRTC: reductions, gradients and maps, rows and strided") {
     const auto reduction = checked("param k = 2; mean(k * (p - t)^2 / (abs(t) + 1) + sqrt(abs(p)))");
-    const auto gradient = differentiate(reduction, std::vector<int>{0, 1});
+    const auto gradient = differentiate(reduction, std::vector<int>{0, 1}, {});
     const auto map = checked("clamp(x + 3, 0, 6) / 6");
     struct Job {
         std::string what;

@@ -196,6 +196,8 @@ TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
         {Builtin::Digamma, {0}, -inf}, {Builtin::Digamma, {-2}, nan}, {Builtin::Digamma, {100}, 4.6001618527380874},
         {Builtin::Trigamma, {1}, pi * pi / 6}, {Builtin::Trigamma, {-0.5}, 8.9348022005446793},
         {Builtin::Trigamma, {0}, inf},
+        {Builtin::FloorDiv, {7, 2}, 3}, {Builtin::FloorDiv, {-7, 2}, -4}, {Builtin::FloorDiv, {1, 0.1}, 9},
+        {Builtin::FloorDiv, {inf, 2}, nan}, {Builtin::FloorDiv, {1, 0}, inf}, {Builtin::FloorDiv, {-0.5, 2}, -1},
     };
     std::set<Builtin> covered;
     for (const auto& v : values) {

@@ -245,13 +245,20 @@ public:
     // ---- the stages, for tools and curious users; only the shapes and strides of inputs are read ----
     std::string ast() const;
     std::string checked() const;
-    std::string derivatives(std::span<const std::string> wrt) const;  // `--dump grad`: d body / d input
+    // `--dump grad`: d body / d input, in the language. Where the program reduces along rows, a
+    // per-row input ([N, 1]) has other derivatives than a full-shape one: the first form shows them
+    // for inputs of the full shape, the second for these inputs' shapes (and refuses an integer input).
+    std::string derivatives(std::span<const std::string> wrt) const;
+    std::string derivatives(std::span<const std::string> wrt, std::span<const TensorView> inputs) const;
     std::string cuda_source(std::span<const TensorView> inputs) const;
     std::string cuda_source() const;  // for inputs that all share one contiguous shape
     // The fused value-and-gradient kernel value_and_grad() would run for these inputs and `wrt`.
     std::string cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
-    // Compiles (through the cache) for a target such as "sm_90" or "compute_90"; needs no GPU.
+    // Compiles (through the cache) for a target such as "sm_90" or "compute_90"; needs no GPU. With
+    // `wrt`, the fused value-and-gradient kernel for those inputs.
     KernelBuild compile_kernel(std::span<const TensorView> inputs, const std::string& target) const;
+    KernelBuild compile_kernel(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                               const std::string& target) const;
     std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;
 
     Timings timings() const;  // a snapshot: later calls do not change it

@@ -19,9 +19,9 @@ int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) 
     return 0;
 }
 
-int compile_command(const CommonArgs& args, const std::string& arch, bool json) {
+int compile_command(const CommonArgs& args, const std::vector<std::string>& grads, const std::string& arch, bool json) {
     Prepared prepared = prepare(args);
-    const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), arch);
+    const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), grads, arch);
     if (json) {
         std::cout << lossjit::json_text(nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
                                     {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}})
@@ -53,15 +53,18 @@ Command add_emit_command(CLI::App& app) {
 Command add_compile_command(CLI::App& app) {
     struct Args {
         CommonArgs common;
+        std::vector<std::string> grads;
         std::string arch = "sm_90";
         bool json = false;
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile", "compile a program's kernel into the cache (no GPU needed)");
     add_common(cmd, args->common);
+    cmd->add_option("--grad", args->grads, "compile the fused value-and-gradient kernel for these inputs")
+        ->allow_extra_args(false);
     cmd->add_option("--arch", args->arch, "sm_XX for CUBIN, compute_XX for PTX")->capture_default_str();
     cmd->add_flag("--json", args->json, "print a JSON report");
-    return {cmd, [args] { return compile_command(args->common, args->arch, args->json); }};
+    return {cmd, [args] { return compile_command(args->common, args->grads, args->arch, args->json); }};
 }
 
 }  // namespace lossjit::cli

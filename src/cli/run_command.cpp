@@ -92,13 +92,24 @@ struct RunArgs {
     double tolerance = 1e-5;
 };
 
+// `--dump grad` without --grad shows every input's derivative: those of floating inputs (an
+// index or mask has none).
+std::string derivatives_to_dump(lossjit::Loss& loss, const std::vector<std::string>& grads,
+                                const std::vector<TensorView>& shapes) {
+    if (!grads.empty()) return loss.derivatives(grads, shapes);
+    std::vector<std::string> floating;
+    for (std::size_t k = 0; k < loss.inputs().size() && k < shapes.size(); ++k)
+        if (lossjit::is_floating(shapes[k].dtype)) floating.push_back(loss.inputs()[k]);
+    return loss.derivatives(floating, shapes);
+}
+
 void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, const std::vector<TensorView>& shapes,
                  const std::string& arch, const std::vector<std::string>& grads) {
     for (const auto& stage : stages) {
         std::cout << "// ---- " << stage << " ----\n";
         if (stage == "ast") std::cout << loss.ast();
         else if (stage == "checked") std::cout << loss.checked();
-        else if (stage == "grad") std::cout << loss.derivatives(grads.empty() ? loss.inputs() : grads);
+        else if (stage == "grad") std::cout << derivatives_to_dump(loss, grads, shapes);
         else if (stage == "cuda") std::cout << loss.cuda_source(shapes);
         else if (stage == "ptx") std::cout << trim_nul(loss.ptx(shapes, arch));
     }
@@ -121,7 +132,7 @@ int run_gradients(lossjit::Loss& loss, const RunArgs& args, bool gpu, const std:
                                 std::vector<float>(map ? static_cast<std::size_t>(lossjit::element_count(shape)) : 0, 1.0f));
     auto reference = [&] { return map ? loss.reference_grad(host_views, grads, ones.view()) : loss.reference_grad(host_views, grads); };
 
-    (void)loss.derivatives(grads);  // an unknown or repeated name: the library's message, before any work
+    (void)loss.derivatives(grads, host_views);  // an unknown or repeated name: the library's message, before any work
     std::vector<lossjit::ReferenceGradient> result;
     std::string where = "CPU reference, float64";
     if (gpu) {
@@ -374,8 +385,9 @@ int run_command(const RunArgs& args) {
     lossjit::Loss& loss = prepared.loss;
     RunInputs in = run_inputs(args, prepared);
     dump_stages(loss, args.dumps, in.host_views, in.arch, in.grads);
-    // A gradient the program cannot have (trigamma's) fails here, before any value is printed.
-    if (!in.grads.empty()) (void)loss.derivatives(in.grads);
+    // A gradient the program cannot have (trigamma's, an integer input's) fails here, before any
+    // value is printed.
+    if (!in.grads.empty()) (void)loss.derivatives(in.grads, in.host_views);
     nlohmann::json report;
     report["program"] = args.common.program;
     report["kind"] = loss.kind() == lossjit::Kind::Map ? "map" : std::string(loss.reduction());

@@ -150,6 +150,10 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     element += fmt::format("    __host__ __device__ static constexpr bool same_every_row(int k) {{ return {}; }}\n",
                            per_index(same, "false", "k"));
     for (const auto& p : program.params) element += fmt::format("    Value {};\n", cuda_param_name(p.name));
+    // A reduction's derivatives start from the seed (ir::NodeKind::Seed): upstream / divisor (times a
+    // composite program's factor), set by the kernel; a map's backward starts from upstream_.
+    const bool seeded = grads > 0 && !program.is_map();
+    if (seeded) element += "    Value seed_;  // upstream gradient / divisor\n";
     element += param_reciprocals(program);  // after every member the kernel initializes
     if (grads == 0) {
         element += "    using Result = Value;\n";
@@ -174,9 +178,8 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         reads += fmt::format("{}const Value {} = x[{}];\n", indent,
                              cuda_input_name(program.inputs[static_cast<std::size_t>(slots[k])]), k);
     }
-    // Input names are identifiers, so no input can be called this.
-    const std::string upstream = "upstream_";
-    if (map_backward) reads += fmt::format("{}const Value {} = x[{}];\n", indent, upstream, slots.size());
+    // A map's backward starts from the upstream gradient's element (the seed, ir::NodeKind::Seed).
+    if (map_backward) reads += fmt::format("{}const Value seed_ = x[{}];\n", indent, slots.size());
     // Locals, in node order: the bindings, and (with derivatives) every subexpression used more than
     // once, so the value and the gradients share their common terms.
     const auto bindings = [&](const ExpressionPrinter& p) {
@@ -223,11 +226,9 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         std::stable_sort(locals.begin(), locals.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         for (const auto& local : locals) element += local.second;
         std::vector<std::string> g;
-        for (const auto& d : program.derivatives) {
-            // A map's backward: the vector-Jacobian product with the upstream gradient, elementwise.
-            if (map_backward) g.push_back(fmt::format("{} * {}", upstream, printer.print(d.node)));
-            else g.push_back(without_outer_parens(printer.print(d.node)));
-        }
+        // Each derivative already includes the seed: a map's backward is the vector-Jacobian product
+        // with the upstream gradient, a reduction's scaled by upstream / divisor.
+        for (const auto& d : program.derivatives) g.push_back(without_outer_parens(printer.print(d.node)));
         element += fmt::format("{}return Result{{{}, {{{}}}}};\n    }}\n}};", indent,
                                without_outer_parens(printer.print(program.body)), fmt::join(g, ", "));
     }
@@ -238,6 +239,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         parameters += fmt::format(",\n    const double {}", cuda_param_name(p.name));
         parameter_values += (parameter_values.empty() ? "" : ", ") + fmt::format("(Element::Value){}", cuda_param_name(p.name));
     }
+    if (seeded) parameter_values += std::string(parameter_values.empty() ? "" : ", ") + "(Element::Value)grads.total_scale()";
 
     std::string loop;
     switch (spec.loop) {

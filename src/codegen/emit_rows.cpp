@@ -348,7 +348,7 @@ private:
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
         for (std::size_t g = 0; g < grads; ++g)
-            out += fmt::format("{}rg[{}][q] = (Value)({}) * grad_scale;\n", in4, g, print(program_.derivatives[g].node));
+            out += fmt::format("{}rg[{}][q] = (Value)({});\n", in4, g, print(program_.derivatives[g].node));
         out += fmt::format("{}}}\n", in3);
         if (map_elements)
             out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
@@ -382,7 +382,8 @@ private:
         if (map) out += fmt::format("{}const long long out_base = lj::offset<R - 1>(c, out.strides);\n", kIndent);
         if (!program_.derivatives.empty()) {
             out += fmt::format("{}const long long grad_base = lj::offset<R - 1>(c, grads.strides);\n", kIndent);
-            out += fmt::format("{}const Value grad_scale = (Value)grads.total_scale();\n", kIndent);
+            // The derivatives' seed (ir::NodeKind::Seed): upstream / divisor, times the factor.
+            out += fmt::format("{}const Value seed_ = (Value)grads.total_scale();\n", kIndent);
         }
         // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
         // value too where the program also computes with it (y != -100).

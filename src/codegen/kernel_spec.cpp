@@ -133,23 +133,37 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     if (!over_rows && !other_sums) spec.summed.clear();
     // One loop sums them all over the same rows: the inputs summed over or along rows walk the same
     // outer dimensions ([C] and [N, 1, C] against [N, M, C] do not).
+    // The inputs a refusal names: those whose gradients are summed.
+    const auto summed_names = [&](auto keep) {
+        std::vector<std::string> names;
+        for (std::size_t g = 0; g < spec.summed.size(); ++g)
+            if (keep(spec.summed[g]))
+                names.push_back(fmt::format("'{}'", program.inputs[static_cast<std::size_t>(program.derivatives[g].input)]));
+        return fmt::format("{}", fmt::join(names, ", "));
+    };
     int batch_dims = -1;
     for (std::size_t g = 0; g < spec.summed.size(); ++g) {
         if (spec.summed[g] != OverRows && spec.summed[g] != AlongRows) continue;
         const int kept = walked_outer_prefix(layout.inputs[static_cast<std::size_t>(program.derivatives[g].input)], inner);
         if (batch_dims >= 0 && kept != batch_dims)
-            throw UnsupportedError("gradients summed over different sets of rows ([C] and [N, 1, C] against [N, M, C], "
-                                   "or [N, 1] and [1, M, 1]) in one kernel: ask for them in two calls");
+            throw UnsupportedError(fmt::format(
+                "the gradients of {} are summed over different sets of rows ([C] and [N, 1, C] against [N, M, C], or "
+                "[N, 1] and [1, M, 1]), which one kernel does not do: ask for them in two calls",
+                summed_names([](int s) { return s == OverRows || s == AlongRows; })));
         batch_dims = kept;
     }
     if (over_rows && other_sums)
-        throw UnsupportedError("a gradient summed over rows (an input of one row, [C]) and one summed along rows or "
-                               "over everything (an input [N, 1], or a scalar) in one kernel: ask for them in two calls");
+        throw UnsupportedError(fmt::format(
+            "the gradients of {} are summed over rows (an input of one row, [C]) and along rows or over everything "
+            "(an input [N, 1], or a scalar), which one kernel does not do: ask for them in two calls",
+            summed_names([](int s) { return s != NotSummed; })));
     const bool any_summed = over_rows || other_sums;
     if (!rows) {
         if (any_summed)
-            throw UnsupportedError("a gradient summed over a broadcast needs every input contiguous along the innermost "
-                                   "dimension on the GPU (reference_grad computes it)");
+            throw UnsupportedError(fmt::format(
+                "the gradients of {} are summed over a broadcast, which on the GPU needs every input contiguous along "
+                "the innermost dimension (reference_grad computes it)",
+                summed_names([](int s) { return s != NotSummed; })));
         spec.loop = Loop::Strided;
         spec.inner_strides.clear();  // (input_dtypes stay: every loop loads through them)
         spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;

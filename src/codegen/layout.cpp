@@ -261,6 +261,8 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     };
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         layout.inputs.push_back(access(strides[k]));
+        // By shape, not by stride: a view expanded along the row (stride 0) still has C values.
+        layout.inputs.back().per_row = columns == 1 || operands[k].shape.empty() || operands[k].shape.back() == 1;
         layout.inputs.back().elements = element_count(inputs[k].shape);
     }
     if (output) layout.output = access(strides.back());

@@ -7,6 +7,21 @@
 // structural zero with an inf or nan value would otherwise turn a clean gradient into nan.
 // Piecewise-constant operations (comparisons, logic, sign, floor, ...) pass no gradient, which is
 // torch's zero gradient added to the others (only the sign of a zero sum can differ).
+//
+// Two rules decide more than torch's local formulas do:
+// - `where` guards its branches (Adjoint::guard): the side not selected gets no gradient at all,
+//   not a zero that later products turn into nan. Each term of the side's gradient is formed as
+//   usual and the guard applied last, `select(guard, term, 0)`, so an inf or nan factor of the side
+//   (`w[y]` of an ignored row, `log(x)` where the other side was chosen) never reaches a gradient.
+//   (Before: the side's adjoint was `select(c, g, 0)`, and `0 * w[y]` was nan.)
+// - a value that is one per row (per_row: row reductions, takes, constants, and inputs of extent 1
+//   along the row, as the layout says) gets, from a user that is per element (or a row reduction or
+//   take, which use every element of the row), the sum of that user's contributions along the row,
+//   and from a user that is one per row its contribution as is.
+//   (Before: whether to sum was judged by the contribution's own expression, and every input but an
+//   index counted as per element: `w * sum(a, -1)` with w [N, 1] summed w's C equal copies,
+//   gradients C times too large; `a + sum(a, -1)` gave sum(a, -1) the constant 1 unsummed, and
+//   `sum(r, -1)` of a per-row r passed g instead of C * g.)
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -52,7 +67,7 @@ std::optional<double> fold(const ast::Expr& e) {
         if (!v) return std::nullopt;
         values[i] = *v;
     }
-    return apply_builtin(*formula_builtin(e), values[0], values[1], values[2]);
+    return fold_builtin(*formula_builtin(e), values[0], values[1], values[2]);
 }
 
 // Every row's derivative formulas, parsed once by the language's own parser.
@@ -79,39 +94,98 @@ const ast::Expr* derivative_formula(Builtin fn, int argument) {
     return program.body ? program.body.get() : nullptr;
 }
 
+// A Composite program's whole-tensor reduction that the inputs differentiated reach (its index in
+// row_totals), or 0 where they reach none; UnsupportedError, naming each input and the reductions it
+// reaches, where they reach several. `program`: hash-consed, so a reduction written twice is one.
+int reduction_differentiated(const ir::Program& program, std::span<const int> wrt) {
+    const auto totals = row_totals(program);
+    // Which inputs differentiated each node depends on (bit k: wrt[k]).
+    std::vector<std::uint64_t> depends(program.nodes.size(), 0);
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        std::uint64_t d = 0;
+        if (n.kind == ir::NodeKind::Input)
+            for (std::size_t k = 0; k < wrt.size(); ++k)
+                if (wrt[k] == n.slot) d |= std::uint64_t{1} << (k % 64);
+        if (n.kind == ir::NodeKind::Binding)
+            d = depends[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+        for (int i = 0; i < n.arity; ++i) d |= depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+        depends[id] = d;
+    }
+    std::vector<int> reached;
+    for (std::size_t k = 0; k < totals.size(); ++k)
+        if (depends[static_cast<std::size_t>(totals[k].node)]) reached.push_back(static_cast<int>(k));
+    if (reached.size() > 1) {
+        // Name each input differentiated with the reductions it reaches.
+        std::vector<std::string> parts;
+        for (std::size_t k = 0; k < wrt.size(); ++k) {
+            std::vector<std::string> where;
+            for (int t : reached) {
+                const ir::Node& total = program.node(totals[static_cast<std::size_t>(t)].node);
+                if (depends[static_cast<std::size_t>(totals[static_cast<std::size_t>(t)].node)] >> (k % 64) & 1)
+                    where.push_back(fmt::format("{}:{}", total.pos.line, total.pos.column));
+            }
+            if (!where.empty())
+                parts.push_back(fmt::format("'{}' reaches the one{} at {}", program.inputs[static_cast<std::size_t>(wrt[k])],
+                                            where.size() > 1 ? "s" : "", fmt::join(where, " and ")));
+        }
+        const ast::Pos at = program.node(totals[static_cast<std::size_t>(reached[1])].node).pos;
+        throw UnsupportedError(fmt::format(
+            "{}:{}:{}: no gradient where the inputs differentiated reach {} of the whole-tensor reductions ({}); "
+            "gradients are supported where they reach one (as in sum(w[y] * l) / sum(w[y]))",
+            program.source_name, at.line, at.column, reached.size(), fmt::join(parts, "; ")));
+    }
+    return reached.empty() ? 0 : reached[0];
+}
+
 class Differentiator {
 public:
-    Differentiator(const ir::Program& program, std::span<const int> wrt) : source_(program), wrt_(wrt.begin(), wrt.end()) {
+    Differentiator(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs)
+        : source_(program), wrt_(wrt.begin(), wrt.end()), input_per_row_(per_row_inputs) {
         out_.source_name = program.source_name;
         out_.source = program.source;
         out_.reduction = program.reduction;
         out_.inputs = program.inputs;
         out_.params = program.params;
-        index_ = program.index_inputs();
+        const auto index = program.index_inputs();
+        input_per_row_.resize(program.inputs.size(), false);
+        for (std::size_t k = 0; k < index.size(); ++k) input_per_row_[k] = input_per_row_[k] || index[k];
     }
 
     ir::Program run() {
         copy_primal();
+        if (out_.reduction == ir::Reduction::Composite) out_.gradient_total = reduction_differentiated(out_, wrt_);
         NodeBuilder& b = builder();
         const int primal = static_cast<int>(out_.nodes.size());
         mark_dependent(primal);
         adjoint_.assign(static_cast<std::size_t>(primal), std::nullopt);
-        if (depends_[static_cast<std::size_t>(out_.body)]) adjoint_[static_cast<std::size_t>(out_.body)] = b.constant(1.0);
+        // The body's adjoint: the seed, or for a Composite program 1 (its derivative by the one
+        // reduction differentiated is the factor program; the seed starts at that reduction).
+        const bool composite = out_.reduction == ir::Reduction::Composite;
+        if (depends_[static_cast<std::size_t>(out_.body)])
+            adjoint_[static_cast<std::size_t>(out_.body)] = Adjoint{composite ? b.constant(1.0) : seed()};
         for (int id = primal; id-- > 0;) {
-            const auto g = adjoint_[static_cast<std::size_t>(id)];
-            if (!g) continue;
+            const auto adjoint = adjoint_[static_cast<std::size_t>(id)];
+            if (!adjoint) continue;
             const ir::Node node = out_.node(id);  // a copy: building nodes may reallocate the list
             b.set_pos(node.pos);
-            if (node.kind == ir::NodeKind::Binding) give(out_.bindings[static_cast<std::size_t>(node.slot)].node, *g);
-            if (node.kind == ir::NodeKind::Apply) backward(node, id, *g);
-            if (node.kind == ir::NodeKind::RowReduce) backward_row_reduction(node, id, *g);
-            if (node.kind == ir::NodeKind::Take) backward_take(node, *g);
+            guard_ = adjoint->guard;  // every contribution of this node is guarded as its adjoint is
+            // Whose contributions are one per element: those of a value per element, and those a row
+            // reduction or a take makes for each element of its row.
+            from_elements_ = node.kind == ir::NodeKind::RowReduce || node.kind == ir::NodeKind::Take ||
+                             (node.kind != ir::NodeKind::Total && !per_row(id));
+            const int g = adjoint->value;
+            if (node.kind == ir::NodeKind::Binding) give(out_.bindings[static_cast<std::size_t>(node.slot)].node, g);
+            if (node.kind == ir::NodeKind::Apply) backward(node, id, g);
+            if (node.kind == ir::NodeKind::RowReduce) backward_row_reduction(node, id, g);
+            if (node.kind == ir::NodeKind::Take) backward_take(node, g);
             if (node.kind == ir::NodeKind::Total) {
                 // The one reduction the differentiated inputs reach: the body's derivative by it (a
                 // scalar of the other reductions) becomes the factor program; its argument's
-                // elements each get 1, and the kernel scales them by the factor and its divisor.
-                factor_ = *g;
-                give(node.args[0], b.constant(1.0));
+                // elements each get the seed, which includes that factor and the divisor.
+                factor_ = guarded(*adjoint);
+                guard_ = -1;
+                give(node.args[0], seed());
             }
         }
         if (factor_) out_.gradient_factor = factor_program();
@@ -119,7 +193,8 @@ public:
             std::optional<int> d;
             for (int id = 0; id < primal; ++id) {
                 const ir::Node& n = out_.node(id);
-                if (n.kind == ir::NodeKind::Input && n.slot == slot) d = adjoint_[static_cast<std::size_t>(id)];
+                if (n.kind == ir::NodeKind::Input && n.slot == slot && adjoint_[static_cast<std::size_t>(id)])
+                    d = guarded(*adjoint_[static_cast<std::size_t>(id)]);
             }
             out_.derivatives.push_back({slot, d ? *d : b.constant(0.0)});
         }
@@ -167,9 +242,9 @@ private:
         }
     }
 
-    // One value per row (a row reduction, a take, an index, a row's length, and what is computed from
-    // those and constants alone), as opposed to one per element. Inputs other than indices count as
-    // per element: where one has extent 1 along the row, the sums below still add its broadcast copies.
+    // One value per row (a row reduction, a take, an index, an input of extent 1 along the row, a
+    // row's length, and what is computed from those and constants alone), as opposed to one per
+    // element: per_row_nodes' rule, over the same inputs.
     bool per_row(int id) {
         if (per_row_.size() < out_.nodes.size()) per_row_.resize(out_.nodes.size(), -1);
         signed char& known = per_row_[static_cast<std::size_t>(id)];
@@ -177,12 +252,13 @@ private:
         const ir::Node& n = out_.node(id);
         bool row = true;
         switch (n.kind) {
-            case ir::NodeKind::Input: row = index_[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Input: row = input_per_row_[static_cast<std::size_t>(n.slot)]; break;
             case ir::NodeKind::Binding: row = per_row(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
             case ir::NodeKind::Apply:
                 for (int i = 0; i < n.arity; ++i) row = row && per_row(n.args[static_cast<std::size_t>(i)]);
                 break;
             case ir::NodeKind::OneHot: row = false; break;
+            case ir::NodeKind::Seed: row = out_.reduction != ir::Reduction::None; break;  // a map's varies
             default: break;  // constants, parameters, row reductions, takes, totals, row lengths
         }
         per_row_[static_cast<std::size_t>(id)] = row ? 1 : 0;
@@ -202,9 +278,11 @@ private:
             case RowReduction::LogSumExp: give(e, b.mul(g, b.unary(Builtin::Exp, b.sub(e, self)))); return;
             case RowReduction::Max:
             case RowReduction::Min: {
+                // torch's scale_grad_by_count: (g / count) * mask, so a row whose result is nan
+                // (no element equals it, count 0) gets nan, as in torch, not 0.
                 const int at_extreme = b.binary(Builtin::Eq, e, self);
                 const int count = row_sum(at_extreme);
-                give(e, b.select(at_extreme, b.div(g, count), b.constant(0.0)));
+                give(e, b.mul(b.div(g, count), at_extreme));
                 return;
             }
             case RowReduction::Count_: break;
@@ -239,6 +317,12 @@ private:
         return factor;
     }
 
+    int seed() {
+        ir::Node n;
+        n.kind = ir::NodeKind::Seed;
+        return builder().intern(n);
+    }
+
     int row_length() {
         ir::Node length;
         length.kind = ir::NodeKind::RowLength;
@@ -253,12 +337,54 @@ private:
         return builder().intern(sum);
     }
 
-    void give(int id, int contribution) {
-        // A per-element contribution to a per-row value adds up along the row: the row value was
-        // broadcast to every element, so its adjoint is the sum of theirs.
-        if (per_row(id) && !per_row(contribution)) contribution = row_sum(contribution);
+    // An adjoint and where it applies: `guard` (a condition node; -1: everywhere) is where every
+    // `where` it came through selected its side. Elsewhere it is exactly 0, whatever it was
+    // multiplied by; guarded() says so in nodes.
+    struct Adjoint {
+        int value;
+        int guard = -1;
+    };
+    int guarded(int value, int guard) {
+        return guard < 0 ? value : builder().select(guard, value, builder().constant(0.0));
+    }
+    int guarded(const Adjoint& a) { return guarded(a.value, a.guard); }
+
+    // Adds `contribution`, under the guard of the node being differentiated (guard_), to `id`'s adjoint.
+    void give(int id, int contribution) { give(id, contribution, guard_); }
+    void give(int id, int contribution, int guard) {
+        // A contribution made at every element to a per-row value adds up along the row: the row
+        // value was broadcast to every element, so its adjoint is the sum of theirs (each guarded
+        // first). That the contribution itself is the same along the row (a constant 1 from
+        // `a + sum(a, -1)`) does not matter: it is made C times.
+        if (per_row(id) && (from_elements_ || (guard >= 0 && !per_row(guard)))) {
+            if (guard < 0 || per_row(guard)) {
+                contribution = row_sum(contribution);  // the row is selected, or not, as a whole
+            } else {
+                // Selected at some elements: they add, and the sum is guarded by "any of them",
+                // so a factor that follows (acos'(a) of where(c, b, acos(a)), a [N, 1]) cannot turn a
+                // row where no element selected this side into nan.
+                contribution = row_sum(guarded(contribution, guard));
+                guard = builder().binary(Builtin::Ne, row_sum(guard), builder().constant(0.0));
+            }
+        }
         auto& slot = adjoint_[static_cast<std::size_t>(id)];
-        slot = slot ? builder().add(*slot, contribution) : contribution;
+        if (!slot) {
+            slot = Adjoint{contribution, guard};
+        } else if (slot->guard == guard) {
+            slot->value = builder().add(slot->value, contribution);
+        } else {  // differently guarded terms: each becomes 0 where its guard is false, then they add
+            slot = Adjoint{builder().add(guarded(*slot), guarded(contribution, guard))};
+        }
+    }
+
+    // where(c, a, b): the adjoint goes on to a where c holds and to b elsewhere, as a guard. The
+    // condition gets none.
+    void backward_select(const ir::Node& n, int g) {
+        NodeBuilder& b = builder();
+        const int c = n.args[0];
+        auto within = [&](int condition) { return guard_ < 0 ? condition : b.binary(Builtin::And, guard_, condition); };
+        if (wants(n, 1)) give(n.args[1], g, within(c));
+        if (wants(n, 2)) give(n.args[2], g, within(b.unary(Builtin::Not, c)));
     }
 
     // The local derivative rules (PyTorch's derivatives.yaml / FunctionsManual.cpp formulas, with g
@@ -341,8 +467,9 @@ private:
         auto f2 = [&](Builtin fn, int a, int c) { return b.binary(fn, a, c); };
 
         switch (n.fn) {
+            case Builtin::Select: return backward_select(n, g);
             case Builtin::Pow: {
-                const ir::Node& exponent = out_.node(y);
+                const ir::Node exponent = out_.node(y);  // a copy: building nodes may reallocate the list
                 if (wants(n, 0)) {
                     if (exponent.kind == ir::NodeKind::Constant) {  // torch's pow(Tensor, Scalar)
                         if (exponent.value != 0.0)
@@ -382,8 +509,10 @@ private:
     ir::Program out_;
     std::unique_ptr<NodeBuilder> builder_;
     std::vector<bool> depends_;
-    std::vector<std::optional<int>> adjoint_;
-    std::vector<bool> index_;              // index inputs (one value per row)
+    std::vector<std::optional<Adjoint>> adjoint_;
+    std::vector<bool> input_per_row_;      // inputs that hold one value per row (indices among them)
+    int guard_ = -1;                       // the guard of the node being differentiated
+    bool from_elements_ = false;           // its contributions are made at every element of a row
     std::optional<int> factor_;            // Composite: d body / d (the one reduction differentiated)
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
 };
@@ -411,7 +540,7 @@ std::vector<int> gradient_slots(const ir::Program& program, std::span<const std:
     return slots;
 }
 
-ir::Program differentiate(const ir::Program& program, std::span<const int> wrt) {
+ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs) {
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
@@ -420,33 +549,15 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt) 
         // df/dTi is known only once every reduction is. One reduction may depend on the inputs
         // differentiated: its factor is computed first, from the others (which read only what they
         // read: the indices and class weights of a weighted cross-entropy), and scales the gradient.
-        const auto totals = row_totals(program);
-        std::vector<bool> depends(program.nodes.size(), false);
-        for (std::size_t id = 0; id < program.nodes.size(); ++id) {
-            const ir::Node& n = program.nodes[id];
-            bool d = n.kind == ir::NodeKind::Input && std::find(wrt.begin(), wrt.end(), n.slot) != wrt.end();
-            if (n.kind == ir::NodeKind::Binding)
-                d = depends[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
-            for (int i = 0; i < n.arity; ++i) d = d || depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
-            depends[id] = d;
-        }
-        std::vector<int> reached;
-        for (std::size_t k = 0; k < totals.size(); ++k)
-            if (depends[static_cast<std::size_t>(totals[k].node)]) reached.push_back(static_cast<int>(k));
-        if (reached.size() > 1) {
-            const ast::Pos at = program.node(totals[static_cast<std::size_t>(reached[1])].node).pos;
-            throw UnsupportedError(fmt::format(
-                "{}:{}:{}: the inputs differentiated reach {} of the whole-tensor reductions; gradients are supported "
-                "where they reach one (as in sum(w[y] * l) / sum(w[y]))", program.source_name, at.line, at.column,
-                reached.size()));
-        }
-        ir::Program differentiated = Differentiator(program, wrt).run();
-        differentiated.gradient_total = reached.empty() ? 0 : reached[0];
-        return differentiated;
+        return Differentiator(program, wrt, per_row_inputs).run();
     }
-    if (program.by_rows() && program.is_map())
-        throw UnsupportedError("gradients of maps that reduce along rows are not supported yet");
-    return Differentiator(program, wrt).run();
+    if (program.by_rows() && program.is_map() && !wrt.empty()) {
+        std::vector<std::string> names;
+        for (int slot : wrt) names.push_back(fmt::format("'{}'", program.inputs[static_cast<std::size_t>(slot)]));
+        throw UnsupportedError(fmt::format("no gradient of {}: gradients of maps that reduce along rows are not "
+                                           "supported yet", fmt::join(names, ", ")));
+    }
+    return Differentiator(program, wrt, per_row_inputs).run();
 }
 
 std::vector<int> shared_nodes(const ir::Program& program, std::span<const int> roots) {

@@ -105,6 +105,10 @@ std::string ExpressionPrinter::define(int id) const {
             // A kernel computes these in its own loops (emit_rows.cpp) and names the results.
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
+        case ir::NodeKind::Seed:
+            // Every gradient kernel defines seed_ (no user's name can be it: theirs have prefixes);
+            // dumps call it g.
+            return cuda ? "seed_" : "g";
     }
     throw InternalError("printer met an unknown node kind");
 }
@@ -170,35 +174,33 @@ std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
 std::string ExpressionPrinter::cuda_as(int id, char wanted) const {
     const std::string text = print(id);
     if (wanted == 'b' && program_.node(id).type == ValueType::Float) return "(" + text + " != " + literal(0) + ")";
-    return text;  // bool -> float converts implicitly in C++, to 0 or 1
+    // A bool would convert to 0 or 1 implicitly where a C operator meets a float, but overloads
+    // (fabs(float), fabs(double)) and templates (lj_max<T>, lj_mod<T> behind %) cannot choose for one:
+    // converted explicitly everywhere.
+    if (wanted == 'f' && program_.node(id).type == ValueType::Bool)
+        return std::string(style_ == PrintStyle::Cuda64 ? "(double)" : "(float)") + text;
+    return text;
 }
 
 std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
     const BuiltinInfo& info = builtin_info(n.fn);
     // Small constant exponents get the exact forms torch uses for them instead of powf.
     if (n.fn == Builtin::Pow && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
-        const std::string base = print(n.args[0]);
-        const double e = program_.node(n.args[1]).value;
-        if (e == 1.0) return base;
-        if (e == 2.0) return "lj_square(" + base + ")";
-        if (e == 3.0) return "lj_cube(" + base + ")";
-        if (e == 0.5) return "sqrt(" + base + ")";
-        if (e == -0.5) return "rsqrt(" + base + ")";
-        if (e == -1.0) return "(" + literal(1) + " / " + base + ")";
-        if (e == -2.0) return "(" + literal(1) + " / lj_square(" + base + "))";
+        if (const auto exact = exact_power(program_.node(n.args[1]).value))
+            return fmt::format(fmt::runtime(exact->cuda), cuda_as(n.args[0], 'f'), literal(1));
     }
     // A float32 division by a constant: x (1/c) and one FMA correction, correctly rounded as the
     // division is, without its slow path (templates/lj_div.cuh says for which c and x).
     if (n.fn == Builtin::Div && style_ == PrintStyle::Cuda && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
         const float c = static_cast<float>(program_.node(n.args[1]).value);
         if (std::fabs(c) >= 0x1p-40f && std::fabs(c) <= 0x1p40f)
-            return "lj_div_by(" + without_outer_parens(print(n.args[0])) + ", " + float_literal(c) + ", " +
+            return "lj_div_by(" + without_outer_parens(cuda_as(n.args[0], 'f')) + ", " + float_literal(c) + ", " +
                    float_literal(1.0f / c) + ")";
     }
     // By a parameter: the same with the reciprocal computed once per thread (param_reciprocals).
     if (const int slot = divisor_param(program_, n); slot >= 0 && style_ == PrintStyle::Cuda) {
         const auto& name = program_.params[static_cast<std::size_t>(slot)].name;
-        return "lj_div_by_param(" + without_outer_parens(print(n.args[0])) + ", " + cuda_param_name(name) + ", " +
+        return "lj_div_by_param(" + without_outer_parens(cuda_as(n.args[0], 'f')) + ", " + cuda_param_name(name) + ", " +
                cuda_param_reciprocal_name(name) + ")";
     }
     std::array<std::string, 3> args;

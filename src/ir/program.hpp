@@ -24,9 +24,14 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 // - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row.
 // - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
 //   only in a Composite body, a scalar.
-// Two more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
-// per row), and OneHot, true at the column args[0] (an index input) names (a bool per element).
-enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, OneHot };
+// Three more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
+// per row); OneHot, true at the column args[0] (an index input) names (a bool per element); and Seed,
+// the gradient of the loss with respect to the reduced expression at one element, which every
+// derivative starts from: for a reduction the upstream gradient / the divisor (times the gradient
+// factor of a Composite program; one value, per row), for a map's backward the upstream tensor's
+// element. Inside the derivatives, the guards of `where` apply after it: the side a where did not
+// select gets 0 even where the upstream gradient or the factor is inf or nan.
+enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, OneHot, Seed };
 
 struct Node {
     NodeKind kind = NodeKind::Constant;

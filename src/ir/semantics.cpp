@@ -39,11 +39,11 @@ double reduction_divisor(const ir::Program& program, const Shape& shape) {
 }
 
 std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout) {
+    if (!layout.by_rows) return {};
     const auto index = program.index_inputs();
     std::vector<bool> per_row(program.inputs.size(), false);
-    const std::size_t last = layout.dims.size() - 1;
     for (std::size_t k = 0; k < per_row.size() && k < layout.inputs.size(); ++k)
-        per_row[k] = index[k] || layout.inputs[k].strides[last] == 0;
+        per_row[k] = index[k] || layout.inputs[k].per_row;
     return per_row;
 }
 
@@ -63,6 +63,7 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
                 break;
             case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total: case ir::NodeKind::RowLength:
                 break;
+            case ir::NodeKind::Seed: per_row[id] = !program.is_map(); break;  // a map's: the upstream element
             case ir::NodeKind::OneHot: per_row[id] = false; break;
         }
     }

@@ -73,7 +73,7 @@ int NodeBuilder::rewrite(Builtin fn, std::array<int, 3> args, int arity, ast::Po
         all_constant = all_constant && arg.kind == ir::NodeKind::Constant;
         values[static_cast<std::size_t>(i)] = arg.value;
     }
-    if (all_constant) return constant(apply_builtin(fn, values[0], values[1], values[2]), info.result);
+    if (all_constant) return constant(fold_builtin(fn, values[0], values[1], values[2]), info.result);
 
     auto negated = [&](int id) { return resolved(id).kind == ir::NodeKind::Apply && resolved(id).fn == Builtin::Neg; };
     auto operand = [&](int id) { return resolved(id).args[0]; };

@@ -50,6 +50,31 @@ constexpr std::string_view kModHelper =
     "    if (r != T(0) && ((b < T(0)) != (r < T(0)))) r += b;\n"
     "    return r;\n"
     "}\n";
+// Python's // and torch.floor_divide (c10's div_floor_floating): the quotient from fmod, so that
+// x - y * floordiv(x, y) is x % y; not floor(x / y), which rounds first (1 // 0.1 is 9, floor(1 / 0.1)
+// 10) and is inf where x is (inf // 2 is nan).
+template <class T>
+T floor_divide(T a, T b) {
+    if (b == T(0)) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div == T(0)) return std::copysign(T(0), a / b);
+    T q = std::floor(div);
+    if (div - q > T(0.5)) q += T(1);
+    return q;
+}
+constexpr std::string_view kFloorDivHelper =
+    "template <class T> __device__ __forceinline__ T lj_floordiv(T a, T b) {  // Python // (torch.floor_divide)\n"
+    "    if (b == T(0)) return a / b;\n"
+    "    const T mod = fmod(a, b);\n"
+    "    T div = (a - mod) / b;\n"
+    "    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);\n"
+    "    if (div == T(0)) return copysign(T(0), a / b);\n"
+    "    T q = floor(div);\n"
+    "    if (div - q > T(0.5)) q += T(1);\n"
+    "    return q;\n"
+    "}\n";
 // pow prints small constant exponents as the exact forms torch uses (codegen: the CUDA printer).
 constexpr std::string_view kPowHelper =
     "template <class T> __device__ __forceinline__ T lj_square(T x) { return x * x; }\n"
@@ -183,7 +208,7 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
          return r;
      },
      Cheap, Gradient::Formula,
-     {"g", "-(g * floor(x / y))"},  // torch.remainder: other gets -grad * floor_divide(self, other)
+     {"g", "-(g * floordiv(x, y))"},  // torch.remainder: other gets -grad * floor_divide(self, other)
      "remainder with the sign of the divisor (torch.remainder, Python %)"},
     // pow's derivative depends on whether the exponent is a constant (torch's pow(Tensor, Scalar)).
     {Builtin::Pow, "pow", "^", 9, R, 2, false, "ff", F, "pow({0}, {1})", kPowHelper, kNoNeeds,
@@ -207,8 +232,8 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
     {Builtin::Or, "", "||", 2, L, 2, false, "bb", B, "({0} || {1})", "", kNoNeeds,
      [](double a, double b, double) { return from_bool(truth(a) || truth(b)); }, Cheap, Gradient::None, {}, "logical or"},
     {Builtin::Select, "where", "?:", 1, R, 3, false, "bff", F, "({0} ? {1} : {2})", "", kNoNeeds,
-     [](double a, double b, double c) { return truth(a) ? b : c; }, Cheap, Gradient::Formula,
-     {"", "x ? g : 0", "x ? 0 : g"},  // the condition gets none
+     // The selected side alone gets the gradient, guarded: ir/differentiate.cpp, backward_select.
+     [](double a, double b, double c) { return truth(a) ? b : c; }, Cheap, Gradient::Rule, {},
      "c ? a : b, where(c, a, b): a where c != 0, else b"},
     {Builtin::Abs, "abs", "", 0, L, 1, false, "f", F, "fabs({0})", "", kNoNeeds,
      [](double a, double, double) { return std::fabs(a); }, Cheap, Gradient::Formula, {"g * sign(x)"}, "absolute value"},
@@ -344,6 +369,9 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
     {Builtin::Trigamma, "trigamma", "", 0, L, 1, false, "f", F, "lj_trigamma({0})", kTrigammaHelper, kNoNeeds,
      [](double a, double, double) { return trigamma(a); }, Trans, Gradient::Refused, {},
      "d/dx digamma(x) (torch.polygamma(1, x); inf at the poles); no gradient"},
+    {Builtin::FloorDiv, "floordiv", "", 0, L, 2, false, "ff", F, "lj_floordiv({0}, {1})", kFloorDivHelper, kNoNeeds,
+     [](double a, double b, double) { return floor_divide(a, b); }, Cheap, Gradient::None, {},
+     "floor division as Python's // and torch.floor_divide (nan for an infinite x; x / 0 where y is 0)"},
 }};
 
 constexpr bool table_is_in_enum_order() {
@@ -456,5 +484,37 @@ std::optional<double> find_constant(std::string_view name) {
 }
 
 double apply_builtin(Builtin id, double a, double b, double c) { return builtin_info(id).reference(a, b, c); }
+
+namespace {
+struct ExactPowerRow {
+    ExactPower power;
+    double (*value)(double);
+};
+constexpr std::array<ExactPowerRow, 7> kExactPowers{{
+    {{1.0, "{0}"}, [](double x) { return x; }},
+    {{2.0, "lj_square({0})"}, [](double x) { return x * x; }},
+    {{3.0, "lj_cube({0})"}, [](double x) { return x * x * x; }},
+    {{0.5, "sqrt({0})"}, [](double x) { return std::sqrt(x); }},
+    {{-0.5, "rsqrt({0})"}, [](double x) { return 1.0 / std::sqrt(x); }},
+    {{-1.0, "({1} / {0})"}, [](double x) { return 1.0 / x; }},
+    {{-2.0, "({1} / lj_square({0}))"}, [](double x) { return 1.0 / (x * x); }},
+}};
+}  // namespace
+
+std::optional<ExactPower> exact_power(double exponent) {
+    for (const auto& row : kExactPowers)
+        if (row.power.exponent == exponent) return row.power;
+    return std::nullopt;
+}
+
+double power_by_constant(double base, double exponent) {
+    for (const auto& row : kExactPowers)
+        if (row.power.exponent == exponent) return row.value(base);
+    return std::pow(base, exponent);
+}
+
+double fold_builtin(Builtin id, double a, double b, double c) {
+    return id == Builtin::Pow ? power_by_constant(a, b) : apply_builtin(id, a, b, c);
+}
 
 }  // namespace lossjit

@@ -31,7 +31,7 @@ enum class Builtin : unsigned char {
     // functions
     Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Tanh,
     Sigmoid, Softplus, Relu, Erf, Erfc, Floor, Ceil, Round, Trunc, Min, Max, Clamp, IsNan, IsInf,
-    Xlogy, Cosh, Sinh, Asinh, Acosh, Atanh, Asin, Acos, Atan, Atan2, Hypot, Lgamma, Digamma, Trigamma,
+    Xlogy, Cosh, Sinh, Asinh, Acosh, Atanh, Asin, Acos, Atan, Atan2, Hypot, Lgamma, Digamma, Trigamma, FloorDiv,
     Count_
 };
 
@@ -119,5 +119,20 @@ std::optional<RowReduction> find_row_reduction(std::string_view name);
 // The reference meaning of a builtin in float64 (bools are 0.0/1.0). Shared by the constant folder
 // and the CPU reference evaluator, so the two can never disagree.
 double apply_builtin(Builtin id, double a, double b = 0.0, double c = 0.0);
+
+// Powers by these constant exponents are computed as torch's pow(Tensor, Scalar) computes them (x,
+// x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x)), not by pow: they differ at -0 and -inf (rsqrt(-0) is
+// -inf where pow(-0, -0.5) is +inf; sqrt(-inf) is nan where pow gives +inf). The one list: the CUDA
+// printer spells these forms (`cuda`: {0} the base, {1} the literal 1), and every float64
+// evaluation of a power whose exponent is a constant node (the reference, the folders) goes through
+// power_by_constant. A power by a tensor is pow, as in torch.
+struct ExactPower {
+    double exponent;
+    std::string_view cuda;
+};
+std::optional<ExactPower> exact_power(double exponent);
+double power_by_constant(double base, double exponent);
+// apply_builtin where every argument is a constant (the folders): a power uses power_by_constant.
+double fold_builtin(Builtin id, double a, double b = 0.0, double c = 0.0);
 
 }  // namespace lossjit

@@ -203,7 +203,7 @@ private:
             values[static_cast<std::size_t>(i)] = arg.value;
             ++i;
         }
-        if (all_constant) return constant(apply_builtin(fn, values[0], values[1], values[2]), pos, info.result);
+        if (all_constant) return constant(fold_builtin(fn, values[0], values[1], values[2]), pos, info.result);
         return add(n);
     }
 
@@ -361,7 +361,8 @@ private:
                     mine = level(out_.bindings[static_cast<std::size_t>(n.slot)].node);
                     break;
                 case ir::NodeKind::RowLength:
-                case ir::NodeKind::OneHot:  // only derivatives have these
+                case ir::NodeKind::OneHot:
+                case ir::NodeKind::Seed:  // only derivatives have these
                     mine = Level::Data;
                     break;
                 case ir::NodeKind::Total:

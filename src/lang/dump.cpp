@@ -62,6 +62,11 @@ std::string dump_gradients(const ir::Program& program) {
                std::any_of(program.bindings.begin(), program.bindings.end(), [&](const auto& b) { return b.name == name; });
     };
     ExpressionPrinter printer(program, PrintStyle::Language);  // shared terms named once
+    // The seed: what the loss gives each element (ir::NodeKind::Seed), named g unless an input is.
+    std::string seed = "g";
+    while (taken(seed)) seed += "_";
+    for (std::size_t id = 0; id < program.nodes.size(); ++id)
+        if (program.nodes[id].kind == ir::NodeKind::Seed) printer.name(static_cast<int>(id), seed);
     std::string prefix = "_";
     int count = 0;
     for (int id : shared_nodes(program, roots)) {
@@ -71,11 +76,13 @@ std::string dump_gradients(const ir::Program& program) {
         out += fmt::format("{} = {}\n", name, printer.define(id));
         printer.name(id, name);
     }
-    const std::string scale = program.reduction == ir::Reduction::Sum         ? "upstream"
-                              : program.reduction == ir::Reduction::Mean      ? "upstream / N"
-                              : program.reduction == ir::Reduction::BatchMean ? "upstream / (size of dimension 0)"
-                                                                              : "the upstream gradient's element";
-    out += fmt::format("# per element; the gradient is each times {}, summed where its input is broadcast\n", scale);
+    const std::string scale = program.reduction == ir::Reduction::Sum         ? "the upstream gradient"
+                              : program.reduction == ir::Reduction::Mean      ? "the upstream gradient / N (the count mean divides by)"
+                              : program.reduction == ir::Reduction::BatchMean ? "the upstream gradient / (size of dimension 0)"
+                              : program.reduction == ir::Reduction::Composite
+                                  ? "the upstream gradient times d value / d (the reduction differentiated), over its divisor"
+                                  : "the upstream gradient's element";
+    out += fmt::format("# per element, {} = {}; summed where the input is broadcast\n", seed, scale);
     for (const auto& d : program.derivatives)
         out += fmt::format("d/d{} = {}\n", program.inputs[static_cast<std::size_t>(d.input)],
                            printer.print(d.node));

@@ -20,6 +20,12 @@ namespace {
 
 constexpr std::int64_t kChunk = 2048;
 
+// A power whose exponent is a constant node: torch's forms for the small exponents (power_by_constant),
+// as the kernels print them.
+bool constant_exponent(const ir::Program& program, const ir::Node& n) {
+    return n.kind == ir::NodeKind::Apply && n.fn == Builtin::Pow && program.node(n.args[1]).kind == ir::NodeKind::Constant;
+}
+
 static_assert(std::numeric_limits<float>::is_iec559, "out-of-range double -> float must give inf, as on the GPU");
 double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
@@ -100,8 +106,9 @@ public:
             if (live_[i]) columns_[i].resize(length);
     }
 
-    // Evaluates elements [start, start + count) and returns the body's column.
-    const double* evaluate(std::int64_t start, std::int64_t count) {
+    // Evaluates elements [start, start + count) and returns the body's column. `seed`: a
+    // differentiated program's Seed at each of them (its upstream gradient, scaled).
+    const double* evaluate(std::int64_t start, std::int64_t count, const double* seed = nullptr) {
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
             if (!live_[id]) continue;
             const ir::Node& n = program_.nodes[id];
@@ -130,9 +137,17 @@ public:
                     const double* a = column(n.args[0]);
                     const double* b = n.arity > 1 ? column(n.args[1]) : a;
                     const double* c = n.arity > 2 ? column(n.args[2]) : a;
-                    for (std::int64_t i = 0; i < count; ++i) out[i] = apply_builtin(n.fn, a[i], b[i], c[i]);
+                    if (constant_exponent(program_, n)) {
+                        for (std::int64_t i = 0; i < count; ++i) out[i] = power_by_constant(a[i], b[i]);
+                    } else {
+                        for (std::int64_t i = 0; i < count; ++i) out[i] = apply_builtin(n.fn, a[i], b[i], c[i]);
+                    }
                     break;
                 }
+                case ir::NodeKind::Seed:
+                    if (!seed) throw InternalError("a derivative evaluated without its seed");
+                    std::copy_n(seed, count, out);
+                    break;
                 case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total:
                 case ir::NodeKind::RowLength: case ir::NodeKind::OneHot:
                     throw InternalError("a program that reduces along rows in the elementwise evaluator");
@@ -205,9 +220,10 @@ void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
 // (per_row_nodes). Row reductions add in float64 with compensation; a take reads its index exactly.
 class RowEvaluator {
 public:
+    // `seed`: a differentiated program's Seed (its upstream gradient, scaled: one value).
     RowEvaluator(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
-                 std::span<const double> params)
-        : program_(program), layout_(layout), inputs_(inputs), params_(params),
+                 std::span<const double> params, double seed)
+        : program_(program), layout_(layout), inputs_(inputs), params_(params), seed_(seed),
           float64_(program_compute(program, inputs) == DType::float64),
           index_(program.index_inputs()),
           per_row_(per_row_nodes(program, per_row_inputs(program, layout))),
@@ -271,7 +287,7 @@ public:
                         const double a = at(n.args[0], c);
                         const double b = n.arity > 1 ? at(n.args[1], c) : 0.0;
                         const double d = n.arity > 2 ? at(n.args[2], c) : 0.0;
-                        out[j] = apply_builtin(n.fn, a, b, d);
+                        out[j] = constant_exponent(program_, n) ? power_by_constant(a, b) : apply_builtin(n.fn, a, b, d);
                     }
                     break;
                 case ir::NodeKind::RowReduce: out[0] = reduce_row(static_cast<RowReduction>(n.slot), n.args[0]); break;
@@ -282,6 +298,7 @@ public:
                     break;
                 }
                 case ir::NodeKind::RowLength: out[0] = static_cast<double>(columns_); break;
+                case ir::NodeKind::Seed: out[0] = seed_; break;
                 case ir::NodeKind::OneHot: {
                     const double i = index_at(row, program_.node(n.args[0]).slot);
                     for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(j) == i ? 1.0 : 0.0;
@@ -349,6 +366,7 @@ private:
     const Layout& layout_;
     std::span<const HostOperand> inputs_;
     std::span<const double> params_;
+    double seed_;
     bool float64_;
     std::vector<bool> index_;
     std::vector<bool> per_row_;
@@ -361,12 +379,12 @@ private:
 // `use(eval, row, thread)` after each; returns how many threads ran.
 template <typename Use>
 std::size_t for_each_row(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
-                         std::span<const double> params, Use use) {
+                         std::span<const double> params, Use use, double seed = 0.0) {
     std::size_t threads = 0;
     parallel_ranges(
         layout.rows,
         [&](std::int64_t begin, std::int64_t end, std::size_t t) {
-            RowEvaluator eval(program, layout, inputs, params);
+            RowEvaluator eval(program, layout, inputs, params, seed);
             for (std::int64_t row = begin; row < end; ++row) {
                 eval.evaluate(row);
                 use(static_cast<const RowEvaluator&>(eval), row, t);
@@ -390,7 +408,9 @@ double composite_value(const ir::Program& program, std::span<const double> total
             case ir::NodeKind::Binding: value[id] = value[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
             case ir::NodeKind::Total: break;  // set above (0 for one the body never reaches)
             case ir::NodeKind::Apply:
-                value[id] = apply_builtin(n.fn, value[static_cast<std::size_t>(n.args[0])],
+                value[id] = constant_exponent(program, n)
+                                ? power_by_constant(value[static_cast<std::size_t>(n.args[0])], value[static_cast<std::size_t>(n.args[1])])
+                                : apply_builtin(n.fn, value[static_cast<std::size_t>(n.args[0])],
                                           n.arity > 1 ? value[static_cast<std::size_t>(n.args[1])] : 0.0,
                                           n.arity > 2 ? value[static_cast<std::size_t>(n.args[2])] : 0.0);
                 break;
@@ -498,13 +518,16 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                                                           std::span<const HostOperand> inputs,
                                                           std::span<const double> params, double upstream) {
     refuse_broadcast_row_gradients(program, layout);
-    const double scale = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
+    const double seed = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
     std::vector<std::vector<double>> grads(program.derivatives.size(), std::vector<double>(static_cast<std::size_t>(layout.count)));
-    for_each_row(program, layout, inputs, params, [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
-        for (std::size_t k = 0; k < grads.size(); ++k)
-            for (std::int64_t j = 0; j < eval.columns(); ++j)
-                grads[k][static_cast<std::size_t>(row * eval.columns() + j)] = eval.at(program.derivatives[k].node, j) * scale;
-    });
+    for_each_row(
+        program, layout, inputs, params,
+        [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
+            for (std::size_t k = 0; k < grads.size(); ++k)
+                for (std::int64_t j = 0; j < eval.columns(); ++j)
+                    grads[k][static_cast<std::size_t>(row * eval.columns() + j)] = eval.at(program.derivatives[k].node, j);
+        },
+        seed);
     return grads;
 }
 
@@ -518,6 +541,7 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||
         read.inputs.size() != inputs.size())
         throw InternalError("reference_gradients: a map, and only a map, has its upstream gradient as the last operand");
+    // Each element's seed (ir::NodeKind::Seed): a map's upstream element, or upstream / divisor.
     const double scale = program.is_map() ? 1.0 : upstream * gradient_scale(program, read.shape);
 
     const std::size_t count = program.derivatives.size();
@@ -551,16 +575,16 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
             }
             for (std::int64_t s = begin; s < end; s += kChunk) {
                 const std::int64_t n = std::min(kChunk, end - s);
-                eval.evaluate(s, n);
                 if (up)
                     for (std::int64_t i = 0; i < n; ++i, up->next())
                         factor[static_cast<std::size_t>(i)] =
                             load_as_double(inputs.back().data, inputs.back().dtype, up->offset(), compute);
+                eval.evaluate(s, n, factor.data());
                 for (std::size_t k = 0; k < count; ++k) {
                     const double* d = eval.column(program.derivatives[k].node);
                     double* out = broadcast[k] ? mine[k].data() : grads[k].data();
                     auto& walk = targets[k];
-                    for (std::int64_t i = 0; i < n; ++i, walk.next()) out[walk.offset()] += d[i] * factor[static_cast<std::size_t>(i)];
+                    for (std::int64_t i = 0; i < n; ++i, walk.next()) out[walk.offset()] += d[i];
                 }
             }
         },

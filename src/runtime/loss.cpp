@@ -93,15 +93,27 @@ struct Loss::State {
         Launchable launchable;
         Launchable factor;  // a Composite program's gradient factor (program.gradient_factor), if any
     };
-    struct NamesLess {  // lets a span of names find a vector of names
+    // A gradient program is made for a list of inputs and, where the program reduces along rows,
+    // for which inputs hold one value per row (their derivatives differ: differentiate()).
+    struct GradientKey {
+        std::vector<std::string> wrt;
+        std::vector<bool> per_row;
+    };
+    struct GradientLookup {
+        std::span<const std::string> wrt;
+        const std::vector<bool>& per_row;
+    };
+    struct KeyLess {  // lets a lookup (a span of names) find a key (a vector of names)
         using is_transparent = void;
         template <class A, class B>
         bool operator()(const A& a, const B& b) const {
-            return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+            if (std::lexicographical_compare(a.wrt.begin(), a.wrt.end(), b.wrt.begin(), b.wrt.end())) return true;
+            if (std::lexicographical_compare(b.wrt.begin(), b.wrt.end(), a.wrt.begin(), a.wrt.end())) return false;
+            return a.per_row < b.per_row;
         }
     };
     mutable std::shared_mutex gradients_mutex;
-    std::map<std::vector<std::string>, std::unique_ptr<GradientProgram>, NamesLess> gradients;  // by the inputs' names
+    std::map<GradientKey, std::unique_ptr<GradientProgram>, KeyLess> gradients;
 
     mutable std::shared_mutex streams_mutex;
     std::map<Stream, std::unique_ptr<StreamState>> streams;
@@ -137,6 +149,8 @@ struct Loss::State {
     };
     // The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
     Emitted emit_for(std::span<const TensorView> inputs) const;
+    // The fused value-and-gradient kernel value_and_grad() (a map: grad()) would run.
+    Emitted emit_gradient_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
     std::vector<ReferenceGradient> gradients_on_cpu(std::span<const TensorView> host_inputs,
                                                     std::span<const std::string> wrt, double upstream,
                                                     const TensorView* host_upstream) const;
@@ -167,17 +181,18 @@ struct Loss::State {
         return *state;
     }
 
-    // The gradient program for `wrt`, differentiating on first use.
-    const GradientProgram& gradient_program(std::span<const std::string> wrt) {
+    // The gradient program for `wrt` in a layout whose per-row inputs are `per_row`
+    // (per_row_inputs), differentiating on first use.
+    const GradientProgram& gradient_program(std::span<const std::string> wrt, const std::vector<bool>& per_row) {
         {
             std::shared_lock lock(gradients_mutex);
-            if (auto it = gradients.find(wrt); it != gradients.end()) return *it->second;
+            if (auto it = gradients.find(GradientLookup{wrt, per_row}); it != gradients.end()) return *it->second;
         }
         const auto slots = gradient_slots(program, wrt);
         auto entry = std::make_unique<GradientProgram>();
-        entry->program = differentiate(program, slots);
+        entry->program = differentiate(program, slots, per_row);
         std::unique_lock lock(gradients_mutex);
-        auto& slot = gradients[std::vector<std::string>(wrt.begin(), wrt.end())];
+        auto& slot = gradients[GradientKey{std::vector<std::string>(wrt.begin(), wrt.end()), per_row}];
         if (!slot) {  // else another thread was first: its program is the same
             slot = std::move(entry);
             slot->launchable.program = &slot->program;
@@ -208,8 +223,10 @@ struct Loss::State {
     // gradients, the layout the full-shape gradients share (no data). `result`: where a reduction's
     // value goes (null: the stream's workspace, as float32). `inputs` ends with the upstream
     // gradient for a map's backward.
+    // `factor`: a Composite program's gradient factor, on the device (its own kernel's result).
     Launched run(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
-                 const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream) {
+                 const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream,
+                 const double* factor = nullptr) {
         const ir::Program& prog = *what.program;
         const bool map_forward = prog.is_map() && prog.derivatives.empty();
         check_views(*what.operands, inputs);
@@ -322,6 +339,7 @@ struct Loss::State {
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
         if (g_count > 0) {
             args.grads[g_count + kMaxRank] = reinterpret_cast<std::int64_t>(upstream.device);
+            args.grads[g_count + kMaxRank + 1] = reinterpret_cast<std::int64_t>(factor);
             const double scale = static_cast<double>(upstream.value) / p.divisor;
             std::memcpy(&args.grads.back(), &scale, sizeof scale);
         }
@@ -343,10 +361,12 @@ struct Loss::State {
         if (grads.size() != wrt.size())
             throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
                                          wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
-        const GradientProgram& differentiated = gradient_program(wrt);
+        (void)gradient_slots(program, wrt);  // an unknown or repeated name first
+        const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
+        const GradientProgram& differentiated = gradient_program(wrt, per_row_inputs(program, value_layout));
         const Launchable& what = differentiated.launchable;
 
-        const Shape shape = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr).shape;
+        const Shape& shape = value_layout.shape;
         if (upstream_tensor && upstream_tensor->shape != shape)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream_tensor->shape, ", "), fmt::join(shape, ", ")));
@@ -361,30 +381,31 @@ struct Loss::State {
             inputs = operands;
         }
         if (differentiated.factor.program) {
-            // The factor first, into this stream's workspace; the gradient kernel reads it there as
-            // its upstream gradient (stream order: no host sync).
+            // The factor first, into this stream's workspace, in float64; the gradient kernel reads it
+            // there (stream order: no host sync).
             if (upstream.device)
                 throw UnsupportedError("an upstream gradient in device memory is not supported for a program that "
                                        "combines several whole-tensor reductions");
             const DeviceFacts& dev = ensure_device();
             cuda::ScopedContext scope(*dev.context);
-            float* factor = nullptr;
+            double* factor = nullptr;
             if (const auto lent = lent_scratch()) {  // where Workspace::factor() is in the workspace's layout
                 if (lent->bytes < reduce_scratch_bytes(workspace_slots()))
                     throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch, but {} were lent",
                                                       reduce_scratch_bytes(workspace_slots()), lent->bytes),
                                           reduce_scratch_bytes(workspace_slots()));
-                factor = reinterpret_cast<float*>(static_cast<unsigned char*>(lent->data) +
-                                                  sizeof(double) * static_cast<std::size_t>(workspace_slots()) + 24);
+                factor = reinterpret_cast<double*>(static_cast<unsigned char*>(lent->data) +
+                                                   sizeof(double) * static_cast<std::size_t>(workspace_slots()) + 24);
             } else {
                 StreamState& here = stream_state(stream);
                 std::lock_guard lock(here.mutex);
                 here.workspace.ensure(dev.context, workspace_slots(), stream);
                 factor = here.workspace.factor();
             }
-            const OutputView factor_view{factor, DType::float32, {}, {}};
+            const OutputView factor_view{factor, DType::float64, {}, {}};
             run(differentiated.factor, inputs, nullptr, &factor_view, stream, {}, {});
-            upstream = Upstream::on_device(factor, upstream.value);
+            run(what, inputs, &layout_view, device_value, stream, grads, upstream, factor);
+            return;
         }
         run(what, inputs, &layout_view, device_value, stream, grads, upstream);
     }
@@ -612,7 +633,8 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
         const TensorView& input = host_inputs[static_cast<std::size_t>(slots[k])];
         check_differentiable(wrt[k], input.dtype);
     }
-    const ir::Program differentiated = differentiate(program, slots);
+    const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, host_inputs), nullptr);
+    const ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
     std::optional<OperandShape> up;
     if (host_upstream) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
@@ -661,7 +683,18 @@ std::vector<ReferenceGradient> Loss::reference_grad(std::span<const TensorView> 
 }
 
 std::string Loss::derivatives(std::span<const std::string> wrt) const {
-    return dump_gradients(differentiate(state_->program, gradient_slots(state_->program, wrt)));
+    // As for inputs that all have the broadcast shape: only indices hold one value per row.
+    return dump_gradients(differentiate(state_->program, gradient_slots(state_->program, wrt), {}));
+}
+
+std::string Loss::derivatives(std::span<const std::string> wrt, std::span<const TensorView> inputs) const {
+    const auto slots = gradient_slots(state_->program, wrt);
+    check_count(state_->program.inputs, inputs.size());
+    for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
+    const Layout layout = state_->layout_for(state_->program, inputs, nullptr);
+    const ir::Program differentiated = differentiate(state_->program, slots, per_row_inputs(state_->program, layout));
+    if (differentiated.by_rows()) refuse_broadcast_row_gradients(differentiated, layout);
+    return dump_gradients(differentiated);
 }
 
 std::string Loss::ast() const { return dump_ast(state_->compiled->syntax); }
@@ -682,17 +715,27 @@ Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) c
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return state_->emit_for(inputs).source; }
 
-std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
-    if (wrt.empty()) return cuda_source(inputs);
-    const auto program = differentiate(state_->program, gradient_slots(state_->program, wrt));
+Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> inputs,
+                                                    std::span<const std::string> wrt) const {
+    const auto slots = gradient_slots(program, wrt);
+    check_count(program.inputs, inputs.size());
+    for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
+    const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
+    const auto differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
     // The gradients' shared layout: the whole broadcast shape (even where the body is one per row).
-    const Shape shape = plan_program_layout(state_->program, operand_shapes(state_->program.inputs, inputs), nullptr).shape;
+    const Shape& shape = value_layout.shape;
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
-    if (program.is_map())  // the upstream gradient, in the output's dtype as torch passes it
-        operands.push_back(TensorView::contiguous(nullptr, shape, output_dtype(inputs)));
-    const Layout layout = state_->layout_for(program, operands, &gradients);
-    return emit_cuda(program, state_->spec_for(program, layout, CallViews{operands, &gradients, DType::float32, {}}, false));
+    if (differentiated.is_map())  // the upstream gradient, in the output's dtype as torch passes it
+        operands.push_back(TensorView::contiguous(nullptr, shape, default_output_dtype(program, inputs)));
+    const Layout layout = layout_for(differentiated, operands, &gradients);
+    const KernelSpec spec = spec_for(differentiated, layout, CallViews{operands, &gradients, DType::float32, {}}, false);
+    return {emit_cuda(differentiated, spec), spec.fast_math};
+}
+
+std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+    if (wrt.empty()) return cuda_source(inputs);
+    return state_->emit_gradient_for(inputs, wrt).source;
 }
 
 std::string Loss::cuda_source() const {
@@ -702,9 +745,15 @@ std::string Loss::cuda_source() const {
 }
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::string& target) const {
+    return compile_kernel(inputs, {}, target);
+}
+
+KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                                 const std::string& target) const {
     KernelBuild build;
     const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const State::Emitted emitted = state_->emit_for(inputs.empty() && !state_->program.inputs.empty() ? defaults : inputs);
+    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    const State::Emitted emitted = wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt);
     build.source = emitted.source;
     build.target = normalize_target(target);
     const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);

@@ -219,7 +219,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     std::copy(p.scales.begin(), p.scales.end(), rows.scale);
     params.assign(p.params, 0.0);
     const std::size_t g = p.derivatives;
-    grads.assign(g + kMaxRank + 2, 0);
+    grads.assign(g + kMaxRank + 3, 0);
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(),
               grads.begin() + static_cast<std::ptrdiff_t>(g));
     sums = {};

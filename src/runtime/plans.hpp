@@ -121,8 +121,8 @@ public:
     double* partials() const { return reinterpret_cast<double*>(memory_->get()); }
     unsigned int* arrivals() const { return reinterpret_cast<unsigned int*>(memory_->get() + sizeof(double) * slots_); }
     float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }  // float32
-    // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float32.
-    float* factor() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 24); }
+    // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float64.
+    double* factor() const { return reinterpret_cast<double*>(memory_->get() + sizeof(double) * slots_ + 24); }
 
     // The arrival counters and partial sums of summed gradients (lj::SumScratch), at least this many.
     // Kernels leave every counter at 0, and the counters never move, so plans of other sizes share
@@ -160,7 +160,7 @@ public:
     abi::Output output{};
     abi::ReduceOut reduce{};
     abi::RowsOut rows{};  // a by-row reduction's (several totals)
-    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream pointer, scale (double)
+    std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream and factor pointers, scale (double)
     abi::SumScratch sums{};  // summed gradients' scratch (KernelSpec::sums())
 
 private:

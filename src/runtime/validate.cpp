@@ -62,7 +62,7 @@ void check_gradients(std::span<const std::string> wrt, std::span<const int> slot
         // An input with fewer elements than the output is summed into: on the GPU its own view must
         // be contiguous (the columns loop reads it as one row).
         if (element_count(input.shape) != element_count(shape) && !is_dense(input.shape, input.strides))
-            throw UsageError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
+            throw UnsupportedError(fmt::format("'{}' is broadcast to [{}] and not contiguous: its gradient on the GPU "
                                          "needs a contiguous tensor", wrt[k], fmt::join(shape, ", ")));
     }
 }

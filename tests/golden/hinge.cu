@@ -26,8 +26,11 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
     void* ptr[G];
     long long strides[kMaxRank];
     const float* upstream;      // a device scalar the gradients are also multiplied by; may be null
+    const double* factor;       // a Composite program's gradient factor (float64, its own kernel's); may be null
     double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
-    __device__ __forceinline__ double total_scale() const { return upstream ? scale * (double)*upstream : scale; }
+    __device__ __forceinline__ double total_scale() const {
+        return (upstream ? scale * (double)*upstream : scale) * (factor ? *factor : 1.0);
+    }
 };
 // Gradients summed over the dimensions their input is broadcast along (Element::summed(g)), without
 // float atomics. The columns loop: each block sums its chunk of rows per column, the last block of a
