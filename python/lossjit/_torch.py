@@ -144,7 +144,7 @@ class _Layout:
     the check that recognises the layout's tensors, and what the last stream selected (its scratch
     and its buffer of results)."""
     __slots__ = ("buffer", "views", "words", "slots", "address", "count", "result_slot", "result_address",
-                 "out_dtype", "out_code", "device", "torch_device", "keep", "check", "state",
+                 "out_dtype", "out_code", "out_shape", "device", "torch_device", "keep", "check", "state",
                  "stream", "generation", "scratch", "results")
 
     def __init__(self, handle, tensors, device, state):
@@ -167,6 +167,7 @@ class _Layout:
         out = ctypes.c_int32()
         _lib.check(lib.lossjit_output_dtype(handle, self.address, n, ctypes.byref(out)))
         self.out_code, self.out_dtype = out.value, _DTYPES[out.value]
+        self.out_shape = _output_shape_of(handle, self.address, n)
         self.views[n] = _lib.View(None, self.out_code, 0, None, None)  # a reduction's 0-dim result
         self.device = device
         self.torch_device = torch.device("cuda", device)
@@ -188,6 +189,26 @@ class _Layout:
             results = self.state.results[key] = _Results(self.out_dtype, self.torch_device)
         self.results = results
         self.stream, self.generation = stream, _scratch_generation
+
+
+def _output_shape_of(handle, views_address, count):
+    """A map's output shape for these views, as lossjit gives it: the broadcast shape, or the rows'
+    shape where the program gives one value per row (an index input broadcasts with a trailing 1)."""
+    shape = (ctypes.c_int64 * 16)()
+    ndim = ctypes.c_int32()
+    _lib.check(lib.lossjit_output_shape(handle, views_address, count, ctypes.addressof(shape), ctypes.byref(ndim)))
+    return tuple(shape[:ndim.value])
+
+
+def _output_shape(loss_id, inputs):
+    """The same from tensors' shapes and strides alone (fake tensors too)."""
+    keep = []
+    views = (_lib.View * max(len(inputs), 1))()
+    for i, t in enumerate(inputs):
+        shape, strides = _lib.shape_array(t.shape), _lib.shape_array(t.stride())
+        keep += [shape, strides]
+        views[i] = _lib.View(None, _CODES[t.dtype], t.dim(), shape, strides)
+    return _output_shape_of(_side(loss_id).handle, ctypes.addressof(views), len(inputs))
 
 
 def _key(tensors):
@@ -358,8 +379,7 @@ class TorchLoss:
         lay = self.layout(tensors, self.state())
         lay.set_data(tensors)
         if out is None:
-            out = torch.empty(torch.broadcast_shapes(*[t.shape for t in tensors]), dtype=lay.out_dtype,
-                              device=lay.torch_device)
+            out = torch.empty(lay.out_shape, dtype=lay.out_dtype, device=lay.torch_device)
         keep = []
         view = _tensor_view(out, keep)
         self._launch(_map, lay, ctypes.addressof(view))
@@ -537,8 +557,7 @@ def map_op(loss_id: int, inputs: List[torch.Tensor]) -> torch.Tensor:
 
 @map_op.register_fake
 def _(loss_id, inputs):
-    shape = torch.broadcast_shapes(*[t.shape for t in inputs])
-    return inputs[0].new_empty(shape, dtype=_fake_dtype(loss_id, inputs))
+    return inputs[0].new_empty(_output_shape(loss_id, inputs), dtype=_fake_dtype(loss_id, inputs))
 
 
 @torch.library.custom_op("lossjit::map_grad", mutates_args=())

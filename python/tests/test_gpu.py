@@ -304,3 +304,64 @@ def test_threads_share_a_loss():
     for th in threads:
         th.join()
     assert not errors, errors
+
+
+# Issue 27's repros: gradients that were silently wrong (a per-row [N, 1] input beside a row
+# reduction was summed C times; the weighted ignore_index pattern gave nan on ignored rows; an
+# all-ignored batch gave nan where torch gives 0). float64, so "within 1e-6 of the largest" is tight.
+def _row_weight_cases():
+    g = torch.Generator(device="cpu").manual_seed(27)
+    a = torch.randn(64, 1000, generator=g, dtype=torch.float64)
+    w = torch.rand(64, 1, generator=g, dtype=torch.float64) + 0.5
+    return [
+        ("mean(w * sum(a, -1))", lambda a, w: torch.mean(w * a.sum(-1, keepdim=True)), a, w),
+        ("mean(where(w > 0, sum(a, -1), 0))",
+         lambda a, w: torch.mean(torch.where(w > 0, a.sum(-1, keepdim=True), torch.zeros(()).to(a))), a, w),
+        ("mean(sum(a, -1) / w)", lambda a, w: torch.mean(a.sum(-1, keepdim=True) / w), a, w),
+        ("mean(w * logsumexp(a, -1))", lambda a, w: torch.mean(w * torch.logsumexp(a, -1, keepdim=True)), a, w),
+    ]
+
+
+@pytest.mark.parametrize("text, ref, a, w", _row_weight_cases(), ids=[c[0] for c in _row_weight_cases()])
+def test_per_row_weight_times_a_row_reduction_matches_torch(text, ref, a, w):
+    loss = lossjit.compile(text, inputs=["a", "w"])
+    ours = a.to(dev).requires_grad_()
+    theirs = a.to(dev).requires_grad_()
+    loss(ours, w.to(dev)).backward()
+    ref(theirs, w.to(dev)).backward()
+    assert _max_rel(ours.grad, theirs.grad) <= 1e-6
+
+
+@pytest.mark.parametrize("shape", [(4096, 1000), (1024, 32000)])
+def test_weighted_cross_entropy_per_sample_and_with_ignore_index_matches_torch(shape):
+    n, c = shape
+    g = torch.Generator(device="cpu").manual_seed(n)
+    x = torch.randn(n, c, generator=g, dtype=torch.float64).to(dev)
+    y = torch.randint(0, c, (n,), generator=g).to(dev)
+    y[::3] = -100
+    w = (torch.rand(c, generator=g, dtype=torch.float64) + 0.5).to(dev)
+    s = (torch.rand(n, 1, generator=g, dtype=torch.float64) + 0.5).to(dev)
+    # Per-sample weights [N, 1] (d/dx was C - 1 times too large).
+    per_sample = lossjit.compile("mean(s * (logsumexp(x, -1) - x[y]))", inputs=["x", "y", "s"])
+    yy = y.clamp(min=0)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    per_sample(ours, yy, s).backward()
+    (s[:, 0] * F.cross_entropy(theirs, yy, reduction="none")).mean().backward()
+    assert _max_rel(ours.grad, theirs.grad) <= 1e-6
+    # Class weights with ignore_index, as docs/language.md writes it (nan on every ignored row before).
+    ignore = lossjit.compile("l = logsumexp(x, -1) - x[y]; sum(where(y != -100, w[y] * l, 0)) / "
+                             "sum(where(y != -100, w[y], 0))", inputs=["x", "y", "w"])
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    value = ignore(ours, y, w)
+    value.backward()
+    expect = F.cross_entropy(theirs, y, weight=w, ignore_index=-100)
+    expect.backward()
+    assert torch.isfinite(ours.grad).all()
+    assert (ours.grad[::3] == 0).all()
+    assert _max_rel(value.detach(), expect.detach()) <= 1e-6
+    assert _max_rel(ours.grad, theirs.grad) <= 1e-6
+    # Every row ignored: torch's value is nan and its gradient 0, not nan.
+    y_none = torch.full_like(y, -100)
+    ours = x.clone().requires_grad_()
+    ignore(ours, y_none, w).backward()
+    assert (ours.grad == 0).all()
