@@ -5,8 +5,9 @@
 //
 // A term that no requested input reaches gets no adjoint at all (not a 0 node): the product of a
 // structural zero with an inf or nan value would otherwise turn a clean gradient into nan.
-// Piecewise-constant operations (comparisons, logic, sign, floor, ...) pass no gradient, which is
-// torch's zero gradient added to the others (only the sign of a zero sum can differ).
+// Piecewise-constant operations (comparisons, logic, sign, floor, ...) pass no gradient: torch's
+// zero gradient added to the others, except where torch multiplies that zero into an infinite local
+// derivative behind it and gets nan (round(log(x)) at 0: torch nan, lossjit 0; docs/language.md).
 //
 // Two rules decide more than torch's local formulas do:
 // - `where` guards its branches (Adjoint::guard): the side not selected gets no gradient at all,
