@@ -6,6 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "jit/compile.hpp"
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
@@ -293,6 +297,92 @@ TEST_CASE("bad kernel variants are refused") {
     CHECK_THROWS_AS(normalize_target("gpu"), UsageError);
     CHECK(normalize_target("90") == "sm_90");
     CHECK(normalize_target("compute_90") == "compute_90");
+}
+
+
+// The kernels of every kind for the layouts and dtypes that choose between their variants: for each,
+// the variant (the source's "Kernel variant" line) and a hash of the whole source, in
+// tests/golden/kernels.txt (refreshed with LOSSJIT_UPDATE_GOLDEN=1). A change to the back end that
+// should not change what runs (a refactor) leaves the file as it is; one that should, shows in its
+// diff which kernels it changed.
+TEST_CASE("golden: the kernel of every kind, for the layouts that choose between variants") {
+    struct In {
+        std::string name;
+        Shape shape;
+        DType dtype = DType::float32;
+        std::vector<std::int64_t> strides{};
+    };
+    struct Case {
+        std::string label;
+        std::string program;  // text, or an example's file name
+        std::vector<In> inputs;
+        std::vector<std::string> wrt{};
+        Knobs knobs{};
+    };
+    const Shape big{4096, 4096}, small{33, 70};
+    const std::vector<Case> cases = {
+        // elementwise reductions and maps: the rows loop (vector widths, dtypes), the strided loop, one block
+        {"mse", "mse.loss", {{"p", big}, {"t", big}}},
+        {"mse bf16", "mse.loss", {{"p", big, DType::bfloat16}, {"t", big, DType::bfloat16}}},
+        {"mse f64", "mse.loss", {{"p", big, DType::float64}, {"t", big, DType::float64}}},
+        {"mse small", "mse.loss", {{"p", small}, {"t", small}}},
+        {"mse transposed", "mse.loss", {{"p", big, DType::float32, {1, 4096}}, {"t", big}}},
+        {"hinge", "hinge.loss", {{"p", big}, {"t", {4096}}}},
+        {"kl", "kl.loss", {{"p", big}, {"t", big}}},
+        {"smooth_l1", "smooth_l1.loss", {{"p", big}, {"t", big}}},
+        {"hardsigmoid", "hardsigmoid.loss", {{"x", big}}},
+        {"hardsigmoid f16", "hardsigmoid.loss", {{"x", big, DType::float16}}},
+        {"hinge block 128 vector 1", "hinge.loss", {{"p", big}, {"t", {4096}}}, {},
+         Knobs{.block_threads = 128, .vector_width = 1}},
+        {"mse float32 accumulator", "mse.loss", {{"p", big}, {"t", big}}, {}, Knobs{.accumulator = Accumulator::Float32}},
+        // fused value and gradients: stored, summed over rows (columns loop), along rows, over all
+        {"mse grad", "mse.loss", {{"p", big}, {"t", big}}, {"p", "t"}},
+        {"hinge grad p t", "hinge.loss", {{"p", big}, {"t", {4096}}}, {"p", "t"}},
+        {"hinge grad bf16", "hinge.loss", {{"p", big, DType::bfloat16}, {"t", {4096}, DType::bfloat16}}, {"p", "t"}},
+        {"squared hinge grad t [N, 1]", "squared_hinge.loss", {{"p", big}, {"t", {4096, 1}}}, {"p", "t"}},
+        {"weighted mse grad w scalar", "weighted_mse.loss", {{"w", {1}}, {"p", big}, {"t", big}}, {"w", "p"}},
+        {"smooth_l1 grad", "smooth_l1.loss", {{"p", big}, {"t", big}}, {"p"}},
+        {"map backward", "hardsigmoid.loss", {{"x", big}}, {"x"}},
+        {"grad strided", "mse.loss", {{"p", big, DType::float32, {1, 4096}}, {"t", big}}, {"p"}},
+        // programs that reduce along rows: warp and block teams, maps per row, several totals, fused
+        {"cross_entropy", "cross_entropy.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}},
+        {"cross_entropy long rows", "cross_entropy.loss", {{"x", {64, 131072}}, {"y", {64}, DType::int64}}},
+        {"cross_entropy grad", "cross_entropy.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}, {"x"}},
+        {"cross_entropy bf16 grad", "cross_entropy.loss", {{"x", {8192, 1000}, DType::bfloat16}, {"y", {8192}, DType::int64}}, {"x"}},
+        {"cross_entropy_ignore grad", "cross_entropy_ignore.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}, {"x"}},
+        {"cross_entropy_weighted grad", "cross_entropy_weighted.loss",
+         {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}, {"w", {1000}}}, {"x"}},
+        {"cross_entropy_smoothing", "cross_entropy_smoothing.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}, {"x"}},
+        {"cosine grad", "cosine.loss", {{"a", {4096, 1024}}, {"b", {4096, 1024}}}, {"a", "b"}},
+        {"triplet grad", "triplet.loss", {{"a", {4096, 1024}}, {"p", {4096, 1024}}, {"n", {4096, 1024}}}, {"a", "p", "n"}},
+        {"distill_kl", "distill_kl.loss", {{"s", {8192, 1000}}, {"t", {8192, 1000}}}, {"s"}},
+        {"focal", "focal.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}},
+        {"masked_mse", "masked_mse.loss", {{"p", big}, {"t", big}, {"m", big, DType::boolean}}, {"p"}},
+        {"log_softmax map", "x - logsumexp(x, -1)", {{"x", {8192, 1000}}}},
+        {"per-row map", "logsumexp(x, -1) - x[y]", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}},
+    };
+    std::string manifest;
+    for (const auto& c : cases) {
+        CAPTURE(c.label);
+        Options options;
+        options.knobs = c.knobs;
+        options.use_tuning = false;
+        std::vector<TensorView> views;
+        for (const auto& in : c.inputs) {
+            options.inputs.push_back(in.name);
+            views.push_back(TensorView{nullptr, in.dtype, in.shape, in.strides});
+        }
+        const bool file = c.program.ends_with(".loss");
+        const auto loss = compile(file ? example(c.program) : c.program, options);
+        const std::string source = loss.cuda_source(views, c.wrt);
+        const auto variant_at = source.find("// Kernel variant: ");
+        REQUIRE(variant_at != std::string::npos);
+        const std::string variant = source.substr(variant_at + 19, source.find('\n', variant_at) - variant_at - 19);
+        manifest += fmt::format("{}: {:016x} {}\n", c.label, XXH3_64bits(source.data(), source.size()), variant);
+    }
+    const std::string path = source_dir() + "/tests/golden/kernels.txt";
+    if (std::getenv("LOSSJIT_UPDATE_GOLDEN")) std::ofstream(path, std::ios::binary) << manifest;
+    CHECK(manifest == read_file(path));
 }
 
 }  // TEST_SUITE
