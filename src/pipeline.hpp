@@ -27,6 +27,7 @@
 #include "lossjit/lossjit.hpp"
 #include "lossjit/tensor.hpp"
 #include "ir/program.hpp"
+#include "../templates/abi.cuh"
 
 namespace lossjit {
 
@@ -90,10 +91,10 @@ double gradient_scale(const ir::Program& program, const Shape& shape);
 DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs);
 
 // ---- layout ------------------------------------------------------------------------------------
-constexpr int kMaxRank = 8;  // dimensions left after collapsing; the kernel ABI holds this many
-// Whole-tensor reductions one program may combine (sum(a) / sum(b)); the kernel ABI holds this many
-// scales (lj::kMaxTotals in templates/by_rows.cuh).
-constexpr int kMaxTotals = 8;
+// Dimensions left after collapsing, and whole-tensor reductions one program may combine
+// (sum(a) / sum(b)): as many as the kernel ABI holds (templates/abi.cuh, their one definition).
+constexpr int kMaxRank = lj::kMaxRank;
+constexpr int kMaxTotals = lj::kMaxTotals;
 
 struct OperandShape {
     std::string_view name;

@@ -1,18 +1,6 @@
 // ---- programs that reduce along rows: teams, row accumulators, the finish of several totals ----
 namespace lj {
 
-constexpr int kMaxTotals = 8;  // must match kMaxTotals in src/codegen/kernel_abi.hpp
-
-// Where the whole-tensor reductions of a program go: per block and total a partial sum, then the
-// last block adds them in block order, scales each total (1 / its divisor) and stores the final
-// value. As ReduceOut, with one scale per total.
-struct RowsOut {
-    double* partials;           // [total][block]
-    unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
-    void* result;               // one element of the kernel's result dtype
-    double scale[kMaxTotals];
-};
-
 // An index (x[y]'s y) exactly, as an integer.
 __device__ __forceinline__ long long load_index(int dt, const void* p, long long i) {
     switch (dt) {

@@ -55,6 +55,14 @@ std::string function_helpers(const ir::Program& program) {
     return "// Functions whose CUDA counterpart differs from PyTorch's definition (src/lang/builtins.cpp).\n" + helpers;
 }
 
+std::string kernel_prelude(const ir::Program& program) {
+    std::string prelude(templates::abi_cuh);
+    prelude += templates::prelude_cuh;
+    prelude += templates::dtype_cuh;
+    prelude += function_helpers(program);
+    return prelude;
+}
+
 std::vector<int> read_inputs(const ir::Program& program) {
     std::vector<bool> read(program.inputs.size(), false);
     for (const auto& n : program.nodes)
@@ -260,9 +268,7 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
     // The prelude, then only the pieces of scaffolding this kernel uses: its sink, its loop and, for
     // reductions and gradients, the finish. Less for NVRTC to read, for the cache key to hash, and
     // for a person reading `lossjit emit` to skip.
-    std::string prelude(templates::prelude_cuh);
-    prelude += templates::dtype_cuh;
-    prelude += function_helpers(program);
+    std::string prelude = kernel_prelude(program);
     // The finish first: the gradient sink's sums use its block_sum.
     if (!program.is_map() || grads > 0) prelude += templates::finish_cuh;  // the gradient templates name it
     if (grads > 0) {

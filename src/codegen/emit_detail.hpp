@@ -19,6 +19,10 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
 // calls, in table order: a kernel carries only what it uses.
 std::string function_helpers(const ir::Program& program);
 
+// What every kernel starts with: the ABI (templates/abi.cuh), the prelude, the dtypes, and the
+// program's helpers.
+std::string kernel_prelude(const ir::Program& program);
+
 // The kernel's constant for a dtype (templates/dtype.cuh): "lj::kFloat32", ...
 std::string_view kernel_dtype(DType dtype);
 

@@ -473,9 +473,7 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
         parameter_values.push_back(fmt::format("(RowProgram::Value){}", cuda_param_name(p.name)));
     }
     for (const auto& p : program.params) parameter_values.push_back(cuda_param_name(p.name));
-    std::string prelude(templates::prelude_cuh);
-    prelude += templates::dtype_cuh;
-    prelude += function_helpers(program);
+    std::string prelude = kernel_prelude(program);
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
 

@@ -1,53 +1,29 @@
-// Host mirrors of the kernel parameter structs in templates/prelude.cuh. The two must agree field
-// for field; sizes are asserted here and every struct is exercised by the GPU tests.
+// The kernel ABI on the host: the kernels' own parameter structs (templates/abi.cuh, compiled here
+// as host C++), and the buffers for the two whose size a kernel fixes at compile time
+// (lj::Inputs<N>, lj::Grads<G>), laid out as those templates are, which the asserts below check.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "pipeline.hpp"
+#include "../../templates/abi.cuh"
 
 namespace lossjit::abi {
 
-struct Extents {
-    long long count;
-    long long dims[kMaxRank];
-};
-struct Output {
-    void* ptr;
-    long long strides[kMaxRank];
-};
-struct ReduceOut {
-    double* partials;
-    unsigned int* arrivals;
-    void* result;  // one element of the kernel's result dtype
-    double scale;  // 1 / divisor
-};
-
-struct RowsOut {
-    double* partials;  // [total][block]
-    unsigned int* arrivals;
-    void* result;
-    double scale[kMaxTotals];  // 1 / divisor, per total
-};
-
-struct SumScratch {
-    double* partials;
-    unsigned int* arrivals;
-    long long chunk_rows;
-    long long batch_rows;
-    int chunks;
-    int strip_blocks;
-    int whole_rows;
-};
+using Extents = lj::Extents;
+using Output = lj::Output;
+using ReduceOut = lj::ReduceOut;
+using RowsOut = lj::RowsOut;
+using SumScratch = lj::SumScratch;
 
 // lj::Inputs<N>: N pointers, then N rows of kMaxRank strides (N >= 1 slots even when N is 0).
 class Inputs {
 public:
-    explicit Inputs(std::size_t n) : slots_(n > 0 ? n : 1), bytes_(slots_ * (1 + kMaxRank), 0) {}
+    explicit Inputs(std::size_t n) : slots_(n > 0 ? n : 1), bytes_(slots_ * (1 + lj::kMaxRank), 0) {}
     void set_pointer(std::size_t k, const void* p) { bytes_[k] = reinterpret_cast<std::int64_t>(p); }
     void set_strides(std::size_t k, const std::int64_t* strides) {
-        for (int d = 0; d < kMaxRank; ++d) bytes_[slots_ + k * kMaxRank + static_cast<std::size_t>(d)] = strides[d];
+        for (int d = 0; d < lj::kMaxRank; ++d) bytes_[slots_ + k * lj::kMaxRank + static_cast<std::size_t>(d)] = strides[d];
     }
     void* data() { return bytes_.data(); }
 
@@ -56,8 +32,31 @@ private:
     std::vector<std::int64_t> bytes_;
 };
 
-static_assert(sizeof(Extents) == 72 && sizeof(Output) == 72 && sizeof(ReduceOut) == 32 && sizeof(SumScratch) == 48 &&
-              sizeof(RowsOut) == 88);
-static_assert(sizeof(long long) == 8 && sizeof(void*) == 8);
+// lj::Grads<G> as 64-bit slots: G pointers, kMaxRank strides, the upstream and factor pointers, the
+// scale (a double's bits).
+constexpr std::size_t grads_slots(std::size_t g) { return g + lj::kMaxRank + 3; }
+constexpr std::size_t grads_strides_slot(std::size_t g) { return g; }
+constexpr std::size_t grads_upstream_slot(std::size_t g) { return g + lj::kMaxRank; }
+constexpr std::size_t grads_factor_slot(std::size_t g) { return g + lj::kMaxRank + 1; }
+constexpr std::size_t grads_scale_slot(std::size_t g) { return g + lj::kMaxRank + 2; }
+
+namespace check {
+template <int N>
+constexpr bool inputs_match() {
+    return sizeof(lj::Inputs<N>) == 8 * static_cast<std::size_t>(N) * (1 + lj::kMaxRank) &&
+           offsetof(lj::Inputs<N>, strides) == 8 * static_cast<std::size_t>(N);
+}
+template <int G>
+constexpr bool grads_match() {
+    constexpr auto g = static_cast<std::size_t>(G);
+    return sizeof(lj::Grads<G>) == 8 * grads_slots(g) && offsetof(lj::Grads<G>, strides) == 8 * grads_strides_slot(g) &&
+           offsetof(lj::Grads<G>, upstream) == 8 * grads_upstream_slot(g) &&
+           offsetof(lj::Grads<G>, factor) == 8 * grads_factor_slot(g) &&
+           offsetof(lj::Grads<G>, scale) == 8 * grads_scale_slot(g);
+}
+static_assert(inputs_match<1>() && inputs_match<2>() && inputs_match<7>(), "Inputs: the host buffer's layout");
+static_assert(grads_match<1>() && grads_match<2>() && grads_match<5>(), "Grads: the host buffer's layout");
+static_assert(sizeof(void*) == 8 && sizeof(long long) == 8 && sizeof(double) == 8, "64-bit slots");
+}  // namespace check
 
 }  // namespace lossjit::abi

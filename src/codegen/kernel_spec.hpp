@@ -68,12 +68,13 @@ struct KernelSpec {
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
     int min_blocks_per_sm = 1;
-    // How a derivative is summed where its input is broadcast (templates/prelude.cuh: lj::Summed).
+    // How a derivative is summed where its input is broadcast: the kernel's own values (lj::Summed,
+    // templates/abi.cuh).
     enum Summed : int {
-        NotSummed = 0,    // the input has the full shape: one gradient element per element
-        OverRows = 1,     // one row repeated over all others ([C] against [N, C]): Columns loop
-        AlongRows = 2,    // one value per row or per batch of rows ([N, 1], [1, C, 1, 1]): Rows loop, per tile
-        OverAll = 3,      // one value for everything (a scalar): Rows loop, summed per block
+        NotSummed = lj::kNotSummed,       // the input has the full shape: one gradient element per element
+        OverRows = lj::kSummedOverRows,   // one row repeated over all others ([C] against [N, C]): Columns loop
+        AlongRows = lj::kSummedAlongRows, // one value per row or per batch of rows ([N, 1], [1, C, 1, 1]): Rows loop, per tile
+        OverAll = lj::kSummedOverAll,     // one value for everything (a scalar): Rows loop, summed per block
     };
     std::vector<int> summed;         // per derivative, a Summed; empty where none is summed
     bool sums() const;               // some derivative is summed: the kernel takes an lj::SumScratch

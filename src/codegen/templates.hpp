@@ -4,6 +4,7 @@
 #include <string_view>
 
 namespace lossjit::templates {
+extern const std::string_view abi_cuh;     // every kernel: the parameter structs (the host includes the file too)
 extern const std::string_view prelude_cuh;  // every kernel, followed by dtype_cuh; then the pieces it uses:
 extern const std::string_view dtype_cuh;
 extern const std::string_view sum_sink_cuh;

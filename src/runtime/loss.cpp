@@ -308,10 +308,10 @@ struct Loss::State {
                                       needed);
             auto* base = static_cast<unsigned char*>(lent->data);
             if (!prog.is_map()) {
-                const std::size_t partials = sizeof(double) * static_cast<std::size_t>(workspace_slots());
-                args.reduce.partials = args.rows.partials = reinterpret_cast<double*>(base);
-                args.reduce.arrivals = args.rows.arrivals = reinterpret_cast<unsigned int*>(base + partials);
-                args.reduce.result = args.rows.result = result ? result->data : base + partials + 16;  // as Workspace::result()
+                const ReduceScratch area(workspace_slots());
+                args.reduce.partials = args.rows.partials = area.partials(base);
+                args.reduce.arrivals = args.rows.arrivals = area.arrivals(base);
+                args.reduce.result = args.rows.result = result ? result->data : static_cast<void*>(area.result(base));
             }
             if (sums) {
                 // Another layout may have left partial sums where this one keeps its counters, so
@@ -338,10 +338,10 @@ struct Loss::State {
         const std::size_t g_count = grads.size();
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
         if (g_count > 0) {
-            args.grads[g_count + kMaxRank] = reinterpret_cast<std::int64_t>(upstream.device);
-            args.grads[g_count + kMaxRank + 1] = reinterpret_cast<std::int64_t>(factor);
+            args.grads[abi::grads_upstream_slot(g_count)] = reinterpret_cast<std::int64_t>(upstream.device);
+            args.grads[abi::grads_factor_slot(g_count)] = reinterpret_cast<std::int64_t>(factor);
             const double scale = static_cast<double>(upstream.value) / p.divisor;
-            std::memcpy(&args.grads.back(), &scale, sizeof scale);
+            std::memcpy(&args.grads[abi::grads_scale_slot(g_count)], &scale, sizeof scale);
         }
         // A reduction's last block reads one partial per block from the workspace's slots.
         if (!prog.is_map() && p.grid.blocks > static_cast<unsigned>(workspace_slots()))
@@ -389,13 +389,12 @@ struct Loss::State {
             const DeviceFacts& dev = ensure_device();
             cuda::ScopedContext scope(*dev.context);
             double* factor = nullptr;
-            if (const auto lent = lent_scratch()) {  // where Workspace::factor() is in the workspace's layout
+            if (const auto lent = lent_scratch()) {  // ReduceScratch's layout, as the Workspace's
                 if (lent->bytes < reduce_scratch_bytes(workspace_slots()))
                     throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch, but {} were lent",
                                                       reduce_scratch_bytes(workspace_slots()), lent->bytes),
                                           reduce_scratch_bytes(workspace_slots()));
-                factor = reinterpret_cast<double*>(static_cast<unsigned char*>(lent->data) +
-                                                   sizeof(double) * static_cast<std::size_t>(workspace_slots()) + 24);
+                factor = ReduceScratch(workspace_slots()).factor(lent->data);
             } else {
                 StreamState& here = stream_state(stream);
                 std::lock_guard lock(here.mutex);

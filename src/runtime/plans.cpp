@@ -178,7 +178,7 @@ void Workspace::ensure(const std::shared_ptr<cuda::Context>& context, int slots,
     if (memory_) return;
     refuse_if_capturing(stream, "allocate its scratch memory");  // cuMemAlloc is not allowed during capture
     slots_ = static_cast<std::size_t>(slots);
-    const std::size_t bytes = sizeof(double) * slots_ + 32;
+    const std::size_t bytes = layout().bytes();
     memory_ = std::make_unique<cuda::Memory>(context, bytes);
     LOSSJIT_CU(cuMemsetD32Async(memory_->get(), 0, bytes / 4, stream));
 }
@@ -219,9 +219,9 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     std::copy(p.scales.begin(), p.scales.end(), rows.scale);
     params.assign(p.params, 0.0);
     const std::size_t g = p.derivatives;
-    grads.assign(g + kMaxRank + 3, 0);
+    grads.assign(abi::grads_slots(g), 0);
     std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(),
-              grads.begin() + static_cast<std::ptrdiff_t>(g));
+              grads.begin() + static_cast<std::ptrdiff_t>(abi::grads_strides_slot(g)));
     sums = {};
     sums.chunk_rows = p.grid.chunk_rows;
     sums.batch_rows = p.grid.batch_rows;

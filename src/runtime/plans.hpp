@@ -118,11 +118,11 @@ public:
     // use and zeroed on `stream`, so that its first kernel is ordered after the zeroing even when
     // the stream does not synchronise with the legacy default stream.
     void ensure(const std::shared_ptr<cuda::Context>& context, int slots, Stream stream);
-    double* partials() const { return reinterpret_cast<double*>(memory_->get()); }
-    unsigned int* arrivals() const { return reinterpret_cast<unsigned int*>(memory_->get() + sizeof(double) * slots_); }
-    float* result() const { return reinterpret_cast<float*>(memory_->get() + sizeof(double) * slots_ + 16); }  // float32
+    double* partials() const { return layout().partials(base()); }
+    unsigned int* arrivals() const { return layout().arrivals(base()); }
+    float* result() const { return layout().result(base()); }  // float32
     // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float64.
-    double* factor() const { return reinterpret_cast<double*>(memory_->get() + sizeof(double) * slots_ + 24); }
+    double* factor() const { return layout().factor(base()); }
 
     // The arrival counters and partial sums of summed gradients (lj::SumScratch), at least this many.
     // Kernels leave every counter at 0, and the counters never move, so plans of other sizes share
@@ -136,7 +136,9 @@ public:
     }
 
 private:
-    std::unique_ptr<cuda::Memory> memory_;  // partials (double), then arrivals, then result
+    ReduceScratch layout() const { return ReduceScratch(static_cast<int>(slots_)); }
+    void* base() const { return reinterpret_cast<void*>(memory_->get()); }
+    std::unique_ptr<cuda::Memory> memory_;  // ReduceScratch's layout
     std::size_t slots_ = 0;
     std::unique_ptr<cuda::Memory> sums_;  // arrival counters (sum_arrivals_ of them), then partial sums
     std::size_t sum_arrivals_ = 0, sum_partials_ = 0;  // capacities

@@ -29,9 +29,7 @@ std::optional<LentScratch> lent_scratch() {
 }
 
 std::size_t reduce_scratch_bytes(int slots) {
-    // As Workspace::ensure: the partials, then 32 bytes for the arrival counter and the result;
-    // rounded up to 256 bytes so that the columns' area after it is aligned for any access.
-    const std::size_t bytes = sizeof(double) * static_cast<std::size_t>(slots) + 32;
+    const std::size_t bytes = ReduceScratch(slots).bytes();
     return (bytes + 255) / 256 * 256;
 }
 

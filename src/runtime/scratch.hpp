@@ -17,9 +17,29 @@ struct LentScratch {
 };
 std::optional<LentScratch> lent_scratch();
 
-// Lent scratch is laid out as a reduction's area (`slots` float64 partials, arrival counter,
-// result; the layout Workspace uses), then, for summed gradients (lj::SumScratch), their arrival
-// counters and partial sums. Byte sizes of the two areas:
+// A reduction's scratch, the one layout the stream's Workspace and lent scratch share: `slots`
+// float64 partials (one per block), then the arrival counter, the float32 result where the caller
+// gives no place for it, and a Composite program's float64 gradient factor (its own kernel's
+// result, which the gradient kernel reads).
+struct ReduceScratch {
+    explicit ReduceScratch(int slots) : slots(static_cast<std::size_t>(slots)) {}
+    std::size_t slots;
+    std::size_t arrivals_offset() const { return sizeof(double) * slots; }
+    std::size_t result_offset() const { return arrivals_offset() + 16; }
+    std::size_t factor_offset() const { return arrivals_offset() + 24; }
+    std::size_t bytes() const { return arrivals_offset() + 32; }
+    double* partials(void* base) const { return static_cast<double*>(base); }
+    unsigned int* arrivals(void* base) const { return reinterpret_cast<unsigned int*>(at(base, arrivals_offset())); }
+    float* result(void* base) const { return reinterpret_cast<float*>(at(base, result_offset())); }
+    double* factor(void* base) const { return reinterpret_cast<double*>(at(base, factor_offset())); }
+
+private:
+    static unsigned char* at(void* base, std::size_t offset) { return static_cast<unsigned char*>(base) + offset; }
+};
+
+// Lent scratch is laid out as a reduction's area (ReduceScratch), then, for summed gradients
+// (lj::SumScratch), their arrival counters and partial sums. Byte sizes of the two areas (the
+// first rounded up to 256 bytes, so that the second is aligned for any access):
 std::size_t reduce_scratch_bytes(int slots);
 std::size_t sum_scratch_bytes(std::size_t arrivals, std::size_t partials);
 // Where the partial sums start in the second area, in doubles after its start: the counters are
