@@ -21,7 +21,7 @@ constexpr int kShortElementProgram = 4;
 
 // Threads per block when the caller leaves it open. A fused gradient kernel reads and writes: on
 // H100, smooth L1 + d/dp ran 4.41 ms with 1024 threads (unroll 2), 4.47 with 512, 4.63 with 256,
-// and hinge + d/dp, d/dt 3.05 ms with 1024 against 3.06 (bench --explore, docs/performance.md).
+// and hinge + d/dp, d/dt 3.05 ms with 1024 against 3.06 (bench --explore, docs/results/performance-history.md).
 // 1024 threads leave at most 64 registers a thread, so only small gradient programs get them.
 // A map without gradients takes one tile per block (plan_grid), and small blocks with small tiles
 // stream best that way (H200, hardsigmoid [4096, 393216]: 128 threads of 8 elements 100.8% of the
@@ -259,14 +259,14 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
                                          knobs.vector_width, why_scalar, spec.vector_width));
     // A reduction over 16-bit inputs (vector width 8) moves the same bytes per tile as float32 with
     // twice the elements: 512 threads halve the tiles and their index work per byte. bfloat16
-    // [32768, 32768], H100 (docs/performance.md, issue 13): smooth L1 1.405 ms (97.7% of the read
+    // [32768, 32768], H100 (docs/results/performance-history.md, issue 13): smooth L1 1.405 ms (97.7% of the read
     // roofline) against 1.431-1.436 at 256 threads, hinge 0.709 against 0.707-0.711.
     if (knobs.block_threads == 0 && spec.loop == Loop::Rows && !program.is_map() && !gradients &&
         spec.vector_width == 8)
         spec.block_threads = 512;
     // A reduction with logs on their common path (KL) is bound by arithmetic on an H200; 512 threads
     // (unroll 4, the same registers and occupancy, half the blocks) ran KL [16384, 16384] in
-    // 0.513-0.517 ms (90% of the read roofline) against 0.528-0.533 with 256 (docs/performance.md,
+    // 0.513-0.517 ms (90% of the read roofline) against 0.528-0.533 with 256 (docs/results/performance-history.md,
     // issue 15, third round).
     if (knobs.block_threads == 0 && !program.is_map() && spec.common_path(program)) spec.block_threads = 512;
     // The columns loop gives each thread vector_width columns of a strip; narrow rows would leave most
@@ -294,7 +294,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // Accesses of 16 bytes per thread per tile, counting the tensors that stream (inputs of the
         // full shape, and a map's output; a broadcast input is re-read from cache): sixteen for a
         // reduction with a short element program, eight for a longer one (and a map's backward),
-        // four for a map (one tile per block). Measured (docs/performance.md, issue 15): MSE at
+        // four for a map (one tile per block). Measured (docs/results/performance-history.md, issue 15): MSE at
         // unroll 8 ran 2.745 ms on an H100 against 2.802 at 4 and 99.9% of the read roofline on an
         // H200; smooth L1 at unroll 8
         // took 88 registers and ran 95.5% on an H200 against 99.4% at 4 (2.770 and 2.778 ms on an
@@ -309,7 +309,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         const int accesses = program.is_map() ? (gradients ? 8 : 4) : operations <= kShortElementProgram ? 16 : 8;
         spec.unroll = std::clamp(accesses / std::max(1, streams), 1, 8);
         // Inputs of 16 bits or fewer: 4 / inputs read, with vector width 8 (16-byte accesses) as with
-        // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/performance.md, issue 13): vector 8,
+        // 4. Measured on H100 over bfloat16 [8192, 32768] (docs/results/performance-history.md, issue 13): vector 8,
         // unroll 2 against 8: hinge 0.182 ms against 0.184, smooth L1 0.356 against 0.411 (91
         // registers: 2 blocks per SM), mse 0.351 against 0.347; vector 4, unroll 8 halves the speed.
         std::size_t input_widest = 0;
@@ -319,7 +319,7 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
         // A program with several transcendental calls per element is bound by arithmetic, not
         // memory: deeper unrolling only adds registers (KL: unroll 2 is 3% faster than 8 on H100).
         // With the logs' common path (common_path) 4: KL 0.528-0.532 ms on an H200 against
-        // 0.539-0.543 at 2, 0.713-0.715 on an H100 against 0.719-0.720 (docs/performance.md, issue 15).
+        // 0.539-0.543 at 2, 0.713-0.715 on an H100 against 0.719-0.720 (docs/results/performance-history.md, issue 15).
         int transcendental = 0;
         for (const auto& node : program.nodes)
             transcendental += node.kind == ir::NodeKind::Apply && builtin_info(node.fn).cost == Cost::Transcendental;
