@@ -1,4 +1,4 @@
-// ---- programs that reduce along rows: teams, row accumulators, the finish of several totals ----
+// ---- programs that reduce along rows: teams and the finish of several totals -------------------
 namespace lj {
 
 // An index (x[y]'s y) exactly, as an integer.
@@ -14,56 +14,8 @@ __device__ __forceinline__ long long load_index(int dt, const void* p, long long
 __device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 
-// Row accumulators. Each has add (one element), combine (another thread's), and shuffle_xor. Every
-// combine is commutative, so the butterfly leaves the same bits in every lane: a row's value is the
-// same in all threads of its team, and the same every run.
-struct SumAcc {  // float64, as whole-tensor sums: a row of 100k elements keeps its digits
-    double s = 0.0;
-    template <class T> __device__ __forceinline__ void add(T v) { s += (double)v; }
-    __device__ __forceinline__ void combine(const SumAcc& o) { s += o.s; }
-    __device__ __forceinline__ SumAcc shuffle_xor(int o) const { SumAcc r; r.s = lj::shuffle_xor(s, o); return r; }
-};
-template <class T, bool kMax>
-struct ExtremeAcc {  // amax / amin: nan wins, as torch.amax
-    T m = kMax ? -__int_as_float(0x7f800000) : __int_as_float(0x7f800000);
-    __device__ __forceinline__ void add(T v) {
-        if (m != m) return;
-        if (v != v || (kMax ? v > m : v < m)) m = v;
-    }
-    __device__ __forceinline__ void combine(const ExtremeAcc& o) { add(o.m); }
-    __device__ __forceinline__ ExtremeAcc shuffle_xor(int o) const { ExtremeAcc r; r.m = lj::shuffle_xor(m, o); return r; }
-};
-// logsumexp in one pass: the running maximum m and the sum s of exp(x - m), rescaled when m grows.
-// Equal maxima add 1 instead of exp(m - m), so rows of ±inf give ±inf (not nan), as torch does.
-template <class T>
-struct LogSumExpAcc {
-    T m = -__int_as_float(0x7f800000);
-    double s = 0.0;
-    __device__ __forceinline__ void add(T v) {
-        if (v > m) {
-            s = s * (double)exp(m - v) + 1.0;
-            m = v;
-        } else if (v == m) {
-            s += 1.0;
-        } else {
-            s += (double)exp(v - m);  // nan when v is nan: the row's result is nan
-        }
-    }
-    __device__ __forceinline__ void combine(const LogSumExpAcc& o) {
-        const T top = o.m > m ? o.m : m;
-        const double mine = m == top ? s : s * (double)exp(m - top);
-        const double theirs = o.m == top ? o.s : o.s * (double)exp(o.m - top);
-        m = top;
-        s = mine + theirs;
-    }
-    __device__ __forceinline__ LogSumExpAcc shuffle_xor(int o) const {
-        LogSumExpAcc r;
-        r.m = lj::shuffle_xor(m, o);
-        r.s = lj::shuffle_xor(s, o);
-        return r;
-    }
-    __device__ __forceinline__ T value() const { return m + (T)log(s); }
-};
+// The row accumulators (sum, amax, logsumexp, argmax, ...) are rows of the language table
+// (src/lang/builtins.cpp, kRowReductions): a kernel carries those its program uses, after this file.
 
 // A team of TEAM threads (a warp, or the whole block) takes one row at a time.
 template <int BLOCK, int TEAM>

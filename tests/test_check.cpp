@@ -166,5 +166,9 @@ TEST_CASE("docs/language.md documents every function") {
         CAPTURE(name);
         CHECK(text.str().find("`" + std::string(name) + "(") != std::string::npos);
     }
+    for (const auto& row : row_reduction_table()) {  // and every reduction along rows, as name(e, -1)
+        CAPTURE(row.name);
+        CHECK(text.str().find("`" + std::string(row.name) + "(e, -1)`") != std::string::npos);
+    }
 }
 }  // TEST_SUITE

@@ -219,4 +219,37 @@ TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
     }
 }
 
+// Every reduction along rows, on rows chosen for its edges (ties, nan, inf, one element): the
+// values torch gives. A table row without a line here fails the coverage check below.
+TEST_CASE("every reduction along rows has a value, on rows chosen for its edges") {
+    struct Value {
+        std::string name;
+        std::vector<double> row;
+        double expected;
+    };
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<Value> values{
+        {"sum", {1, 2, 3.5}, 6.5}, {"sum", {inf, 1}, inf}, {"mean", {1, 2, 3, 6}, 3}, {"mean", {2}, 2},
+        {"amax", {1, 5, 5, -2}, 5}, {"amax", {1, nan, 3}, nan}, {"amin", {1, 5, -2, -2}, -2}, {"amin", {-inf, 1}, -inf},
+        {"logsumexp", {0, 0}, std::log(2.0)}, {"logsumexp", {inf, 1}, inf}, {"logsumexp", {-inf, -inf}, -inf},
+    };
+    std::set<std::string> covered;
+    for (const auto& v : values) {
+        CAPTURE(v.name);
+        CAPTURE(v.row.size());
+        const auto loss = compile(v.name + "(x, -1)");
+        const TensorView x{v.row.data(), DType::float64, {1, static_cast<std::int64_t>(v.row.size())}, {}};
+        double got = 0;
+        const OutputView out{&got, DType::float64, {1}, {}};
+        loss.reference_map(std::vector<TensorView>{x}, out);
+        if (std::isnan(v.expected) || std::isinf(v.expected)) CHECK((std::isnan(got) ? std::isnan(v.expected) : got == v.expected));
+        else CHECK(got == doctest::Approx(v.expected).epsilon(1e-14));
+        covered.insert(v.name);
+    }
+    for (const auto& row : row_reduction_table()) {
+        CAPTURE(row.name);
+        CHECK(covered.count(std::string(row.name)) == 1);
+    }
+}
+
 }  // TEST_SUITE

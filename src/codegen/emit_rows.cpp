@@ -23,26 +23,27 @@ namespace {
 
 constexpr std::string_view kIndent = "        ";
 
-std::string_view accumulator_type(RowReduction how) {
-    switch (how) {
-        case RowReduction::Sum: case RowReduction::Mean: return "lj::SumAcc";
-        case RowReduction::Max: return "lj::ExtremeAcc<Value, true>";
-        case RowReduction::Min: return "lj::ExtremeAcc<Value, false>";
-        case RowReduction::LogSumExp: return "lj::LogSumExpAcc<Value>";
-        case RowReduction::Count_: break;
-    }
-    throw InternalError("unknown row reduction");
+// A row reduction's accumulator and value, from its row of the table (RowReductionInfo).
+const RowReductionInfo& reduced_by_accumulator(RowReduction how) {
+    const RowReductionInfo& info = row_reduction_info(how);
+    if (info.cuda_accumulator.empty())
+        throw InternalError(fmt::format("'{}' should have been expanded by the checker", info.name));
+    return info;
+}
+std::string_view accumulator_type(RowReduction how) { return reduced_by_accumulator(how).cuda_accumulator; }
+std::string accumulated_value(RowReduction how, const std::string& acc) {
+    return fmt::format(fmt::runtime(reduced_by_accumulator(how).cuda_result), acc);
 }
 
-std::string accumulated_value(RowReduction how, const std::string& acc) {
-    switch (how) {
-        case RowReduction::Sum: return fmt::format("(Value){}.s", acc);
-        case RowReduction::Mean: return fmt::format("(Value)({}.s / (double)C)", acc);  // 0 / 0: nan, as torch
-        case RowReduction::Max: case RowReduction::Min: return acc + ".m";
-        case RowReduction::LogSumExp: return acc + ".value()";
-        case RowReduction::Count_: break;
-    }
-    throw InternalError("unknown row reduction");
+// The accumulators' definitions the program's row reductions use, each once, in table order.
+std::string accumulator_helpers(const ir::Program& program) {
+    std::vector<bool> used(static_cast<std::size_t>(RowReduction::Count_), false);
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::RowReduce) used[static_cast<std::size_t>(n.slot)] = true;
+    std::string out;
+    for (const auto& row : row_reduction_table())
+        if (used[static_cast<std::size_t>(row.id)] && out.find(row.cuda_helper) == std::string::npos) out += row.cuda_helper;
+    return out.empty() ? out : "// The row reductions' accumulators (src/lang/builtins.cpp, kRowReductions).\n" + out;
 }
 
 class RowEmitter {
@@ -343,7 +344,7 @@ private:
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
         out += element_bindings(bindings, in4);
         for (int id : reductions)
-            out += fmt::format("{}a{}.add((Value)({}));\n", in4, id, print(program_.node(id).args[0]));
+            out += fmt::format("{}a{}.add((Value)({}), col);\n", in4, id, print(program_.node(id).args[0]));
         if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
@@ -476,6 +477,7 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
     std::string prelude = kernel_prelude(program);
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
+    prelude += accumulator_helpers(program);
 
     const std::string finish =
         program.is_map() ? std::string()

@@ -139,6 +139,29 @@ int reduction_differentiated(const ir::Program& program, std::span<const int> wr
     return reached.empty() ? 0 : reached[0];
 }
 
+// Every row reduction's derivative formula (RowReductionInfo::derivative), parsed once.
+const ast::Expr* row_derivative_formula(RowReduction how) {
+    static const std::vector<ast::Program> parsed = [] {
+        std::vector<ast::Program> out;
+        for (const auto& row : row_reduction_table()) {
+            if (row.derivative.empty()) {
+                out.emplace_back();
+                continue;
+            }
+            const std::string name = fmt::format("derivative of '{}(e, -1)'", row.name);
+            try {
+                out.push_back(parse(row.derivative, name));
+            } catch (const SourceError& e) {
+                throw InternalError(fmt::format("{} does not parse: {}", name, e.what()));
+            }
+        }
+        return out;
+    }();
+    const auto& program = parsed.at(static_cast<std::size_t>(how));
+    if (!program.body) throw InternalError("a row reduction without a derivative formula");
+    return program.body.get();
+}
+
 class Differentiator {
 public:
     Differentiator(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs)
@@ -266,29 +289,17 @@ private:
         return row;
     }
 
-    // d row reduction / d e_j times the reduction's adjoint g (one per row), as torch's backward
-    // formulas give them: sum 1, mean 1 / C, logsumexp softmax, amax / amin evenly among the
-    // elements equal to the result.
+    // d row reduction / d e_j times the reduction's adjoint g (one per row): the table's formula
+    // (torch's backward formulas: sum 1, mean 1 / C, logsumexp softmax, amax / amin (g / count) *
+    // mask), over x (e_j), self, g and C; none for an index (argmax).
     void backward_row_reduction(const ir::Node& n, int self, int g) {
         if (!wants(n, 0)) return;
-        NodeBuilder& b = builder();
-        const int e = n.args[0];
-        switch (static_cast<RowReduction>(n.slot)) {
-            case RowReduction::Sum: give(e, g); return;
-            case RowReduction::Mean: give(e, b.div(g, row_length())); return;
-            case RowReduction::LogSumExp: give(e, b.mul(g, b.unary(Builtin::Exp, b.sub(e, self)))); return;
-            case RowReduction::Max:
-            case RowReduction::Min: {
-                // torch's scale_grad_by_count: (g / count) * mask, so a row whose result is nan
-                // (no element equals it, count 0) gets nan, as in torch, not 0.
-                const int at_extreme = b.binary(Builtin::Eq, e, self);
-                const int count = row_sum(at_extreme);
-                give(e, b.mul(b.div(g, count), at_extreme));
-                return;
-            }
-            case RowReduction::Count_: break;
-        }
-        throw InternalError("differentiate: unknown row reduction");
+        const RowReductionInfo& info = row_reduction_info(static_cast<RowReduction>(n.slot));
+        if (!info.definition.empty())
+            throw InternalError(fmt::format("differentiate: '{}' should have been expanded by the checker", info.name));
+        if (info.gradient == Gradient::None) return;
+        const FormulaArguments at{{n.args[0], -1, -1}, self, g};
+        give(n.args[0], build(*row_derivative_formula(static_cast<RowReduction>(n.slot)), at));
     }
 
     // x[y]: the adjoint goes to column y of the row alone (torch's gather backward, a scatter).
@@ -329,14 +340,15 @@ private:
         length.kind = ir::NodeKind::RowLength;
         return builder().intern(length);
     }
-    int row_sum(int e) {
-        ir::Node sum;
-        sum.kind = ir::NodeKind::RowReduce;
-        sum.slot = static_cast<int>(RowReduction::Sum);
-        sum.arity = 1;
-        sum.args[0] = e;
-        return builder().intern(sum);
+    int row_reduce(RowReduction how, int e) {
+        ir::Node n;
+        n.kind = ir::NodeKind::RowReduce;
+        n.slot = static_cast<int>(how);
+        n.arity = 1;
+        n.args[0] = e;
+        return builder().intern(n);
     }
+    int row_sum(int e) { return row_reduce(RowReduction::Sum, e); }
 
     // An adjoint and where it applies: `guard` (a condition node; -1: everywhere) is where every
     // `where` it came through selected its side. Elsewhere it is exactly 0, whatever it was
@@ -395,6 +407,7 @@ private:
         const BuiltinInfo& info = builtin_info(n.fn);
         switch (info.gradient) {
             case Gradient::None: return;  // piecewise constant: zero gradient
+            case Gradient::Stopped: return;  // detach
             case Gradient::Refused:
                 throw SourceError({out_.source_name, n.pos.line, n.pos.column},
                                   fmt::format("'{}' has no derivative in lossjit: no gradient can pass through it",
@@ -435,6 +448,7 @@ private:
                         return at.args[static_cast<std::size_t>(i)];
                 if (e.text == "self") return at.self;
                 if (e.text == "g") return at.g;
+                if (e.text == "C") return row_length();  // a row reduction's formula
                 break;
             }
             case ast::ExprKind::Index: break;  // no formula indexes
@@ -444,6 +458,8 @@ private:
             case ast::ExprKind::Binary:
             case ast::ExprKind::Call:
             case ast::ExprKind::Conditional: {
+                if (const auto row = find_row_reduction(e.text); row && e.kind == ast::ExprKind::Call && e.args.size() == 2)
+                    return row_reduce(*row, build(*e.args[0], at));  // sum(x == self, -1)
                 const auto fn = formula_builtin(e);
                 std::array<int, 3> args{-1, -1, -1};
                 const std::size_t count = e.args.size();

@@ -9,6 +9,7 @@
 #include <boost/math/special_functions/digamma.hpp>
 #include <boost/math/special_functions/trigamma.hpp>
 
+#include "util/numeric.hpp"
 #include "lj_div_cuh.hpp"  // generated from templates/lj_div.cuh (src/CMakeLists.txt)
 #include "lj_log_cuh.hpp"  // generated from templates/lj_log.cuh (src/CMakeLists.txt)
 #include "lossjit/errors.hpp"
@@ -413,15 +414,106 @@ const std::vector<std::string_view>& names_of_functions() {
 }  // namespace
 
 namespace {
+// The row accumulators (RowReductionInfo::cuda_helper). Each has add (one element and its column),
+// combine (another thread's: commutative, so the butterfly leaves the same bits in every lane: a
+// row's value is the same in all threads of its team, and the same every run) and shuffle_xor.
+constexpr std::string_view kSumAcc =
+    "namespace lj {\n"
+    "struct SumAcc {  // float64, as whole-tensor sums: a row of 100k elements keeps its digits\n"
+    "    double s = 0.0;\n"
+    "    template <class T> __device__ __forceinline__ void add(T v, long long) { s += (double)v; }\n"
+    "    __device__ __forceinline__ void combine(const SumAcc& o) { s += o.s; }\n"
+    "    __device__ __forceinline__ SumAcc shuffle_xor(int o) const { SumAcc r; r.s = lj::shuffle_xor(s, o); return r; }\n"
+    "};\n"
+    "}  // namespace lj\n";
+constexpr std::string_view kExtremeAcc =
+    "namespace lj {\n"
+    "template <class T, bool kMax>\n"
+    "struct ExtremeAcc {  // amax / amin: nan wins, as torch.amax\n"
+    "    T m = kMax ? -__int_as_float(0x7f800000) : __int_as_float(0x7f800000);\n"
+    "    __device__ __forceinline__ void add(T v, long long = 0) {\n"
+    "        if (m != m) return;\n"
+    "        if (v != v || (kMax ? v > m : v < m)) m = v;\n"
+    "    }\n"
+    "    __device__ __forceinline__ void combine(const ExtremeAcc& o) { add(o.m); }\n"
+    "    __device__ __forceinline__ ExtremeAcc shuffle_xor(int o) const { ExtremeAcc r; r.m = lj::shuffle_xor(m, o); return r; }\n"
+    "};\n"
+    "}  // namespace lj\n";
+// logsumexp in one pass: the running maximum m and the sum s of exp(x - m), rescaled when m grows.
+// Equal maxima add 1 instead of exp(m - m), so rows of +-inf give +-inf (not nan), as torch does.
+constexpr std::string_view kLogSumExpAcc =
+    "namespace lj {\n"
+    "template <class T>\n"
+    "struct LogSumExpAcc {  // one pass: the running maximum m and the sum s of exp(x - m)\n"
+    "    T m = -__int_as_float(0x7f800000);\n"
+    "    double s = 0.0;\n"
+    "    __device__ __forceinline__ void add(T v, long long = 0) {\n"
+    "        if (v > m) {\n"
+    "            s = s * (double)exp(m - v) + 1.0;\n"
+    "            m = v;\n"
+    "        } else if (v == m) {\n"
+    "            s += 1.0;  // not exp(m - m): rows of +-inf give +-inf, not nan, as torch\n"
+    "        } else {\n"
+    "            s += (double)exp(v - m);  // nan when v is nan: the row's result is nan\n"
+    "        }\n"
+    "    }\n"
+    "    __device__ __forceinline__ void combine(const LogSumExpAcc& o) {\n"
+    "        const T top = o.m > m ? o.m : m;\n"
+    "        const double mine = m == top ? s : s * (double)exp(m - top);\n"
+    "        const double theirs = o.m == top ? o.s : o.s * (double)exp(o.m - top);\n"
+    "        m = top;\n"
+    "        s = mine + theirs;\n"
+    "    }\n"
+    "    __device__ __forceinline__ LogSumExpAcc shuffle_xor(int o) const {\n"
+    "        LogSumExpAcc r;\n"
+    "        r.m = lj::shuffle_xor(m, o);\n"
+    "        r.s = lj::shuffle_xor(s, o);\n"
+    "        return r;\n"
+    "    }\n"
+    "    __device__ __forceinline__ T value() const { return m + (T)log(s); }\n"
+    "};\n"
+    "}  // namespace lj\n";
+double row_sum(std::span<const double> row) {
+    util::CompensatedSum sum;
+    for (double v : row) sum.add(v);
+    return sum.value();
+}
+double row_mean(std::span<const double> row) { return row_sum(row) / static_cast<double>(row.size()); }
+template <bool kMax>
+double row_extreme(std::span<const double> row) {
+    double best = kMax ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    for (double v : row) {
+        if (std::isnan(v)) return v;
+        best = kMax ? std::max(best, v) : std::min(best, v);
+    }
+    return best;
+}
+double row_logsumexp(std::span<const double> row) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (double v : row) {
+        if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+        top = std::max(top, v);
+    }
+    if (std::isinf(top)) return top;  // +inf; or -inf: every term is 0, an empty row too
+    util::CompensatedSum sum;
+    for (double v : row) sum.add(std::exp(v - top));
+    return top + std::log(sum.value());
+}
 constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Count_)> kRowReductions{{
-    {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1"},
-    {RowReduction::Mean, "mean", "mean along the last dimension (nan for an empty row)", "1 / C"},
+    {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1", {}, "lj::SumAcc",
+     "(Value){0}.s", kSumAcc, row_sum, Gradient::Formula, "g"},
+    {RowReduction::Mean, "mean", "mean along the last dimension (nan for an empty row)", "1 / C", {}, "lj::SumAcc",
+     "(Value)({0}.s / (double)C)", kSumAcc, row_mean, Gradient::Formula, "g / C"},  // 0 / 0: nan, as torch
     {RowReduction::Max, "amax", "largest element of the row (torch.amax); nan if any is nan, -inf for an empty row",
-     "shared evenly among the elements equal to the result (torch.amax)"},
+     "shared evenly among the elements equal to the result (torch.amax)", {}, "lj::ExtremeAcc<Value, true>", "{0}.m",
+     kExtremeAcc, row_extreme<true>, Gradient::Formula,
+     "g / sum(x == self, -1) * (x == self)"},  // torch's scale_grad_by_count: a nan row gets nan
     {RowReduction::Min, "amin", "smallest element of the row (torch.amin); nan if any is nan, inf for an empty row",
-     "shared evenly among the elements equal to the result (torch.amin)"},
+     "shared evenly among the elements equal to the result (torch.amin)", {}, "lj::ExtremeAcc<Value, false>", "{0}.m",
+     kExtremeAcc, row_extreme<false>, Gradient::Formula, "g / sum(x == self, -1) * (x == self)"},
     {RowReduction::LogSumExp, "logsumexp", "log(sum(exp(e))) along the row, without overflow (-inf for an empty row)",
-     "softmax: exp(e_j - logsumexp(e))"},
+     "softmax: exp(e_j - logsumexp(e))", {}, "lj::LogSumExpAcc<Value>", "{0}.value()", kLogSumExpAcc, row_logsumexp,
+     Gradient::Formula, "g * exp(x - self)"},
 }};
 
 constexpr bool row_table_is_in_enum_order() {

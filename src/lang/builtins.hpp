@@ -43,6 +43,7 @@ enum class Gradient : unsigned char {
     Formula,  // `derivative` holds one formula per argument ("" for an argument that gets none)
     Rule,     // a named rule in ir/differentiate.cpp (it depends on the structure of the arguments)
     None,     // piecewise constant: no gradient passes (torch's zero gradient)
+    Stopped,  // not constant, but no gradient passes by definition (detach)
     Refused,  // not differentiable in lossjit: asking for a gradient through it is a SourceError
 };
 
@@ -102,14 +103,33 @@ std::span<const std::string_view> constant_names();
 // Reductions along the last dimension inside an expression: `sum(e, -1)`, `logsumexp(x, -1)`. The
 // result is one value per row, broadcast back along the row wherever it meets per-element values.
 // Not rows of kTable: they are not pointwise, so the checker, the emitters and the reference treat
-// them as their own node kind (ir::NodeKind::RowReduce); this table is every fact about them.
+// them as their own node kind (ir::NodeKind::RowReduce); this table (kRowReductions) is every fact
+// about them. To add one: an enum value, a row, a value for test_reference's table, a line in
+// docs/language.md. A row is either
+//   - defined in the language (`definition`, over x, the reduced expression, and C, the row's
+//     length, with statements of its own: var is "sum((x - mean(x, -1)) ^ 2, -1) / (C - 1)"): the
+//     checker expands it, so its value, derivative and kernel follow from the reductions it uses; or
+//   - reduced by an accumulator: `cuda_accumulator` (a type over Value) that the row kernel adds each
+//     element to (add(v, column)), combines across threads (combine: commutative, so every thread
+//     of a team gets the same bits) and reads the result from (`cuda_result`, {0}: the accumulator;
+//     C the row's length); `cuda_helper`, its definition (emitted into the kernels that use it);
+//     `reference`, the float64 meaning over the row's values; and `gradient`: Formula with
+//     `derivative`, d result / d x_j times g in the language over x (the element), self (the
+//     result), g and C, or None (an index has no gradient).
 enum class RowReduction : unsigned char { Sum, Mean, Max, Min, LogSumExp, Count_ };
 
 struct RowReductionInfo {
     RowReduction id;
-    std::string_view name;      // as called: name(e, -1)
-    std::string_view meaning;   // one line for docs/language.md and `lossjit functions`
-    std::string_view gradient;  // d result / d e_j, for the docs
+    std::string_view name;              // as called: name(e, -1)
+    std::string_view meaning;           // one line for docs/language.md and `lossjit functions`
+    std::string_view gradient_summary;  // d result / d e_j, for the docs
+    std::string_view definition = {};
+    std::string_view cuda_accumulator = {};
+    std::string_view cuda_result = {};
+    std::string_view cuda_helper = {};
+    double (*reference)(std::span<const double> row) = nullptr;
+    Gradient gradient = Gradient::Formula;
+    std::string_view derivative = {};
 };
 
 std::span<const RowReductionInfo> row_reduction_table();

@@ -238,6 +238,10 @@ private:
 
     int lower_name(const ast::Expr& e) {
         const std::string& name = e.text;
+        if (formula_) {  // inside a table definition (expand_definition): its names alone
+            if (auto it = formula_->find(name); it != formula_->end()) return it->second;
+            throw InternalError(fmt::format("a row reduction's definition names '{}'", name));
+        }
         if (auto it = binding_slots_.find(name); it != binding_slots_.end()) {
             ir::Node n;
         n.kind = ir::NodeKind::Binding;
@@ -298,6 +302,8 @@ private:
             if (d.kind != ir::NodeKind::Constant || d.value != -1.0)
                 fail(e.args[1]->pos, fmt::format("the dimension of '{}' must be -1: lossjit reduces inside an "
                                                  "expression along the last dimension only", e.text));
+            const RowReductionInfo& info = row_reduction_info(*row);
+            if (!info.definition.empty()) return expand_definition(info, e);
             return reduction_node(ir::NodeKind::RowReduce, static_cast<int>(*row), e);
         }
         if (whole && row)
@@ -307,6 +313,35 @@ private:
             fail(e.pos, fmt::format("'{}' takes 1 argument, but {} were given", e.text, given));
         fail(e.pos, fmt::format("'{}' takes 2 arguments, the expression and the dimension ({}(x, -1)), but {} {} given",
                                 e.text, e.text, given, given == 1 ? "was" : "were"));
+    }
+
+    // A reduction the table defines in the language (var, std): its definition over x (the call's
+    // argument, lowered once), C (the row's length) and the names its own statements bind (each
+    // lowered once, not a binding of the program), every node at the call's position. Its value,
+    // derivative and kernel are then those of the reductions it is made of.
+    int expand_definition(const RowReductionInfo& info, const ast::Expr& call) {
+        ++inside_reduction_;
+        const int argument = lower(*call.args[0]);
+        --inside_reduction_;
+        const ast::Program definition = parse(info.definition, fmt::format("the definition of '{}'", info.name));
+        ir::Node length;
+        length.kind = ir::NodeKind::RowLength;
+        length.pos = call.pos;
+        const auto outer = std::move(formula_);
+        formula_ = std::map<std::string, int>{{"x", argument}, {"C", add(length)}};
+        for (const auto& statement : definition.statements) {
+            place(*statement.value, call.pos);
+            const int value = lower(*statement.value);
+            (*formula_)[statement.name] = value;
+        }
+        place(*definition.body, call.pos);
+        const int value = lower(*definition.body);
+        formula_ = outer;
+        return value;
+    }
+    static void place(ast::Expr& e, ast::Pos pos) {
+        e.pos = pos;
+        for (auto& a : e.args) place(*a, pos);
     }
 
     // A Total or RowReduce node (`slot`: which reduction) of the call's first argument, lowered
@@ -431,6 +466,8 @@ private:
     const CheckOptions& options_;
     ir::Program out_;
     std::vector<int> depths_;  // parallel to out_.nodes
+    // While a table definition is lowered: what its names (x, C, its own) stand for.
+    std::optional<std::map<std::string, int>> formula_;
     std::vector<Level> levels_;  // parallel to out_.nodes, after check_levels
     int inside_reduction_ = 0;   // how many reductions (of any kind) the node being lowered is inside
     std::map<std::string, int> binding_slots_;

@@ -99,6 +99,7 @@ std::string dump_language() {
     auto gradient = [](const BuiltinInfo& row) -> std::string {
         switch (row.gradient) {
             case Gradient::None: return "none (piecewise constant)";
+            case Gradient::Stopped: return "none (detached)";
             case Gradient::Refused: return "refused (no derivative)";
             case Gradient::Rule: return "rule (ir/differentiate.cpp)";
             case Gradient::Formula: break;
@@ -128,7 +129,7 @@ std::string dump_language() {
         if (!row.name.empty()) out += fmt::format("  {:<16} {:<50} {}\n", call(row), row.summary, gradient(row));
     out += "along the last dimension (one value per row; x[y] takes column y of each row):\n";
     for (const auto& row : row_reduction_table())
-        out += fmt::format("  {:<16} {:<50} d/de_j: {}\n", fmt::format("{}(e, -1)", row.name), row.meaning, row.gradient);
+        out += fmt::format("  {:<16} {:<50} d/de_j: {}\n", fmt::format("{}(e, -1)", row.name), row.meaning, row.gradient_summary);
     out += fmt::format("  {:<16} {:<50} d/dx_j: 1 at column y, else 0\n", "x[y]",
                        "column y (an integer input) of each row; nan outside [0, C)");
     return out;

@@ -14,9 +14,12 @@
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
+#include "util/numeric.hpp"
 
 namespace lossjit {
 namespace {
+
+using util::CompensatedSum;
 
 constexpr std::int64_t kChunk = 2048;
 
@@ -172,21 +175,6 @@ private:
     std::vector<std::vector<double>> columns_;
 };
 
-// Neumaier's compensated sum: the reference must be more accurate than what it checks.
-struct CompensatedSum {
-    double sum = 0.0, compensation = 0.0;
-    // Once the sum is infinite (or nan) the correction terms are inf - inf = nan, which would turn a
-    // sum of +inf into nan; the kernel's plain float64 sum gives +inf, and so must the reference.
-    void add(double x) {
-        const double t = sum + x;
-        if (std::isfinite(t)) {
-            if (std::fabs(sum) >= std::fabs(x)) compensation += (sum - t) + x;
-            else compensation += (x - t) + sum;
-        }
-        sum = t;
-    }
-    double value() const { return std::isfinite(sum) ? sum + compensation : sum; }
-};
 
 // Splits [0, count) into one contiguous range per thread; `work(begin, end, index)`.
 template <typename Work>
@@ -326,40 +314,13 @@ private:
     }
     double rounded(double v) const { return float64_ ? v : as_float32(v); }
 
+    // The table's float64 meaning over the row's values of `argument` (a per-row value repeats C times).
     double reduce_row(RowReduction how, int argument) const {
-        const double nan = std::numeric_limits<double>::quiet_NaN();
-        const double inf = std::numeric_limits<double>::infinity();
-        switch (how) {
-            case RowReduction::Sum: case RowReduction::Mean: {
-                CompensatedSum sum;
-                for (std::int64_t j = 0; j < columns_; ++j) sum.add(at(argument, j));
-                return how == RowReduction::Sum ? sum.value() : sum.value() / static_cast<double>(columns_);
-            }
-            case RowReduction::Max: case RowReduction::Min: {
-                const bool max = how == RowReduction::Max;
-                double best = max ? -inf : inf;
-                for (std::int64_t j = 0; j < columns_; ++j) {
-                    const double v = at(argument, j);
-                    if (std::isnan(v)) return v;
-                    best = max ? std::max(best, v) : std::min(best, v);
-                }
-                return best;
-            }
-            case RowReduction::LogSumExp: {
-                double top = -inf;
-                for (std::int64_t j = 0; j < columns_; ++j) {
-                    const double v = at(argument, j);
-                    if (std::isnan(v)) return nan;
-                    top = std::max(top, v);
-                }
-                if (std::isinf(top)) return top;  // +inf; or -inf: every term is 0, an empty row too
-                CompensatedSum sum;
-                for (std::int64_t j = 0; j < columns_; ++j) sum.add(std::exp(at(argument, j) - top));
-                return top + std::log(sum.value());
-            }
-            case RowReduction::Count_: break;
-        }
-        throw InternalError("unknown row reduction");
+        const RowReductionInfo& info = row_reduction_info(how);
+        if (!info.reference) throw InternalError(fmt::format("'{}' should have been expanded by the checker", info.name));
+        row_.resize(static_cast<std::size_t>(columns_));
+        for (std::int64_t j = 0; j < columns_; ++j) row_[static_cast<std::size_t>(j)] = at(argument, j);
+        return info.reference(row_);
     }
 
     const ir::Program& program_;
@@ -373,6 +334,7 @@ private:
     std::int64_t columns_;
     std::vector<bool> live_;
     std::vector<std::vector<double>> values_;
+    mutable std::vector<double> row_;  // reduce_row's gather buffer
 };
 
 // Evaluates every row, the rows split among threads (one RowEvaluator each), and calls

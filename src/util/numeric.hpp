@@ -2,9 +2,26 @@
 // sweep and tune.
 #pragma once
 
+#include <cmath>
 #include <span>
 
 namespace lossjit::util {
+
+// Neumaier's compensated sum: the reference must be more accurate than what it checks.
+struct CompensatedSum {
+    double sum = 0.0, compensation = 0.0;
+    // Once the sum is infinite (or nan) the correction terms are inf - inf = nan, which would turn a
+    // sum of +inf into nan; the kernel's plain float64 sum gives +inf, and so must the reference.
+    void add(double x) {
+        const double t = sum + x;
+        if (std::isfinite(t)) {
+            if (std::fabs(sum) >= std::fabs(x)) compensation += (sum - t) + x;
+            else compensation += (x - t) + sum;
+        }
+        sum = t;
+    }
+    double value() const { return std::isfinite(sum) ? sum + compensation : sum; }
+};
 
 // |value - reference| / max(|reference|, 1e-30), with the non-finite cases decided rather than
 // left to IEEE arithmetic:

@@ -154,6 +154,7 @@ ROW_REDUCTIONS = {
     "amin": lambda e: torch.amin(e, dim=-1, keepdim=True),
     "logsumexp": lambda e: torch.logsumexp(e, dim=-1, keepdim=True),
 }
+ROW_WITHOUT_GRADIENT = ("argmax", "argmin")
 TOTALS = ("sum", "mean", "batchmean")
 
 LITERALS = (0.0, 1.0, 2.0, 0.5, -1.0, 3.0, 0.25, 1.5, -2.0, -0.5, 20.0, 100.0)  # exact in float32
@@ -972,6 +973,8 @@ class Oracle:
                     if d is not None:
                         to_arg(n.args[i], d, mask, shape)
             elif n.kind in ("row", "take"):
+                if n.kind == "row" and n.fn in ROW_WITHOUT_GRADIENT:
+                    continue
                 arg = n.args[0]
                 leaf = values[id(arg)].detach().expand(self.S).clone().requires_grad_()
                 out = ROW_REDUCTIONS[n.fn](leaf) if n.kind == "row" else self.take(leaf, self.leaves[n.name])
