@@ -198,6 +198,7 @@ TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
         {Builtin::Trigamma, {0}, inf},
         {Builtin::FloorDiv, {7, 2}, 3}, {Builtin::FloorDiv, {-7, 2}, -4}, {Builtin::FloorDiv, {1, 0.1}, 9},
         {Builtin::FloorDiv, {inf, 2}, nan}, {Builtin::FloorDiv, {1, 0}, inf}, {Builtin::FloorDiv, {-0.5, 2}, -1},
+        {Builtin::Detach, {2.5}, 2.5}, {Builtin::Detach, {nan}, nan},
     };
     std::set<Builtin> covered;
     for (const auto& v : values) {
@@ -220,7 +221,8 @@ TEST_CASE("every builtin's float64 meaning, at values torch agrees on") {
 }
 
 // Every reduction along rows, on rows chosen for its edges (ties, nan, inf, one element): the
-// values torch gives. A table row without a line here fails the coverage check below.
+// values torch gives (torch.var and torch.std with correction 1; torch.argmax, where a nan is the
+// largest). A table row without a line here fails the coverage check below.
 TEST_CASE("every reduction along rows has a value, on rows chosen for its edges") {
     struct Value {
         std::string name;
@@ -232,6 +234,10 @@ TEST_CASE("every reduction along rows has a value, on rows chosen for its edges"
         {"sum", {1, 2, 3.5}, 6.5}, {"sum", {inf, 1}, inf}, {"mean", {1, 2, 3, 6}, 3}, {"mean", {2}, 2},
         {"amax", {1, 5, 5, -2}, 5}, {"amax", {1, nan, 3}, nan}, {"amin", {1, 5, -2, -2}, -2}, {"amin", {-inf, 1}, -inf},
         {"logsumexp", {0, 0}, std::log(2.0)}, {"logsumexp", {inf, 1}, inf}, {"logsumexp", {-inf, -inf}, -inf},
+        {"var", {1, 2, 3, 4}, 5.0 / 3}, {"var", {2}, nan}, {"var", {1e8 + 1, 1e8 + 2, 1e8 + 3}, 1},
+        {"std", {1, 2, 3, 4}, std::sqrt(5.0 / 3)}, {"std", {5, 5, 5}, 0},
+        {"argmax", {1, 7, 3, 7}, 1}, {"argmax", {1, nan, 9, nan}, 1}, {"argmax", {-inf, -inf}, 0},
+        {"argmin", {4, 2, 2, 9}, 1}, {"argmin", {nan, -1}, 0}, {"argmin", {3}, 0},
     };
     std::set<std::string> covered;
     for (const auto& v : values) {

@@ -373,6 +373,9 @@ constexpr std::array<BuiltinInfo, static_cast<std::size_t>(Builtin::Count_)> kTa
     {Builtin::FloorDiv, "floordiv", "", 0, L, 2, false, "ff", F, "lj_floordiv({0}, {1})", kFloorDivHelper, kNoNeeds,
      [](double a, double b, double) { return floor_divide(a, b); }, Cheap, Gradient::None, {},
      "floor division as Python's // and torch.floor_divide (nan for an infinite x; x / 0 where y is 0)"},
+    {Builtin::Detach, "detach", "", 0, L, 1, false, "f", F, "({0})", "", kNoNeeds,
+     [](double a, double, double) { return a; }, Cheap, Gradient::Stopped, {},
+     "x itself, but no gradient passes through it (torch's x.detach())"},
 }};
 
 constexpr bool table_is_in_enum_order() {
@@ -473,6 +476,39 @@ constexpr std::string_view kLogSumExpAcc =
     "    __device__ __forceinline__ T value() const { return m + (T)log(s); }\n"
     "};\n"
     "}  // namespace lj\n";
+// argmax / argmin: the first column of the extreme, a nan counting as the extreme (torch.argmax).
+// Ordered by (nan first, then the extreme, then the lower column): a total order, so combining is
+// commutative and the team agrees on one column whatever the order the lanes saw.
+constexpr std::string_view kArgExtremeAcc =
+    "namespace lj {\n"
+    "template <class T, bool kMax>\n"
+    "struct ArgExtremeAcc {  // argmax / argmin: the first column of the extreme; a nan is the extreme\n"
+    "    T m = 0;\n"
+    "    long long i = -1;  // no element yet\n"
+    "    __device__ __forceinline__ bool before(T v, long long j) const {\n"
+    "        if (i < 0) return true;\n"
+    "        const bool vn = v != v, mn = m != m;\n"
+    "        if (vn != mn) return vn;\n"
+    "        if (!vn && v != m) return kMax ? v > m : v < m;\n"
+    "        return j < i;\n"
+    "    }\n"
+    "    __device__ __forceinline__ void add(T v, long long j) {\n"
+    "        if (before(v, j)) {\n"
+    "            m = v;\n"
+    "            i = j;\n"
+    "        }\n"
+    "    }\n"
+    "    __device__ __forceinline__ void combine(const ArgExtremeAcc& o) { if (o.i >= 0) add(o.m, o.i); }\n"
+    "    __device__ __forceinline__ ArgExtremeAcc shuffle_xor(int o) const {\n"
+    "        ArgExtremeAcc r;\n"
+    "        r.m = lj::shuffle_xor(m, o);\n"
+    "        r.i = __shfl_xor_sync(0xffffffffu, i, o);\n"
+    "        return r;\n"
+    "    }\n"
+    "    __device__ __forceinline__ T value() const { return i < 0 ? (T)__int_as_float(0x7fffffff) : (T)i; }\n"
+    "};\n"
+    "}  // namespace lj\n";
+
 double row_sum(std::span<const double> row) {
     util::CompensatedSum sum;
     for (double v : row) sum.add(v);
@@ -499,6 +535,22 @@ double row_logsumexp(std::span<const double> row) {
     for (double v : row) sum.add(std::exp(v - top));
     return top + std::log(sum.value());
 }
+template <bool kMax>
+double row_arg_extreme(std::span<const double> row) {
+    std::int64_t best = -1;
+    double m = 0.0;
+    for (std::size_t j = 0; j < row.size(); ++j) {
+        const double v = row[j];
+        const bool take = best < 0 || (std::isnan(v) != std::isnan(m) ? std::isnan(v)
+                                                                       : !std::isnan(v) && v != m && (kMax ? v > m : v < m));
+        if (take) {
+            best = static_cast<std::int64_t>(j);
+            m = v;
+        }
+    }
+    return best < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(best);
+}
+
 constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Count_)> kRowReductions{{
     {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1", {}, "lj::SumAcc",
      "(Value){0}.s", kSumAcc, row_sum, Gradient::Formula, "g"},
@@ -514,6 +566,19 @@ constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Co
     {RowReduction::LogSumExp, "logsumexp", "log(sum(exp(e))) along the row, without overflow (-inf for an empty row)",
      "softmax: exp(e_j - logsumexp(e))", {}, "lj::LogSumExpAcc<Value>", "{0}.value()", kLogSumExpAcc, row_logsumexp,
      Gradient::Formula, "g * exp(x - self)"},
+    // The mean detached: its path's derivative is 0 but for rounding, and where the row holds an inf
+    // it would be inf - inf; torch's var_backward is 2 (x - mean) / (C - 1) alone.
+    {RowReduction::Var, "var", "variance along the last dimension, torch's default correction 1 (nan for rows of 0 or 1)",
+     "2 (e_j - mean) / (C - 1)", "sum((x - detach(mean(x, -1))) ^ 2, -1) / (C - 1)"},
+    {RowReduction::Std, "std", "standard deviation along the last dimension, sqrt of var (correction 1)",
+     // 0 where the row is constant: torch's std_backward masks var == 0 (sqrt's derivative is inf there).
+     "(e_j - mean) / ((C - 1) std); 0 where std is 0", "v = sum((x - detach(mean(x, -1))) ^ 2, -1) / (C - 1); where(v == 0, 0, sqrt(v))"},
+    {RowReduction::ArgMax, "argmax", "the first column of the row's largest element (a nan counts as largest; nan for "
+     "an empty row), as a number: mean(argmax(x, -1) == y) is accuracy", "none (an index)", {},
+     "lj::ArgExtremeAcc<Value, true>", "{0}.value()", kArgExtremeAcc, row_arg_extreme<true>, Gradient::None},
+    {RowReduction::ArgMin, "argmin", "the first column of the row's smallest element (a nan counts as smallest; nan "
+     "for an empty row)", "none (an index)", {}, "lj::ArgExtremeAcc<Value, false>", "{0}.value()", kArgExtremeAcc,
+     row_arg_extreme<false>, Gradient::None},
 }};
 
 constexpr bool row_table_is_in_enum_order() {

@@ -31,7 +31,7 @@ enum class Builtin : unsigned char {
     // functions
     Abs, Sign, Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Tanh,
     Sigmoid, Softplus, Relu, Erf, Erfc, Floor, Ceil, Round, Trunc, Min, Max, Clamp, IsNan, IsInf,
-    Xlogy, Cosh, Sinh, Asinh, Acosh, Atanh, Asin, Acos, Atan, Atan2, Hypot, Lgamma, Digamma, Trigamma, FloorDiv,
+    Xlogy, Cosh, Sinh, Asinh, Acosh, Atanh, Asin, Acos, Atan, Atan2, Hypot, Lgamma, Digamma, Trigamma, FloorDiv, Detach,
     Count_
 };
 
@@ -116,7 +116,7 @@ std::span<const std::string_view> constant_names();
 //     `reference`, the float64 meaning over the row's values; and `gradient`: Formula with
 //     `derivative`, d result / d x_j times g in the language over x (the element), self (the
 //     result), g and C, or None (an index has no gradient).
-enum class RowReduction : unsigned char { Sum, Mean, Max, Min, LogSumExp, Count_ };
+enum class RowReduction : unsigned char { Sum, Mean, Max, Min, LogSumExp, Var, Std, ArgMax, ArgMin, Count_ };
 
 struct RowReductionInfo {
     RowReduction id;

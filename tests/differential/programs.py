@@ -144,6 +144,7 @@ FUNCTIONS = {
     "digamma": (1, _Digamma.apply, "f", "pos", "formula"),
     "trigamma": (1, _trigamma, "f", "pos", "refused"),
     # torch 1.13 has no derivative for floor_divide at all; it is piecewise constant (0).
+    "detach": (1, lambda x: x.detach(), "f", None, "none"),
     "floordiv": (2, lambda a, b: torch.floor_divide(a.detach(), b.detach() if torch.is_tensor(b) else b), "f", None, "none"),
 }
 
@@ -153,6 +154,11 @@ ROW_REDUCTIONS = {
     "amax": lambda e: torch.amax(e, dim=-1, keepdim=True),
     "amin": lambda e: torch.amin(e, dim=-1, keepdim=True),
     "logsumexp": lambda e: torch.logsumexp(e, dim=-1, keepdim=True),
+    "var": lambda e: torch.var(e, dim=-1, unbiased=True, keepdim=True),
+    "std": lambda e: torch.std(e, dim=-1, unbiased=True, keepdim=True),
+    # An index: no gradient (a float tensor without grad_fn).
+    "argmax": lambda e: torch.argmax(e, dim=-1, keepdim=True).to(F64),
+    "argmin": lambda e: torch.argmin(e, dim=-1, keepdim=True).to(F64),
 }
 ROW_WITHOUT_GRADIENT = ("argmax", "argmin")
 TOTALS = ("sum", "mean", "batchmean")
