@@ -4,8 +4,7 @@
 {{PROGRAM}}
 
 extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
-lossjit_kernel(const lj::Extents extents, const lj::Inputs<RowProgram::kInputs> in{{PARAMETERS}},
-    const {{OUT}} out{{GRADS_PARAMETER}})
+lossjit_kernel({{PARAMETER_LIST}})
 {
     using Team = lj::Team<{{BLOCK_THREADS}}, {{TEAM}}>;
     const RowProgram program{ {{PARAMETER_VALUES}} };

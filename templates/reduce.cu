@@ -4,8 +4,7 @@
 {{ELEMENT}}
 
 extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
-lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
-    const lj::ReduceOut out)
+lossjit_kernel({{PARAMETER_LIST}})
 {
     const Element element{ {{PARAMETER_VALUES}} };
     {{SUM_SINK}} sum;

@@ -5,8 +5,7 @@
 {{ELEMENT}}
 
 extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
-lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
-    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads{{SUM_SCRATCH_PARAMETER}})
+lossjit_kernel({{PARAMETER_LIST}})
 {
     const Element element{ {{PARAMETER_VALUES}} };
     {{GRAD_SINK}} sink{grads{{SUM_SCRATCH_ARGUMENT}}};

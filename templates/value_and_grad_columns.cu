@@ -5,10 +5,9 @@
 {{ELEMENT}}
 
 extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
-lossjit_kernel(const lj::Extents extents, const lj::Inputs<Element::kInputs> in{{PARAMETERS}},
-    const lj::ReduceOut out, const lj::Grads<Element::kGrads> grads, const lj::SumScratch scratch)
+lossjit_kernel({{PARAMETER_LIST}})
 {
     const Element element{ {{PARAMETER_VALUES}} };
-    const double acc = {{LOOP}}(extents, in, element, grads, scratch);
+    const double acc = {{LOOP}}(extents, in, element, grads, sums);
     if (Element::kReduces) lj::finish_reduction<{{BLOCK_THREADS}}, {{ONE_BLOCK}}, Element::kResultDType>(acc, out);
 }

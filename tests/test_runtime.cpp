@@ -86,6 +86,29 @@ TEST_CASE("plans are found by shapes, strides, dtypes and alignment, most recent
     for (std::int64_t n = 2; n <= 9; ++n) CHECK(find(cache, views({{n}})) == plans[static_cast<std::size_t>(n - 1)]);
 }
 
+TEST_CASE("the kernel's parameters: one list for the emitted signature and the bound arguments") {
+    // The list for each kind of kernel, and the signature printed from it.
+    const auto checked = [](const std::string& text) { return check(parse(text, "expr"), {}); };
+    using P = Parameter;
+    KernelSpec rows;
+    const auto reduction = checked("param k = 2; mean(k * x)");
+    CHECK(kernel_parameters(reduction, rows) == std::vector<P>{P::Extents, P::Inputs, P::Param, P::ReduceOut});
+    CHECK(parameter_list(kernel_parameters(reduction, rows), reduction, "Element") ==
+          "const lj::Extents extents, const lj::Inputs<Element::kInputs> in,\n    const double param_k,\n"
+          "    const lj::ReduceOut out");
+    const auto map = checked("x * 2");
+    CHECK(kernel_parameters(map, rows) == std::vector<P>{P::Extents, P::Inputs, P::Output});
+    const auto gradients = differentiate(checked("mean(x * y)"), std::vector<int>{0, 1}, {});
+    KernelSpec summed;
+    summed.summed = {KernelSpec::NotSummed, KernelSpec::OverAll};
+    CHECK(kernel_parameters(gradients, summed) == std::vector<P>{P::Extents, P::Inputs, P::ReduceOut, P::Grads, P::SumScratch});
+    KernelSpec by_row;
+    by_row.loop = KernelSpec::Loop::ByRow;
+    const auto rows_program = checked("sum(logsumexp(x, -1))");
+    CHECK(kernel_parameters(rows_program, by_row) == std::vector<P>{P::Extents, P::Inputs, P::RowsOut});
+    CHECK(kernel_parameters(checked("x - logsumexp(x, -1)"), by_row) == std::vector<P>{P::Extents, P::Inputs, P::Output});
+}
+
 TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     auto reduction = std::make_shared<Plan>();
     reduction->layout.count = 12;
@@ -94,6 +117,8 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     reduction->slots = {1};  // the program reads only its second input
     reduction->params = 2;
     reduction->divisor = 12;
+    using P = Parameter;
+    reduction->parameters = {P::Extents, P::Inputs, P::Param, P::Param, P::ReduceOut};
     LaunchArgs args;
     args.bind(reduction);
     // extents, inputs, one per parameter, the reduction's output
@@ -113,6 +138,7 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     gradients->grid.chunks = 3;
     gradients->grid.chunk_rows = 5;
     gradients->grid.strip_blocks = 2;
+    gradients->parameters = {P::Extents, P::Inputs, P::Param, P::Param, P::ReduceOut, P::Grads, P::SumScratch};
     args.bind(gradients);  // rebinding another plan: everything follows it
     list = args.data();
     CHECK(list[4] == &args.reduce);
@@ -128,11 +154,13 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     CHECK(args.data()[6] == &args.sums);
     auto no_sums = std::make_shared<Plan>(*row_sums);
     no_sums->spec.summed.clear();
+    no_sums->parameters.pop_back();
     args.bind(no_sums);
     CHECK(args.data()[5] == args.grads.data());  // and nothing after the gradients
 
     auto map = std::make_shared<Plan>(*reduction);
     map->map_forward = true;
+    map->parameters.back() = P::Output;
     args.bind(map);
     CHECK(args.data()[4] == &args.output);
 }

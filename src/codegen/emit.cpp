@@ -15,6 +15,7 @@
 #include "pipeline.hpp"
 #include "codegen/emit_detail.hpp"
 #include "codegen/kernel_spec.hpp"
+#include "codegen/kinds/parameters.hpp"
 #include "codegen/templates.hpp"
 #include "ir/print.hpp"
 
@@ -241,12 +242,9 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
                                without_outer_parens(printer.print(program.body)), fmt::join(g, ", "));
     }
 
-    std::string parameters, parameter_values;
-    for (const auto& p : program.params) {
-        // Passed as double whatever the program computes in; converted once per thread.
-        parameters += fmt::format(",\n    const double {}", cuda_param_name(p.name));
+    std::string parameter_values;
+    for (const auto& p : program.params)
         parameter_values += (parameter_values.empty() ? "" : ", ") + fmt::format("(Element::Value){}", cuda_param_name(p.name));
-    }
     if (seeded) parameter_values += std::string(parameter_values.empty() ? "" : ", ") + "(Element::Value)grads.total_scale()";
 
     std::string loop;
@@ -303,10 +301,9 @@ std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"LAUNCH_BOUNDS", launch_bounds(spec)},
         {"ONE_BLOCK", spec.one_block ? "true" : "false"},
         {"ELEMENT", element},
-        {"PARAMETERS", parameters},
+        {"PARAMETER_LIST", parameter_list(kernel_parameters(program, spec), program, "Element")},
         {"PARAMETER_VALUES", parameter_values},
         {"LOOP", loop},
-        {"SUM_SCRATCH_PARAMETER", spec.sums() ? ", const lj::SumScratch sums" : ""},
         {"SUM_SCRATCH_ARGUMENT", spec.sums() ? ", sums" : ""},
     };
     if (grads > 0) {

@@ -12,6 +12,7 @@
 
 #include "codegen/emit_detail.hpp"
 #include "codegen/kernel_spec.hpp"
+#include "codegen/kinds/parameters.hpp"
 #include "codegen/templates.hpp"
 #include "ir/print.hpp"
 #include "lossjit/errors.hpp"
@@ -467,12 +468,8 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
         throw InternalError("more totals than the kernel ABI holds");  // KernelSpec::choose refuses these first
 
     // RowProgram holds each parameter twice: in the compute type, then as passed (for the final value).
-    std::string parameters;
     std::vector<std::string> parameter_values;
-    for (const auto& p : program.params) {
-        parameters += fmt::format(",\n    const double {}", cuda_param_name(p.name));
-        parameter_values.push_back(fmt::format("(RowProgram::Value){}", cuda_param_name(p.name)));
-    }
+    for (const auto& p : program.params) parameter_values.push_back(fmt::format("(RowProgram::Value){}", cuda_param_name(p.name)));
     for (const auto& p : program.params) parameter_values.push_back(cuda_param_name(p.name));
     std::string prelude = kernel_prelude(program);
     if (!program.is_map()) prelude += templates::finish_cuh;
@@ -501,12 +498,9 @@ std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
         {"RANK", std::to_string(spec.rank)},
         {"VECTOR", std::to_string(spec.vector_width)},
         {"UNROLL", std::to_string(spec.unroll)},
-        {"OUT", program.is_map() ? "lj::Output" : "lj::RowsOut"},
-        {"PARAMETERS", parameters},
+        {"PARAMETER_LIST", parameter_list(kernel_parameters(program, spec), program, "RowProgram")},
         {"PARAMETER_VALUES", fmt::format("{}", fmt::join(parameter_values, ", "))},
         {"FINISH", finish},
-        {"GRADS_PARAMETER", program.derivatives.empty() ? std::string()
-                                                        : fmt::format(",\n    const lj::Grads<{}> grads", program.derivatives.size())},
         {"GRADS", program.derivatives.empty() ? "0" : "grads"},
     };
     return substitute(templates::by_rows_cu, values);

@@ -147,6 +147,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     plan->params = program.params.size();
     plan->derivatives = program.derivatives.size();
     plan->map_forward = program.is_map() && program.derivatives.empty();
+    plan->parameters = kernel_parameters(program, plan->spec);
 
     for (const auto& v : inputs) {
         plan->shapes.push_back(v.shape);
@@ -229,16 +230,22 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     sums.strip_blocks = p.grid.strip_blocks;
     sums.whole_rows = p.grid.whole_rows ? 1 : 0;
 
+    // One argument per kernel parameter, from the list the kernel's parameter list was printed from.
     args_.clear();
-    args_.push_back(&extents_);
-    args_.push_back(inputs->data());
-    for (auto& value : params) args_.push_back(&value);
-    void* out = &reduce;
-    if (p.map_forward) out = &output;
-    else if (p.spec.loop == KernelSpec::Loop::ByRow) out = &rows;
-    args_.push_back(out);
-    if (g > 0) args_.push_back(grads.data());
-    if (p.spec.sums()) args_.push_back(&sums);
+    std::size_t param = 0;
+    for (const Parameter parameter : p.parameters) {
+        switch (parameter) {
+            case Parameter::Extents: args_.push_back(&extents_); break;
+            case Parameter::Inputs: args_.push_back(inputs->data()); break;
+            case Parameter::Param: args_.push_back(&params.at(param++)); break;
+            case Parameter::Output: args_.push_back(&output); break;
+            case Parameter::ReduceOut: args_.push_back(&reduce); break;
+            case Parameter::RowsOut: args_.push_back(&rows); break;
+            case Parameter::Grads: args_.push_back(grads.data()); break;
+            case Parameter::SumScratch: args_.push_back(&sums); break;
+        }
+    }
+    if (param != params.size()) throw InternalError("the plan's parameters and the kernel's disagree");
 }
 
 }  // namespace lossjit

@@ -21,6 +21,7 @@
 
 #include "codegen/kernel_abi.hpp"
 #include "codegen/kernel_spec.hpp"
+#include "codegen/kinds/parameters.hpp"
 #include "cuda/driver.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
@@ -90,6 +91,7 @@ struct Plan {
     std::size_t params = 0;
     std::size_t derivatives = 0;  // gradients the kernel writes
     bool map_forward = false;     // writes a map's output (else a reduction's result, or gradients)
+    std::vector<Parameter> parameters;  // the kernel's, in order (kernel_parameters)
 };
 
 // Plans `inputs` (and a map's output, or the gradients' shared layout) for `launchable`: the
