@@ -138,7 +138,7 @@ const NameSet& emitter_identifiers() {
                                 "Result", "operator", "x", "element", "in", "kGrads", "grad", "Value", "dtype",
                                 "kResultDType", "grad_dtype", "g", "kFloat32", "kFloat64", "kBFloat16",
                                 "kFloat16", "kInt32", "kInt64", "kUInt8", "kBool",
-                                // the rows loop's common path (emit.cpp)
+                                // the rows loop's common path (kinds/elementwise_emit.cpp)
                                 "kCommonPath", "common_path", "rare_"};
         for (int b = 0; b < static_cast<int>(Builtin::Count_); ++b) {
             const BuiltinInfo& info = builtin_info(static_cast<Builtin>(b));
@@ -411,7 +411,7 @@ void run_checks(std::string_view text, const CheckConfig& config) {
     const std::uint64_t seed = fnv1a(text);
 
     // Kernel variants: everything contiguous at rank 1, and everything strided at some rank. (Programs
-    // that reduce along rows have kernels of another shape, emit_rows.cpp: not checked here yet.)
+    // that reduce along rows have kernels of another shape, kinds/by_rows_emit.cpp: not checked here yet.)
     if (!program.by_rows()) check_kernels(program, seed, config);
     check_dump_and_reference(program, seed);
 }

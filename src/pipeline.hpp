@@ -4,8 +4,9 @@
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims)
-//   kernel_spec.cpp  ir::Program + Layout + Knobs -> KernelSpec, and the launch's grid (launch policy)
-//   emit.cpp       ir::Program + KernelSpec   -> CUDA C++       (templates/ + ir/print.cpp, the one printer)
+//   kinds/         ir::Program + Layout + Knobs + GPU -> KernelSpec, its grid, its CUDA C++ and its
+//                  parameters: one unit per kernel kind (kinds/kinds.hpp), numbers from defaults.cpp;
+//                  templates/ hold the scaffolding, ir/print.cpp the one expression printer
 //   compile.cpp    CUDA C++                   -> CUBIN or PTX   (NVRTC)
 //   cache.cpp      source + target            -> kernel image   (memory map + disk directory)
 //   driver.cpp     the CUDA driver API, dlopen'ed at run time, and RAII owners for its handles
@@ -85,6 +86,10 @@ double reduction_divisor(const ir::Program& program, const Shape& shape);
 
 // What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
 double gradient_scale(const ir::Program& program, const Shape& shape);
+
+// The inputs a program reads: its input slots in program order. Inputs the program lists but never
+// reads are not passed to its kernel, nor walked by the reference.
+std::vector<int> read_inputs(const ir::Program& program);
 
 // The dtype a map's output gets unless the caller chooses: result_dtype() of the inputs the
 // program reads (`inputs` in program input order; only dtypes are read).
@@ -190,12 +195,9 @@ void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& la
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";
 
-// The inputs a kernel reads: program input slots in program order. Inputs the program lists but
-// never reads are not passed to the kernel at all.
-std::vector<int> read_inputs(const ir::Program& program);
-
 struct KernelSpec;  // codegen/kernel_spec.hpp: the variant, chosen per layout and knobs
 
+// The kernel's source, by its kind (kinds/kinds.cpp).
 std::string emit_cuda(const ir::Program& program, const KernelSpec& spec);
 
 // The expression printer alone: one CUDA expression per node, for tests and dumps.

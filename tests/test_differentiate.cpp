@@ -755,8 +755,16 @@ TEST_CASE("the kernel choice for gradients of broadcast inputs") {
             CHECK(spec.sums());
             CHECK(spec.accumulator == Accumulator::Float64);  // sums are float64, and so is the value then
             CHECK(spec.signature().find(fmt::format("summed [{} 0]", row.summed)) != std::string::npos);
-            // A small program: 1024 threads, 512 where it sums along rows.
+            // A small program: 1024 threads, 512 where it sums along rows; an H100 keeps 1024 there
+            // (its own row of the defaults table), an H200 takes 512.
             CHECK(spec.block_threads == (row.summed == KernelSpec::AlongRows ? 512 : 1024));
+            const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12};
+            const GpuFacts h200{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 4.8e12};
+            const auto on = [&](const GpuFacts& gpu) {
+                return KernelSpec::choose(weighted, l, KernelOperands::unplaced(weighted), {}, false, gpu).block_threads;
+            };
+            CHECK(on(h100) == 1024);
+            CHECK(on(h200) == (row.summed == KernelSpec::AlongRows ? 512 : 1024));
         }
         // Whole rows per block where rows of several tiles are many enough for every block (32 each),
         // else tiles in turn; a row of one tile is the same either way.

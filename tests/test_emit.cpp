@@ -130,7 +130,7 @@ TEST_CASE("a parameter that divides gets its reciprocal once per thread, in elem
         {"param beta = 1; mean(abs(p - t) / beta)", true},
         {"param beta = 1; mean(abs(p - t) * beta)", false},
         {"param beta = 1; mean(beta / abs(p - t))", false},
-        {"param beta = 1; sum(logsumexp(p / beta + t, -1))", true},  // a row program (emit_rows.cpp)
+        {"param beta = 1; sum(logsumexp(p / beta + t, -1))", true},  // a row program (kinds/by_rows_emit.cpp)
     };
     const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 256}),
                                          TensorView::contiguous(nullptr, {64, 256})};

@@ -1,5 +1,5 @@
-// What the two emitters (emit.cpp: elementwise programs and one reduction; emit_rows.cpp: programs
-// that reduce along rows) share: template filling and the per-program declarations.
+// What the kinds' emitters (kinds/*_emit.cpp) share: template filling and the per-program
+// declarations (emit.cpp).
 #pragma once
 
 #include <map>
@@ -34,8 +34,5 @@ struct KernelSpec;
 // __launch_bounds__'s arguments for every template ({{LAUNCH_BOUNDS}}): the block's threads, and
 // the blocks per SM its registers must allow where the spec asks for more than one.
 std::string launch_bounds(const KernelSpec& spec);
-
-// The kernel for a program that reduces along rows (emit_rows.cpp); emit_cuda calls it.
-std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit

@@ -1,7 +1,7 @@
-// kernel_spec: launch policy. Which kernel variant a layout gets (KernelSpec::choose), and how it
-// is launched: the grid, and how many of its blocks run at once (Occupancy). emit.cpp turns a spec
-// into source; the runtime only carries out what is decided here, so the variant and its grid
-// cannot disagree.
+// kernel_spec: what a compiled kernel is specialised on besides the program (KernelSpec), and how it
+// is launched: the grid, and how many of its blocks run at once (Occupancy). The kinds (kinds/)
+// choose both and emit the source; the runtime only carries out what they decide, so the variant and
+// its grid cannot disagree.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lossjit/dtype.hpp"
+#include "codegen/kinds/defaults.hpp"
 #include "lossjit/knobs.hpp"
 #include "pipeline.hpp"
 
@@ -51,7 +52,7 @@ struct KernelSpec {
         Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
         Strided,  // anything else: coordinates per element
         Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
-        ByRow,    // programs that reduce along rows: a team (a warp, or the block) per row (emit_rows.cpp)
+        ByRow,    // programs that reduce along rows: a team (a warp, or the block) per row (kinds/by_rows.cpp)
     };
     Loop loop = Loop::Rows;
     int rank = 1;
@@ -78,7 +79,7 @@ struct KernelSpec {
     };
     std::vector<int> summed;         // per derivative, a Summed; empty where none is summed
     bool sums() const;               // some derivative is summed: the kernel takes an lj::SumScratch
-    // The element gets a common path (emit.cpp, templates/rows.cuh): a float32 rows-loop kernel without
+    // The element gets a common path (kinds/elementwise_emit.cpp, templates/rows.cuh): a float32 rows-loop kernel without
     // gradients or fast math whose program calls log or xlogy (BuiltinInfo::cuda_common).
     bool common_path(const ir::Program& program) const;
     // Element types. Empty lists mean all float32 (what a spec made by hand, in tests, gets).
@@ -97,19 +98,18 @@ struct KernelSpec {
     std::vector<std::string> notes;
 
     // The fastest variant the layout and the pointers' alignment allow, within `knobs` (as asked
-    // for, after the tuning store filled what it has): knobs that are set are honoured where the
-    // layout allows (else `notes` says why not), automatic ones are chosen here. Null pointers in
-    // `operands` count as aligned (for emitting code without data).
+    // for, after the tuning store filled what it has), for `gpu` (its class picks the defaults;
+    // none: the defaults for any GPU): knobs that are set are honoured where the layout allows
+    // (else `notes` says why not), automatic ones are chosen by the program's kind (kinds/kinds.cpp
+    // dispatches). Null pointers in `operands` count as aligned (for emitting code without data).
     // Gradient kernels: `layout.output` is the full-shape gradients' layout, and a map's upstream
     // gradient is one more input after the program's (in `layout` and `operands`). A derivative
     // whose input is broadcast is summed (Summed): a row broadcast over all other dimensions, one
-    // value per row, or one value for everything; UnsupportedError for other broadcasts. `tuned`: some knob came from the tuning store (marks the
-    // signature). max_blocks_per_sm is a launch setting, not part of the spec.
+    // value per row, or one value for everything; UnsupportedError for other broadcasts. `tuned`:
+    // some knob came from the tuning store (marks the signature). max_blocks_per_sm is a launch
+    // setting, not part of the spec.
     static KernelSpec choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
-                             const Knobs& knobs = {}, bool tuned = false);
-    // choose() for programs that reduce along rows (ir::Program::by_rows).
-    static KernelSpec choose_by_row(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
-                                    const Knobs& knobs, bool tuned);
+                             const Knobs& knobs = {}, bool tuned = false, const GpuFacts& gpu = {});
     std::string signature() const;  // readable, e.g. "rows, rank 2, inner strides [1 0], vector 4, ..."
     // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
     static long long blocks(const KernelSpec& spec, const Layout& layout);
@@ -161,6 +161,7 @@ struct LaunchGrid {
 // elements summed along rows (1 for [N, 1] against [N, C]).
 int summed_batch_dims(const ir::Program& program, const KernelSpec& spec, const Layout& layout);
 
+// The grid of `spec`'s kind (kinds/kinds.cpp dispatches).
 LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                      const Occupancy& occupancy);
 

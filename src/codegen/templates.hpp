@@ -19,6 +19,6 @@ extern const std::string_view map_cu;
 extern const std::string_view value_and_grad_cu;
 extern const std::string_view value_and_grad_columns_cu;
 extern const std::string_view accumulate_cuh;
-extern const std::string_view by_rows_cuh;  // programs that reduce along rows (emit_rows.cpp)
+extern const std::string_view by_rows_cuh;  // programs that reduce along rows (kinds/by_rows_emit.cpp)
 extern const std::string_view by_rows_cu;
 }  // namespace lossjit::templates

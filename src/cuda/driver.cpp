@@ -86,6 +86,11 @@ int attribute(CUdevice device, CUdevice_attribute which) {
     return value;
 }
 
+int attribute_or_zero(CUdevice device, CUdevice_attribute which) {
+    int value = 0;
+    return api().cuDeviceGetAttribute(&value, which, device) == CUDA_SUCCESS ? value : 0;
+}
+
 Context::Context(int ordinal) : ordinal_(ordinal) {
     int count = 0;
     LOSSJIT_CU(cuDeviceGetCount(&count));

@@ -93,5 +93,7 @@ private:
 };
 
 int attribute(CUdevice device, CUdevice_attribute which);
+// The same, 0 where the driver does not report it (attributes a newer driver may drop).
+int attribute_or_zero(CUdevice device, CUdevice_attribute which);
 
 }  // namespace lossjit::cuda

@@ -102,7 +102,7 @@ std::string ExpressionPrinter::define(int id) const {
         case ir::NodeKind::Total:
         case ir::NodeKind::RowLength:
         case ir::NodeKind::OneHot:
-            // A kernel computes these in its own loops (emit_rows.cpp) and names the results.
+            // A kernel computes these in its own loops (kinds/by_rows_emit.cpp) and names the results.
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
         case ir::NodeKind::Seed:

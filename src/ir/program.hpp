@@ -86,7 +86,7 @@ struct Program {
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }
     // Reduces along rows (RowReduce, Take) or is Composite: the kernel walks row by row
-    // (emit_rows.cpp), and the layout keeps the last dimension apart (plan_row_layout).
+    // (kinds/by_rows_emit.cpp), and the layout keeps the last dimension apart (plan_row_layout).
     bool by_rows() const {
         if (reduction == Reduction::Composite) return true;
         for (const auto& n : nodes)  // a Total too: even in a binding the body never uses

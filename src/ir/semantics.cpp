@@ -150,4 +150,15 @@ DType default_output_dtype(const ir::Program& program, std::span<const TensorVie
     return result_dtype(dtypes);
 }
 
+std::vector<int> read_inputs(const ir::Program& program) {
+    std::vector<bool> read(program.inputs.size(), false);
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::Input) read[static_cast<std::size_t>(n.slot)] = true;
+    std::vector<int> slots;
+    for (std::size_t k = 0; k < read.size(); ++k)
+        if (read[k]) slots.push_back(static_cast<int>(k));
+    return slots;
+}
+
+
 }  // namespace lossjit

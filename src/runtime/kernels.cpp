@@ -16,6 +16,16 @@ DeviceFacts open_device(int ordinal) {
     facts.max_threads_per_sm = cuda::attribute(facts.context->device(), CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
     facts.target = target_for(info.major, info.minor);
     facts.tuning_text = tuning_device_text(ordinal);
+    const CUdevice device = facts.context->device();
+    facts.gpu.arch = info.major * 10 + info.minor;
+    facts.gpu.multiprocessors = info.multiprocessors;
+    facts.gpu.l2_bytes = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    facts.gpu.memory_bytes = static_cast<std::int64_t>(info.memory_bytes);
+    // Peak bandwidth: double data rate over the bus (kHz x bits x 2 / 8 bytes). A driver that does not
+    // report the clock gives 0, and the GPU's class falls back on its memory size.
+    const double clock_khz = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    const double bus_bits = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    facts.gpu.memory_bytes_per_second = clock_khz * 1e3 * 2 * bus_bits / 8;
     return facts;
 }
 

@@ -22,6 +22,7 @@ struct DeviceFacts {
     int max_threads_per_sm = 0;
     std::string target;       // "sm_90"
     std::string tuning_text;  // the tuning key's GPU: "NVIDIA H100 80GB HBM3 (sm_90)"
+    GpuFacts gpu;             // what the launch policy's defaults are chosen by (kinds/defaults.hpp)
 };
 // Throws CudaError where there is no such device (or no driver).
 DeviceFacts open_device(int ordinal);

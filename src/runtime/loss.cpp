@@ -137,10 +137,11 @@ struct Loss::State {
         return plan_program_layout(prog, shapes, &out);
     }
 
-    // The kernel a call would run, without a GPU (no tuning record is looked up for a GPU that was
-    // not asked for).
+    // The kernel a call would run, without a GPU: no tuning record is looked up for a GPU that was
+    // not asked for, and the defaults are those for any GPU (a GPU with defaults of its own,
+    // kinds/defaults.cpp, may run another variant), so the source does not depend on the machine.
     KernelSpec spec_for(const ir::Program& prog, const Layout& layout, const CallViews& views, bool tunable) const {
-        return choose_variant(options, prog, tunable, layout, views, "").spec;
+        return choose_variant(options, prog, tunable, layout, views, "", GpuFacts{}).spec;
     }
 
     struct Emitted {

@@ -70,7 +70,7 @@ KernelOperands kernel_operands(const ir::Program& program, const Layout& layout,
 }
 
 Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
-                       const CallViews& views, std::string device) {
+                       const CallViews& views, std::string device, const GpuFacts& gpu) {
     Variant v;
     Knobs knobs = options.knobs;
     const bool automatic = knobs.block_threads == 0 || (knobs.unroll == 0 && knobs.items_per_thread == 0) ||
@@ -92,7 +92,7 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
                 v.tuned = fmt::format("{} (from {})", describe(record->knobs), store->file().string());
         }
     }
-    v.spec = KernelSpec::choose(program, layout, kernel_operands(program, layout, views), knobs, !v.tuned.empty());
+    v.spec = KernelSpec::choose(program, layout, kernel_operands(program, layout, views), knobs, !v.tuned.empty(), gpu);
     v.max_blocks_per_sm = knobs.max_blocks_per_sm;
     return v;
 }
@@ -122,7 +122,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     } else {
         plan->layout = plan_program_layout(program, shapes, nullptr);
     }
-    Variant chosen = choose_variant(options, program, launchable.label.empty(), plan->layout, views, device.tuning_text);
+    Variant chosen = choose_variant(options, program, launchable.label.empty(), plan->layout, views, device.tuning_text, device.gpu);
     plan->spec = std::move(chosen.spec);
     plan->max_blocks_per_sm = chosen.max_blocks_per_sm;
     plan->tuned = chosen.tuned;

@@ -55,9 +55,10 @@ KernelOperands kernel_operands(const ir::Program& program, const Layout& layout,
 // The knobs for this program and layout: `options.knobs`, with the automatic ones taken from the
 // tuning store where it has a record for (program, shapes, dtypes, GPU). `device` is the GPU's
 // tuning text, or "" for none known (then the driver is asked only if the store has the program
-// and shapes at all). Only `tunable` programs look (gradient kernels are not tuned).
+// and shapes at all). Only `tunable` programs look (gradient kernels are not tuned). `gpu`: the GPU
+// the defaults are chosen for (none: the defaults for any GPU).
 Variant choose_variant(const Options& options, const ir::Program& program, bool tunable, const Layout& layout,
-                       const CallViews& views, std::string device);
+                       const CallViews& views, std::string device, const GpuFacts& gpu);
 
 // A program a Loss launches (the loss, or it differentiated for a list of inputs) and its plans.
 struct Launchable {

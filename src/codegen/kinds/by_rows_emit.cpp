@@ -1,4 +1,4 @@
-// emit_rows: CUDA for programs that reduce along rows (ir::Program::by_rows): row reductions
+// by_rows_emit: the by-rows kind's source (kinds.hpp): CUDA for programs that reduce along rows (ir::Program::by_rows): row reductions
 // (sum(e, -1), logsumexp(e, -1), ...), takes (x[y]) and several whole-tensor reductions. A team of
 // threads (a warp, or the block) takes one row at a time and walks it once per level of nested row
 // reductions; what is one value per row is computed once per row, in every thread of the team.
@@ -12,6 +12,7 @@
 
 #include "codegen/emit_detail.hpp"
 #include "codegen/kernel_spec.hpp"
+#include "codegen/kinds/kinds.hpp"
 #include "codegen/kinds/parameters.hpp"
 #include "codegen/templates.hpp"
 #include "ir/print.hpp"
@@ -459,13 +460,13 @@ private:
 
 }  // namespace
 
-std::string emit_rows_cuda(const ir::Program& program, const KernelSpec& spec) {
-    if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_rows_cuda needs a by-row kernel spec");
+std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {
+    if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_by_rows needs a by-row kernel spec");
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
     if (spec.team != 32 && spec.team != spec.block_threads) throw InternalError("a team is a warp or the whole block");
     RowEmitter emitter(program, spec);
     if (emitter.totals() > static_cast<std::size_t>(kMaxTotals))
-        throw InternalError("more totals than the kernel ABI holds");  // KernelSpec::choose refuses these first
+        throw InternalError("more totals than the kernel ABI holds");  // choose_by_rows refuses these first
 
     // RowProgram holds each parameter twice: in the compute type, then as passed (for the final value).
     std::vector<std::string> parameter_values;

@@ -1,0 +1,162 @@
+// defaults: the launch policy's numbers and the measurements behind them (defaults.hpp).
+#include "codegen/kinds/defaults.hpp"
+
+#include <array>
+
+#include "lossjit/errors.hpp"
+
+namespace lossjit {
+namespace {
+
+using D = Default;
+using G = GpuClass;
+
+// "ms" are kernel times of the measured kernel, lower is better; "%" of the memory roofline.
+constexpr std::string_view kHistory = "docs/results/performance-history.md";
+constexpr std::string_view kRows = "docs/results/issue-12/rows_explore.json";
+constexpr std::string_view kFourthRound = "docs/results/issue-15/session4/README.md";
+
+constexpr std::array kTable = {
+    DefaultRow{D::MapThreads, G::Any, 128,
+               "hardsigmoid [4096, 393216] on an H200: 128 threads x 8 elements 100.8% of copy, 256 x 16 97%",
+               "docs/results/issue-15/h200-explore/hs.txt"},
+    DefaultRow{D::ReductionThreads, G::Any, 256,
+               "the five reductions at 87-100% of the read roofline on both GPUs with 256 threads",
+               "docs/results/issue-15/h100-final/table.md"},
+    DefaultRow{D::GradientThreads, G::Any, 256,
+               "smooth L1 + d/dp on an H100: 4.63 ms at 256; larger programs need more than 64 registers a thread",
+               kHistory},
+    DefaultRow{D::SmallGradientThreads, G::Any, 1024,
+               "H100: smooth L1 + d/dp 4.41 ms at 1024 threads, 4.47 at 512, 4.63 at 256; hinge + d/dp, d/dt 3.05 "
+               "against 3.06",
+               kHistory},
+    DefaultRow{D::ColumnsSmallGradientThreads, G::Any, 512,
+               "hinge + d/dp, d/dt [32768, 32768], t [32768]: 512 threads x 4 rows H200 2.161 ms against 2.313, "
+               "H100 3.040 against 3.052",
+               "docs/results/issue-15/session4/h200-final/ab.txt"},
+    DefaultRow{D::AlongRowsSmallGradientThreads, G::Any, 512,
+               "squared hinge + d/dp, d/dt [32768, 32768], t [32768, 1] on an H200: 2.189-2.200 ms at 512 against "
+               "2.270-2.275 at 1024",
+               "docs/results/issue-15/session4/h200-final/ab.txt"},
+    DefaultRow{D::AlongRowsSmallGradientThreads, G::HopperHbm3, 1024,
+               "the same on an H100: 2.988 ms at 1024 against 3.020 at 512", "docs/results/issue-15/session4/h100-final/ab.txt"},
+    DefaultRow{D::SixteenBitReductionThreads, G::Any, 512,
+               "bfloat16 [32768, 32768] on an H100: smooth L1 1.405 ms at 512 against 1.431-1.436 at 256; hinge 0.709 "
+               "against 0.707-0.711",
+               "docs/results/issue-13/h100-final/bf16-smooth_l1.txt"},
+    DefaultRow{D::CommonPathReductionThreads, G::Any, 512,
+               "KL [16384, 16384] on an H200: 0.513-0.517 ms at 512 against 0.528-0.533 at 256",
+               "docs/results/issue-15/session3/h200-prefetch/kl.txt"},
+    DefaultRow{D::ByRowWarpTeamThreads, G::Any, 512,
+               "cross-entropy 32768 x 4096 on an H100: 0.202 ms with 16 warps a block against 0.208 with 8", kRows},
+    DefaultRow{D::ByRowBlockTeamThreads, G::Any, 256,
+               "cross-entropy 4096 x 131072 on an H100: 0.724 ms with 256-thread blocks against 0.755 with 128", kRows},
+    DefaultRow{D::ByRowWarpMaxColumns, G::Any, 8192,
+               "a warp per row while a row is a few thousand elements (no block barrier per row); the block beyond", kRows},
+    DefaultRow{D::SmallGradientProgramNodes, G::Any, 64,
+               "1024 threads leave 64 registers a thread: only programs this small fit without spilling", kHistory},
+    DefaultRow{D::ShortElementProgram, G::Any, 4,
+               "MSE (2 applications) and hinge (3) stream best at 16 accesses, smooth L1 (9) at 8",
+               "docs/results/issue-15/h200-explore/sl1.txt"},
+    DefaultRow{D::ColumnsSmallThreadsPerSm, G::Any, 1024,
+               "hinge + d/dp, d/dt, columns loop at 512 x 4: 100 registers (one block per SM); capped, 64 without "
+               "spills (float32 only: float64 spilled 100 bytes, bfloat16 24)",
+               kFourthRound},
+    DefaultRow{D::ShortReductionAccesses, G::Any, 16,
+               "MSE on an H100: unroll 8 (16 accesses over 2 streams) 2.745 ms against 2.802 at 4",
+               "docs/results/issue-15/h100-2026-11-23/bench.log"},
+    DefaultRow{D::LongReductionAccesses, G::Any, 8,
+               "smooth L1 on an H200: unroll 8 took 88 registers, 95.5% against 99.4% at 4",
+               "docs/results/issue-15/h200-explore/sl1.txt"},
+    DefaultRow{D::MapAccesses, G::Any, 4,
+               "hardsigmoid on an H200: unroll 2 (input and output stream) 100.8% of copy, 4 at 256 threads 97%",
+               "docs/results/issue-15/h200-explore/hs.txt"},
+    DefaultRow{D::MapBackwardAccesses, G::Any, 8,
+               "a map's backward reads the upstream gradient too: twice a map's accesses", kHistory},
+    DefaultRow{D::SixteenBitAccesses, G::Any, 4,
+               "bfloat16 [8192, 32768] on an H100, vector 8: unroll 2 against 8: hinge 0.182 ms against 0.184, "
+               "smooth L1 0.356 against 0.411, mse 0.351 against 0.347",
+               "docs/results/issue-13/vw8/bf16-sweep-vector-unroll.txt"},
+    DefaultRow{D::GradientUnrollLimit, G::Any, 2,
+               "smooth L1 + d/dp on an H200: unroll 2 3.67 ms, 8 5.18 ms (registers cut occupancy)", kHistory},
+    DefaultRow{D::TranscendentalUnrollLimit, G::Any, 2,
+               "KL on an H100: unroll 2 3% faster than 8 (bound by arithmetic)", kHistory},
+    DefaultRow{D::CommonPathUnrollLimit, G::Any, 4,
+               "KL on the logs' common path: H200 0.528-0.532 ms at 4 against 0.539-0.543 at 2; H100 0.713-0.715 "
+               "against 0.719-0.720",
+               kHistory},
+    DefaultRow{D::ColumnsSmallUnroll, G::Any, 4,
+               "hinge + d/dp, d/dt, columns loop: 512 threads x 4 rows against 1024 x 2 (as ColumnsSmallGradientThreads)",
+               "docs/results/issue-15/session4/h100-final/ab.txt"},
+    DefaultRow{D::ByRowUnrollOneInput, G::Any, 2, "cross-entropy 32768 x 4096 on an H100: 0.202 ms at 2 against 0.219 at 4",
+               kRows},
+    DefaultRow{D::ByRowUnrollSeveralInputs, G::Any, 4, "cosine and triplet (two and three inputs along the row): 4", kRows},
+};
+
+}  // namespace
+
+GpuClass gpu_class(const GpuFacts& gpu) {
+    if (gpu.arch != 90) return GpuClass::Any;
+    constexpr double kHbm3eBytesPerSecond = 4.0e12;
+    constexpr std::int64_t kHbm3eMemoryBytes = std::int64_t{100} << 30;
+    const bool hbm3e = gpu.memory_bytes_per_second > 0 ? gpu.memory_bytes_per_second >= kHbm3eBytesPerSecond
+                                                       : gpu.memory_bytes >= kHbm3eMemoryBytes;
+    return hbm3e ? GpuClass::HopperHbm3e : GpuClass::HopperHbm3;
+}
+
+std::string_view to_string(GpuClass gpu) {
+    switch (gpu) {
+        case GpuClass::Any: return "any GPU";
+        case GpuClass::HopperHbm3: return "Hopper with HBM3 (H100)";
+        case GpuClass::HopperHbm3e: return "Hopper with HBM3e (H200)";
+    }
+    throw InternalError("to_string: invalid GpuClass");
+}
+
+std::span<const DefaultRow> default_table() { return kTable; }
+
+int default_value(Default what, const GpuFacts& gpu) {
+    const GpuClass cls = gpu_class(gpu);
+    const DefaultRow* any = nullptr;
+    for (const DefaultRow& row : kTable) {
+        if (row.what != what) continue;
+        if (row.gpu == cls) return row.value;
+        if (row.gpu == GpuClass::Any) any = &row;
+    }
+    if (!any) throw InternalError("a launch default without a row for any GPU");
+    return any->value;
+}
+
+std::string_view to_string(Default what) {
+    switch (what) {
+        case D::MapThreads: return "map threads";
+        case D::ReductionThreads: return "reduction threads";
+        case D::GradientThreads: return "gradient threads";
+        case D::SmallGradientThreads: return "small gradient threads";
+        case D::ColumnsSmallGradientThreads: return "columns small gradient threads";
+        case D::AlongRowsSmallGradientThreads: return "along-rows small gradient threads";
+        case D::SixteenBitReductionThreads: return "16-bit reduction threads";
+        case D::CommonPathReductionThreads: return "common-path reduction threads";
+        case D::ByRowWarpTeamThreads: return "by-row warp-team threads";
+        case D::ByRowBlockTeamThreads: return "by-row block-team threads";
+        case D::ByRowWarpMaxColumns: return "by-row warp max columns";
+        case D::SmallGradientProgramNodes: return "small gradient program nodes";
+        case D::ShortElementProgram: return "short element program";
+        case D::ColumnsSmallThreadsPerSm: return "columns small threads per SM";
+        case D::ShortReductionAccesses: return "short reduction accesses";
+        case D::LongReductionAccesses: return "long reduction accesses";
+        case D::MapAccesses: return "map accesses";
+        case D::MapBackwardAccesses: return "map backward accesses";
+        case D::SixteenBitAccesses: return "16-bit accesses";
+        case D::GradientUnrollLimit: return "gradient unroll limit";
+        case D::TranscendentalUnrollLimit: return "transcendental unroll limit";
+        case D::CommonPathUnrollLimit: return "common-path unroll limit";
+        case D::ColumnsSmallUnroll: return "columns small unroll";
+        case D::ByRowUnrollOneInput: return "by-row unroll, one input";
+        case D::ByRowUnrollSeveralInputs: return "by-row unroll, several inputs";
+        case D::Count_: break;
+    }
+    throw InternalError("to_string: invalid Default");
+}
+
+}  // namespace lossjit

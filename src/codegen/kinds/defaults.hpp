@@ -1,0 +1,81 @@
+// The launch policy's defaults: every number the kinds choose when a knob is left automatic, one
+// row each, keyed by what it is for and by the class of GPU, each citing the measurement behind
+// it. A GPU class whose measurements disagree with another's gets its own row; every default has
+// a row for any GPU (what a GPU never measured, or code emitted without one, gets).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace lossjit {
+
+// What the launch policy knows of the GPU it chooses for. All zero: no GPU (code emitted for none
+// in particular); the policy then takes the rows for any GPU.
+struct GpuFacts {
+    int arch = 0;                       // compute capability x 10: 90 for sm_90
+    int multiprocessors = 0;
+    std::int64_t l2_bytes = 0;
+    std::int64_t memory_bytes = 0;
+    double memory_bytes_per_second = 0;  // peak, from the memory clock and bus width; 0 if not reported
+};
+
+// The classes the defaults tell apart: GPUs whose measured best settings differ. Hopper with HBM3
+// (the H100, ~3.35 TB/s) and with HBM3e (the H200, ~4.8 TB/s) are the same SMs fed at different
+// rates, which moves the balance between a block's registers and the loads it keeps in flight.
+enum class GpuClass : unsigned char {
+    Any,         // the row for every GPU without a row of its own
+    HopperHbm3,  // sm_90 under 4 TB/s (or, where the bandwidth is not reported, under 100 GiB): H100
+    HopperHbm3e, // sm_90 from 4 TB/s (or from 100 GiB): H200
+};
+GpuClass gpu_class(const GpuFacts& gpu);
+std::string_view to_string(GpuClass gpu);
+
+// What a default is for. The kinds ask for these by name (kinds/*.cpp); the table says the value.
+enum class Default : unsigned char {
+    // Threads per block
+    MapThreads,                     // a map without gradients (one tile per block)
+    ReductionThreads,               // a reduction without gradients
+    GradientThreads,                // a value-and-gradient or map-backward kernel
+    SmallGradientThreads,           // the same with a small program (SmallGradientProgram)
+    ColumnsSmallGradientThreads,    // the columns loop (gradients summed over rows), small program
+    AlongRowsSmallGradientThreads,  // a reduction whose gradients sum along rows ([N, 1]), small program
+    SixteenBitReductionThreads,     // a reduction over 16-bit inputs read 8 to an access
+    CommonPathReductionThreads,     // a reduction with the logs' common path (KL)
+    ByRowWarpTeamThreads,           // by rows, a warp per row: warps per block x 32
+    ByRowBlockTeamThreads,          // by rows, the block per row
+    // Shapes and thresholds
+    ByRowWarpMaxColumns,            // rows up to this long get a warp each, longer ones the block
+    SmallGradientProgramNodes,      // a gradient program of at most this many nodes (and two
+                                    // derivatives, three streams) counts as small
+    ShortElementProgram,            // function applications up to which a reduction's program is short
+    ColumnsSmallThreadsPerSm,       // the columns loop's small float32 programs: registers for this many threads per SM
+    // Unrolling: 16-byte accesses per thread per tile, divided among the tensors that stream
+    ShortReductionAccesses,
+    LongReductionAccesses,
+    MapAccesses,
+    MapBackwardAccesses,
+    SixteenBitAccesses,             // inputs of 16 bits or fewer (vector width 8)
+    GradientUnrollLimit,            // a fused value-and-gradient kernel's unroll at most
+    TranscendentalUnrollLimit,      // two or more transcendental calls per element: unroll at most
+    CommonPathUnrollLimit,          // the same on the logs' common path
+    ColumnsSmallUnroll,             // the columns loop with a small program: rows walked at once
+    ByRowUnrollOneInput,            // by rows, one input read along the row (cross-entropy)
+    ByRowUnrollSeveralInputs,       // by rows, two or more (cosine, triplet)
+    Count_,
+};
+
+struct DefaultRow {
+    Default what;
+    GpuClass gpu;
+    int value;
+    std::string_view measured;  // the numbers that chose it, briefly
+    std::string_view evidence;  // where they are, relative to the repository (docs/results/...)
+};
+
+std::span<const DefaultRow> default_table();
+// The value for `gpu`: its class's row, else the row for any GPU.
+int default_value(Default what, const GpuFacts& gpu);
+std::string_view to_string(Default what);
+
+}  // namespace lossjit

@@ -1,0 +1,31 @@
+// kinds: the dispatcher (kinds.hpp). Which kind a program is, and the entry points that hand each
+// request to its kind.
+#include "codegen/kinds/kinds.hpp"
+
+#include "lossjit/errors.hpp"
+
+namespace lossjit {
+
+KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
+                              const Knobs& knobs, bool tuned, const GpuFacts& gpu) {
+    if (program.by_rows()) return kinds::choose_by_rows(program, layout, operands, knobs, tuned, gpu);
+    return kinds::choose_elementwise(program, layout, operands, knobs, tuned, gpu);  // or the columns loop
+}
+
+LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
+                     const Occupancy& occupancy) {
+    switch (spec.loop) {
+        case KernelSpec::Loop::Rows:
+        case KernelSpec::Loop::Strided: return kinds::elementwise_grid(program, spec, layout, occupancy);
+        case KernelSpec::Loop::Columns: return kinds::columns_grid(program, spec, layout, occupancy);
+        case KernelSpec::Loop::ByRow: return kinds::by_rows_grid(program, spec, layout, occupancy);
+    }
+    throw InternalError("plan_grid: invalid loop");
+}
+
+std::string emit_cuda(const ir::Program& program, const KernelSpec& spec) {
+    if (program.by_rows()) return kinds::emit_by_rows(program, spec);
+    return kinds::emit_elementwise(program, spec);  // and the columns loop's
+}
+
+}  // namespace lossjit

@@ -1,0 +1,62 @@
+// The kernel kinds. Each is one unit with the same four parts, and nothing outside its files knows
+// how it works:
+//
+//   choose     program + layout + operands + knobs + GPU -> KernelSpec (the variant and its numbers,
+//              from the defaults table, defaults.cpp)
+//   grid       KernelSpec + layout + occupancy          -> LaunchGrid (blocks, and the scratch its
+//              summed gradients need)
+//   emit       program + KernelSpec                     -> CUDA C++ (templates/ + ir/print.cpp)
+//   arguments  program + KernelSpec                     -> the kernel's parameters (parameters.cpp:
+//              one list for the emitted signature and the host's argument binding)
+//
+// The kinds, and the KernelSpec::Loop values each produces:
+//   elementwise  (elementwise.cpp, elementwise_emit.cpp): maps, whole-tensor reductions and their
+//                fused gradients, element by element: the rows loop (tiles of the innermost
+//                dimension, wide loads) or the strided loop (coordinates per element).
+//   columns      (columns.cpp; its element is elementwise's): fused gradients summed over rows, for
+//                an input of one row broadcast over all others (t [C] against p [N, C]).
+//   by rows      (by_rows.cpp, by_rows_emit.cpp): programs that reduce along the last dimension
+//                (logsumexp(x, -1), x[y], several totals): a team of threads per row.
+// The dispatcher (kinds.cpp) picks the kind from the program and the layout; KernelSpec::choose,
+// plan_grid and emit_cuda are its entry points.
+#pragma once
+
+#include <string>
+
+#include "codegen/kernel_spec.hpp"
+#include "codegen/kinds/defaults.hpp"
+#include "pipeline.hpp"
+
+namespace lossjit::kinds {
+
+// ---- elementwise ----------------------------------------------------------------------------------
+// Also decides whether the columns loop runs (a gradient summed over rows), and then lets
+// choose_columns adjust the spec.
+KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
+                              const Knobs& knobs, bool tuned, const GpuFacts& gpu);
+LaunchGrid elementwise_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
+                            const Occupancy& occupancy);
+// Also the columns loop's source: the same element, another loop and template.
+std::string emit_elementwise(const ir::Program& program, const KernelSpec& spec);
+// A program small enough for 1024 threads a block with gradients (SmallGradientThreads).
+bool small_gradient_program(const ir::Program& program, const GpuFacts& gpu);
+// Transcendental function calls (Cost::Transcendental) per element.
+int transcendental_calls(const ir::Program& program);
+// Every input the spec reads is of 16 bits or fewer.
+bool sixteen_bit_inputs(const KernelSpec& spec);
+
+// ---- columns --------------------------------------------------------------------------------------
+// What the columns loop changes in an elementwise spec (threads, rows walked at once, registers).
+void choose_columns(KernelSpec& spec, const ir::Program& program, const Layout& layout, const Knobs& knobs,
+                    const GpuFacts& gpu);
+LaunchGrid columns_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
+                        const Occupancy& occupancy);
+
+// ---- by rows --------------------------------------------------------------------------------------
+KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
+                          const Knobs& knobs, bool tuned, const GpuFacts& gpu);
+LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
+                        const Occupancy& occupancy);
+std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
+
+}  // namespace lossjit::kinds
