@@ -3,7 +3,7 @@
 //   parse.cpp      program text               -> ast::Program   (syntax, positions)
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
-//   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims)
+//   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims; src/layout/)
 //   kinds/         ir::Program + Layout + Knobs + GPU -> KernelSpec, its grid, its CUDA C++ and its
 //                  parameters: one unit per kernel kind (kinds/kinds.hpp), numbers from defaults.cpp;
 //                  templates/ hold the scaffolding, ir/print.cpp the one expression printer
@@ -149,6 +149,14 @@ Layout walked_dims_first(Layout layout, std::size_t operand);
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
                        bool output_per_row);
 
+// The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
+// by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
+// reduces along rows plan_row_layout (with its index inputs, and a map's output per row where its
+// body is).
+Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
+// A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
+Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
+
 // How a gradient computation walks memory. `read` walks the inputs as given and, for a map, the
 // upstream gradient as one more operand after them (it must have the broadcast shape; zero strides
 // are fine: it is only read). `write` walks the same shapes contiguous: element i's derivative
@@ -162,14 +170,6 @@ struct GradientLayout {
 GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream);
 
 // ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
-// The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
-// by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
-// reduces along rows plan_row_layout (with its index inputs, and a map's output per row where its
-// body is).
-Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
-// A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
-Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
-
 // Which inputs hold one value per row in this layout: indices, and inputs of extent 1 along the
 // last dimension (by shape: an expanded view with stride 0 along the row is still per element),
 // every input where the rows are one element long. Empty for a layout that is not by rows.

@@ -113,34 +113,6 @@ void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& la
     }
 }
 
-Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {
-    if (!program.by_rows()) {
-        Layout layout = plan_layout(inputs, output);
-        // A gradient summed over a broadcast needs the dimensions its input walks outermost
-        // (KernelSpec::choose): reorder for the first input that does not have them so.
-        for (const auto& d : program.derivatives) {
-            const auto& access = layout.inputs[static_cast<std::size_t>(d.input)];
-            if (access.elements < layout.count && walked_outer_prefix(access, layout.dims.size() - 1) < 0)
-                return walked_dims_first(std::move(layout), static_cast<std::size_t>(d.input));
-        }
-        return layout;
-    }
-    const auto index = program.index_inputs();
-    Layout layout = plan_row_layout(inputs, index, nullptr, false);
-    if (!output) return layout;
-    const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
-    return plan_row_layout(inputs, index, output, per_row);
-}
-
-Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs) {
-    if (!program.by_rows()) return broadcast_shapes(inputs);
-    const Layout layout = plan_program_layout(program, inputs, nullptr);
-    if (!per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)]) return layout.shape;
-    Shape rows = layout.shape;
-    if (!rows.empty()) rows.pop_back();
-    return rows;
-}
-
 double gradient_scale(const ir::Program& program, const Shape& shape) { return 1.0 / reduction_divisor(program, shape); }
 
 DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs) {
