@@ -146,7 +146,8 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     REQUIRE(knob_help().size() == 7);
     CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
                                       "with logs (KL), 128 for "
-          "maps, 1024 for small fused gradient kernels (512 when summing over or along rows)");
+          "maps, 1024 for small fused gradient kernels (512 when summing over rows, and along rows except on an "
+          "H100); per GPU in src/codegen/kinds/defaults.cpp");
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 

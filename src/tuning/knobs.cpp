@@ -17,7 +17,8 @@ const std::vector<KnobHelp>& knobs() {
     static const std::vector<KnobHelp> table{
         {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256, 512 for reductions over "
                               "16-bit inputs or with logs (KL), 128 for maps, 1024 for small fused gradient kernels "
-                              "(512 when summing over or along rows)",
+                              "(512 when summing over rows, and along rows except on an H100); per GPU in "
+                              "src/codegen/kinds/defaults.cpp",
                               kWarpThreads, kWarpThreads, kMaxBlockThreads)},
         {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",
                               kMaxItemsPerThread)},
