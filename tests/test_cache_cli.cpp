@@ -202,18 +202,55 @@ TEST_CASE("warm precompiles a file of programs; a later compile of the same kern
     CHECK(lossjit_cli("warm " + (dir.path / "missing.txt").string(), dir.env()).status == 2);
 }
 
-TEST_CASE("an unusable cache directory: warm still works and warns once") {
+TEST_CASE("compile and warm refuse a cache they cannot fill, before compiling") {
+    // They exist to fill the disk cache: "compiled" for a kernel no later process finds would be a lie.
     TempDir dir;
     std::ofstream(dir.path / "a-file") << "x";
-    const std::string env = "LOSSJIT_CACHE_DIR=" + (dir.path / "a-file" / "cache").string();
     const fs::path file = dir.path / "losses.txt";
     std::ofstream(file) << "mean(x)\nsum(x)\nmean(x * 2)\n";
-    const auto warm = lossjit_cli("warm " + file.string(), env);
-    CHECK(warm.status == 0);
-    CHECK(count(warm.output, "compiled (NVRTC") == 3);
-    CHECK(count(warm.output, "warning") == 1);
-    CHECK(warm.output.find("memory only") != std::string::npos);
-    CHECK(lossjit_cli("cache stats", env).output.find("mode        memory only") != std::string::npos);
+    const std::string unwritable = "LOSSJIT_CACHE_DIR=" + (dir.path / "a-file" / "cache").string();
+    const struct {
+        std::string env, says;
+    } cases[] = {
+        {unwritable, "a-file/cache is not writable"},
+        {"LOSSJIT_CACHE=off " + dir.env(), "which is off (LOSSJIT_CACHE=off)"},
+        {"LOSSJIT_CACHE=read " + dir.env(), "which is read-only (LOSSJIT_CACHE=read)"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.env);
+        const auto warm = lossjit_cli("warm " + file.string(), c.env);
+        CHECK(warm.status == 2);
+        CHECK(warm.output.find("warm stores kernels in the disk cache") != std::string::npos);
+        CHECK(warm.output.find(c.says) != std::string::npos);
+        CHECK(warm.output.find("NVRTC") == std::string::npos);  // nothing compiled
+        const auto compile = lossjit_cli("compile 'mean(x)' -i x=4", c.env);
+        CHECK(compile.status == 2);
+        CHECK(compile.output.find("compile stores kernels in the disk cache") != std::string::npos);
+    }
+    CHECK(lossjit_cli("cache stats", unwritable).output.find("mode        memory only") != std::string::npos);
+}
+
+TEST_CASE("a kernel that cannot be written is an error after the report") {
+    // An entry's own path taken by a directory: the directory is writable, this one rename fails
+    // (as a full disk would), so the probe passes and the write itself must be noticed.
+    TempDir first, second;
+    const auto compiled = lossjit_cli("compile 'mean(x)' -i x=4 --json", first.env());
+    REQUIRE(compiled.status == 0);
+    const auto key_at = compiled.output.find("\"key\": \"") + 8;
+    const std::string key = compiled.output.substr(key_at, 32);
+    bool blocked = false;
+    for (const auto& entry : fs::directory_iterator(first.path / "cache")) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(key, 0) != 0) continue;
+        fs::create_directories(second.path / "cache" / name / "occupied");
+        blocked = true;
+    }
+    REQUIRE(blocked);
+    const auto again = lossjit_cli("compile 'mean(x)' -i x=4", second.env());
+    CHECK(again.status == 2);
+    CHECK(again.output.find("compiled, NVRTC") != std::string::npos);
+    CHECK(again.output.find("warning: could not write kernel cache entry") != std::string::npos);
+    CHECK(again.output.find("1 kernel could not be written to the disk cache") != std::string::npos);
 }
 
 TEST_CASE("cache stats, list, verify, prune and clear") {
@@ -231,6 +268,19 @@ TEST_CASE("cache stats, list, verify, prune and clear") {
     CHECK(stats.output.find("bound       64.0 MiB (67108864 bytes)") != std::string::npos);
     CHECK(lossjit_cli("cache stats --json", dir.env()).output.find("\"entries\": 3") != std::string::npos);
     CHECK(lossjit_cli("cache stats", "LOSSJIT_CACHE=read " + dir.env()).output.find("mode        read\n") != std::string::npos);
+
+    {
+        // An entry of another NVRTC and a misnamed file are told apart.
+        TempDir other;
+        fs::create_directories(other.path / "cache");
+        std::ofstream(other.path / "cache" / "0123456789abcdef0123456789abcdef-sm_90-nvrtc12.0.ljk") << "x";
+        std::ofstream(other.path / "cache" / "notes.ljk") << "x";
+        const auto mixed = lossjit_cli("cache stats", other.env());
+        CHECK(mixed.output.find("entries     2,") != std::string::npos);
+        CHECK_MESSAGE(mixed.output.find("(1 for NVRTC versions other than ") != std::string::npos, mixed.output);
+        CHECK_MESSAGE(mixed.output.find("; 1 not named KEY-TARGET-nvrtcVERSION.ljk: see cache verify)") != std::string::npos,
+                      mixed.output);
+    }
 
     const auto list = lossjit_cli("cache list", dir.env());
     CHECK(list.status == 0);

@@ -171,4 +171,21 @@ TEST_CASE("docs/language.md documents every function") {
         CHECK(text.str().find("`" + std::string(row.name) + "(e, -1)`") != std::string::npos);
     }
 }
+
+TEST_CASE("README.md names every function and every reduction along rows") {
+    std::ifstream in(source_dir() + "/README.md");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    std::string text = buffer.str();
+    for (char& c : text)
+        if (c == '\n' || c == '`' || c == ';' || c == '.' || c == ',') c = ' ';
+    for (std::string_view name : function_names()) {
+        CAPTURE(name);
+        CHECK(text.find(" " + std::string(name) + " ") != std::string::npos);
+    }
+    for (const auto& row : row_reduction_table()) {
+        CAPTURE(row.name);
+        CHECK(text.find(" " + std::string(row.name) + " ") != std::string::npos);
+    }
+}
 }  // TEST_SUITE

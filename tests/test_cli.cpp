@@ -53,6 +53,56 @@ TEST_CASE("usage errors name the problem") {
     CHECK(run("frobnicate").status != 0);
 }
 
+TEST_CASE("usage errors exit 2 and say what to do; --help and --version exit 0") {
+    const struct {
+        std::string args;
+        int status;
+        const char* says;
+    } cases[] = {
+        {"--version", 0, "lossjit 0.1.0"},
+        {"run --help", 0, "--output-grad"},
+        {"frobnicate", 2, "unknown command 'frobnicate' (commands: run, emit,"},
+        {"run --frob 'mean(p)'", 2, "--frob"},
+        {"", 2, "A subcommand is required"},
+        // A program that starts with '-' reads as a flag; the hint says where it goes.
+        {"run '-mean(p)' -i p=3 --cpu", 2, "after '--': lossjit run [OPTIONS] -- '-mean(p)'"},
+        {"run -i p=3:const[2] --cpu -- '-mean(p)'", 0, "-2"},
+        // Options that would do nothing are refused, not ignored.
+        {"run 'mean(p)' -i p=3 -o out.npy --cpu", 2, "-o/--output writes a map's output, and this program is a mean reduction"},
+        {"run 'mean(p)' -i p=3 --check --cpu", 2, "--check compares the GPU's result with the CPU reference, and --cpu"},
+        {"run 'mean(p)' -i p=3 -i q=3 --cpu", 2, "--input q: the program does not read an input 'q' (it reads p)"},
+        {"run 'mean(p)' -i p=3 --param p=1 --cpu", 2, "'p' is listed as an input and cannot also be a parameter"},
+        {"run 'param beta = 1; mean(p * beta)' -i p=3 --param betta=1 --cpu", 2, "(did you mean 'beta'?)"},
+        // `functions` lists every name the language has, not only the pointwise ones.
+        {"functions", 0, "batchmean(e)"},
+        {"functions", 0, "\n  pi "},
+        {"functions", 0, "param NAME = v;"},
+        {"functions", 0, "logsumexp(e, -1)"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run(c.args);
+        CHECK(r.status == c.status);
+        CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
+    }
+    if (!lossjit::cuda_available()) {
+        const auto r = run("run 'mean(p)' -i p=3 --check");
+        CHECK(r.status == 2);
+        CHECK(r.output.find("and there is no GPU here") != std::string::npos);
+    }
+}
+
+TEST_CASE("info shows the versions, NVRTC's architectures and the cache directory") {
+    TempDir dir;
+    const auto r = run("info", "LOSSJIT_CACHE_DIR=" + (dir.path / "cache").string());
+    CHECK(r.status == 0);
+    CHECK(r.output.find("lossjit 0.1.0\nNVRTC ") != std::string::npos);
+    CHECK(r.output.find(" sm_90") != std::string::npos);
+    CHECK(r.output.find("kernel cache: " + (dir.path / "cache").string() + " (readwrite)") != std::string::npos);
+    const auto off = run("info", "LOSSJIT_CACHE=off LOSSJIT_CACHE_DIR=" + (dir.path / "cache").string());
+    CHECK(off.output.find("(off)") != std::string::npos);
+}
+
 TEST_CASE("run evaluates on the CPU reference where asked or where there is no GPU") {
     const auto r = run("run " + example("mse.loss") + " -i p=1000x100:uniform -i t=1000x100:uniform --cpu");
     CHECK(r.status == 0);
@@ -155,7 +205,7 @@ TEST_CASE("two processes compiling the same loss compile once (shared disk cache
     CHECK(first.status == 0);
     CHECK(first.output.find("(compiled, NVRTC") != std::string::npos);
     CHECK(second.output.find("(disk hit)") != std::string::npos);
-    CHECK(run(args, "LOSSJIT_CACHE=off " + env).output.find("(compiled") != std::string::npos);
+    CHECK(run(args, "LOSSJIT_CACHE=off " + env).status == 2);  // test_cache_cli.cpp: nothing to fill
     CHECK(run(args, "LOSSJIT_CACHE=bogus " + env).output.find("expected off, read or readwrite") != std::string::npos);
 }
 

@@ -212,6 +212,42 @@ TEST_CASE("bad options are refused at compile()") {
     CHECK_THROWS_AS(compile("mean(p - t)", options), SourceError);
 }
 
+TEST_CASE("parameters the caller sets must be ones the program reads, and not its inputs") {
+    const struct {
+        const char* program;
+        std::vector<std::string> inputs;
+        std::vector<Param> params;
+        const char* message;  // "" when accepted
+    } cases[] = {
+        {"param beta = 1; mean(p * beta)", {}, {{"betta", 2}}, "the program does not use a parameter 'betta' (did you mean 'beta'?)"},
+        {"param margin = 1; mean(p * margin)", {"p"}, {{"margn", 2}}, "does not use a parameter 'margn' (did you mean 'margin'?)"},
+        {"mean(p)", {}, {{"zeta", 2}}, "the program does not use a parameter 'zeta'"},
+        {"param beta = 1; b = beta; mean(p)", {}, {{"beta", 2}}, ""},  // read by a binding the body skips
+        {"param beta = 1; mean(p)", {}, {{"beta", 2}}, "does not use a parameter 'beta'"},
+        {"mean(p - t)", {"p", "t"}, {{"t", 1}}, "'t' is listed as an input and cannot also be a parameter"},
+        {"mean(p * beta)", {}, {{"beta", 1}, {"beta", 2}}, "parameter 'beta' is given twice"},
+        {"mean(p * beta)", {}, {{"beta", 3}}, ""},  // declares beta: the free name is not an input
+        {"mean(p - t)", {}, {{"t", 1}}, ""},        // the same: t is a parameter, p the one input
+    };
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        Options options;
+        options.inputs = c.inputs;
+        options.params = c.params;
+        if (*c.message == '\0') {
+            const Loss loss = compile(c.program, options);
+            CHECK(loss.inputs() == std::vector<std::string>{"p"});
+            continue;
+        }
+        try {
+            (void)compile(c.program, options);
+            FAIL("accepted");
+        } catch (const UsageError& e) {
+            CHECK_MESSAGE(std::string(e.what()).find(c.message) != std::string::npos, std::string(e.what()));
+        }
+    }
+}
+
 TEST_CASE("devices: a negative ordinal is refused; on_device copies the program and its parameters") {
     Options options;
     options.device = -1;

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define LOSSJIT_C_API_VERSION_MAJOR 1
-#define LOSSJIT_C_API_VERSION_MINOR 0
+#define LOSSJIT_C_API_VERSION_MINOR 1  /* 1.1: lossjit_compile_n */
 #define LOSSJIT_C_API_VERSION ((LOSSJIT_C_API_VERSION_MAJOR << 16) | LOSSJIT_C_API_VERSION_MINOR)
 
 /* The library's ABI version (LOSSJIT_C_API_VERSION of the header it was built from) and lossjit's version ("0.1.0"). */
@@ -104,7 +104,8 @@ typedef struct lossjit_options {
     const char* source_name;         /* in diagnostics: "expr" if NULL */
     const char* const* inputs;       /* call order of the inputs; NULL (or 0 of them): order of first appearance */
     size_t input_count;
-    const lossjit_param* params;     /* parameters and defaults (override `param x = v;`) */
+    const lossjit_param* params;     /* parameters and defaults (override `param x = v;`); one the program
+                                        never reads, or also in `inputs`, is LOSSJIT_ERROR_USAGE */
     size_t param_count;
     int32_t device;                  /* the default CUDA device of calls whose lossjit_exec is NULL */
     int32_t expect;                  /* lossjit_kind: the other kind is a LOSSJIT_ERROR_SOURCE at the body */
@@ -114,6 +115,10 @@ LOSSJIT_C_EXPORT void lossjit_options_init(lossjit_options* options);
 /* Parses and checks `program` (NUL-terminated). Needs no GPU. On failure *out is NULL. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_compile(const char* program, const lossjit_options* options,
                                                 lossjit_loss** out);
+/* The same for a program of `length` bytes (since 1.1): a NUL byte inside is refused with its line
+ * and column like any other stray byte, where lossjit_compile would see the program end there. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_compile_n(const char* program, size_t length, const lossjit_options* options,
+                                                  lossjit_loss** out);
 LOSSJIT_C_EXPORT void lossjit_free(lossjit_loss* loss);  /* NULL is fine */
 
 /* LOSSJIT_KIND_REDUCTION or LOSSJIT_KIND_MAP. */

@@ -43,7 +43,8 @@ struct Param {
 struct Options {
     std::string source_name = "expr";  // shown in diagnostics: "expr:1:13: error: ..."
     std::vector<std::string> inputs;   // input order for calls; empty: order of first appearance
-    std::vector<Param> params;         // parameters and their defaults (override `param x = v;`)
+    std::vector<Param> params;         // parameters and their defaults (override `param x = v;`); one the
+                                       // program never reads, or also in `inputs`, is a UsageError
     int device = 0;                    // CUDA device ordinal
 
     // Kernel variant knobs (docs/tuning.md), all automatic by default. Checked by compile()

@@ -197,6 +197,10 @@ void lossjit_options_init(lossjit_options* options) {
 }
 
 lossjit_status lossjit_compile(const char* program, const lossjit_options* options, lossjit_loss** out) {
+    return lossjit_compile_n(program, program ? std::strlen(program) : 0, options, out);
+}
+
+lossjit_status lossjit_compile_n(const char* program, size_t length, const lossjit_options* options, lossjit_loss** out) {
     return capi::guard([&] {
         if (!out) throw UsageError("lossjit_compile needs somewhere to put the loss (out is NULL)");
         *out = nullptr;
@@ -225,7 +229,7 @@ lossjit_status lossjit_compile(const char* program, const lossjit_options* optio
                 throw UsageError("lossjit_options.expect is " + std::to_string(options->expect) +
                                  "; it takes LOSSJIT_KIND_ANY, _REDUCTION or _MAP");
         }
-        *out = new lossjit_loss(compile(program, std::move(opts)));
+        *out = new lossjit_loss(compile(std::string_view(program, length), std::move(opts)));
     });
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_commands.hpp"
 #include "cli/program.hpp"
 #include "tools/json_text.hpp"
 
@@ -21,6 +22,7 @@ int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) 
 
 int compile_command(const CommonArgs& args, const std::vector<std::string>& grads, const std::string& arch, bool json) {
     Prepared prepared = prepare(args);
+    require_writable_cache("compile");
     const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), grads, arch);
     if (json) {
         std::cout << lossjit::json_text(nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
@@ -32,6 +34,7 @@ int compile_command(const CommonArgs& args, const std::vector<std::string>& grad
                                  build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "");
     }
     if (!build.warning.empty()) std::cerr << "lossjit: warning: " << build.warning << "\n";
+    require_no_write_failures("compile");
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "jit/cache.hpp"
@@ -70,8 +71,13 @@ int stats_command(bool json) {
         if (!why_not.empty()) mode = "memory only";
     }
     const std::string nvrtc = nvrtc_version();
-    std::size_t other_nvrtc = 0, stale = 0;
-    for (const auto& e : scan.entries) other_nvrtc += e.nvrtc != nvrtc;
+    // A name that does not parse has no NVRTC version: it is misnamed (`cache verify` says so), not
+    // an entry of another NVRTC.
+    std::size_t other_nvrtc = 0, misnamed = 0, stale = 0;
+    for (const auto& e : scan.entries) {
+        if (e.key.empty()) ++misnamed;
+        else other_nvrtc += e.nvrtc != nvrtc;
+    }
     for (const auto& t : scan.temp_files) stale += age_seconds(t.modified) > std::chrono::seconds(kStaleTempAge).count();
     if (json) {
         std::cout << lossjit::json_text(nlohmann::json{{"directory", settings.directory.string()},
@@ -81,6 +87,7 @@ int stats_command(bool json) {
                                     {"bytes", scan.entry_bytes},
                                     {"max_bytes", settings.max_bytes},
                                     {"entries_for_other_nvrtc", other_nvrtc},
+                                    {"entries_misnamed", misnamed},
                                     {"temp_files", scan.temp_files.size()},
                                     {"stale_temp_files", stale},
                                     {"nvrtc", nvrtc}})
@@ -89,8 +96,11 @@ int stats_command(bool json) {
     }
     std::cout << fmt::format("directory   {}\n", settings.directory.string());
     std::cout << fmt::format("mode        {}{}\n", mode, why_not.empty() ? "" : " (the directory is not writable: " + why_not + ")");
+    std::vector<std::string> notes;
+    if (other_nvrtc) notes.push_back(fmt::format("{} for NVRTC versions other than {}", other_nvrtc, nvrtc));
+    if (misnamed) notes.push_back(fmt::format("{} not named KEY-TARGET-nvrtcVERSION.ljk: see cache verify", misnamed));
     std::cout << fmt::format("entries     {}, {}{}\n", scan.entries.size(), human_bytes(scan.entry_bytes),
-                             other_nvrtc ? fmt::format(" ({} for NVRTC versions other than {})", other_nvrtc, nvrtc) : "");
+                             notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; ")));
     std::cout << fmt::format("bound       {}\n", bound_text(settings.max_bytes));
     std::cout << fmt::format("temp files  {} ({} stale)\n", scan.temp_files.size(), stale);
     return 0;
@@ -170,6 +180,7 @@ int warm_command(const std::string& file, std::vector<std::string> archs) {
     for (auto& arch : archs) arch = normalize_target(arch);
     std::ifstream in(file, std::ios::binary);
     if (!in) throw UsageError(fmt::format("cannot read warm file '{}'", file));
+    require_writable_cache("warm");
 
     int line_number = 0, programs = 0, failed = 0, compiled = 0, hits = 0;
     std::string line;
@@ -211,10 +222,32 @@ int warm_command(const std::string& file, std::vector<std::string> archs) {
                              archs.size(), compiled, hits,
                              counters.corrupt_entries ? fmt::format(", {} damaged entries replaced", counters.corrupt_entries) : "",
                              failed ? fmt::format(", {} {} with errors", failed, failed == 1 ? "line" : "lines") : "");
+    require_no_write_failures("warm");
     return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
+
+void require_writable_cache(const char* command) {
+    const CacheSettings settings = settings_or_throw();
+    switch (settings.disk) {
+        case CacheSettings::Mode::Off:
+            throw UsageError(fmt::format("{} stores kernels in the disk cache, which is off (LOSSJIT_CACHE=off)", command));
+        case CacheSettings::Mode::Read:
+            throw UsageError(fmt::format("{} stores kernels in the disk cache, which is read-only (LOSSJIT_CACHE=read)",
+                                         command));
+        case CacheSettings::Mode::ReadWrite: break;
+    }
+    if (const std::string why = probe_cache_directory(settings.directory); !why.empty())
+        throw UsageError(fmt::format("{} stores kernels in the disk cache, but {} is not writable ({})", command,
+                                     settings.directory.string(), why));
+}
+
+void require_no_write_failures(const char* command) {
+    if (const auto failures = KernelCache::process().counters().write_failures)
+        throw UsageError(fmt::format("{}: {} {} could not be written to the disk cache (see the warning above)", command,
+                                     failures, failures == 1 ? "kernel" : "kernels"));
+}
 
 std::shared_ptr<CacheCommands> add_cache_commands(CLI::App& app) {
     auto commands = std::make_shared<CacheCommands>();

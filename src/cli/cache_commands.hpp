@@ -20,4 +20,12 @@ std::shared_ptr<CacheCommands> add_cache_commands(CLI::App& app);
 // Throws lossjit::Error (UsageError, ...) like the other commands, for main() to report.
 std::optional<int> run_cache_commands(const CacheCommands& commands);
 
+// `compile` and `warm` exist to fill the disk cache: with the cache off, read-only or unwritable they
+// would report "compiled" for kernels no later process finds, so they refuse (UsageError) before
+// compiling anything. `command` names the command in the message.
+void require_writable_cache(const char* command);
+
+// After compiling: a write that failed anyway (a full disk) is an error too.
+void require_no_write_failures(const char* command);
+
 }  // namespace lossjit::cli

@@ -5,20 +5,35 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/bench_command.hpp"
 #include "cli/build_commands.hpp"
 #include "cli/cache_commands.hpp"
 #include "cli/repl/repl.hpp"
 #include "cli/run_command.hpp"
+#include "jit/cache.hpp"
+#include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 
 namespace {
 
 int info_command() {
-    std::string why_not;
     std::cout << "lossjit " << lossjit::kVersion << "\n";
+    std::vector<std::string> archs;
+    for (const int arch : lossjit::supported_archs()) archs.push_back(fmt::format("sm_{}", arch));
+    std::cout << fmt::format("NVRTC {}, builds for {}\n", lossjit::nvrtc_version(), fmt::join(archs, " "));
+    const auto cache = lossjit::CacheSettings::from_environment();
+    std::string cache_state(lossjit::to_string(cache.disk));
+    if (cache.directory.empty()) {
+        cache_state = "memory only: no directory (set LOSSJIT_CACHE_DIR, HOME or XDG_CACHE_HOME)";
+    } else if (cache.disk == lossjit::CacheSettings::Mode::ReadWrite) {
+        if (const auto why = lossjit::probe_cache_directory(cache.directory); !why.empty())
+            cache_state = fmt::format("memory only: not writable ({})", why);
+    }
+    std::cout << fmt::format("kernel cache: {} ({})\n", cache.directory.string(), cache_state);
+    std::string why_not;
     if (!lossjit::cuda_available(&why_not)) {
         std::cout << "CUDA: " << why_not << " (run uses the CPU reference)\n";
         return 0;
@@ -47,12 +62,36 @@ int main(int argc, char** argv) {
              std::cout << lossjit::dump_language();
              return 0;
          }},
-        {app.add_subcommand("info", "show the lossjit version and the CUDA device"), info_command},
+        {app.add_subcommand("info", "show the versions (lossjit, NVRTC and its architectures), the kernel cache and the CUDA device"),
+         info_command},
     };
     const auto cache_commands = add_cache_commands(app);
     const auto repl_command = add_repl_command(app);
 
-    CLI11_PARSE(app, argc, argv);
+    app.set_version_flag("--version", std::string("lossjit ") + lossjit::kVersion);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success& e) {  // --help, --version
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 says "A subcommand is required" for a misspelled one; name it and the commands instead.
+        if (dynamic_cast<const CLI::RequiredError*>(&e) && argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+            std::vector<std::string> names;
+            for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+            std::cerr << fmt::format("lossjit: unknown command '{}' (commands: {})\n", argv[1], fmt::join(names, ", "));
+            return 2;
+        }
+        app.exit(e);  // prints the message
+        // CLI11 takes anything that starts with '-' for an option, a program such as -lp[y] too.
+        for (int k = 1; k < argc; ++k) {
+            const std::string_view arg = argv[k];
+            if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-' && arg.find_first_of("[(*+/^ ") != std::string_view::npos) {
+                std::cerr << fmt::format("lossjit: a program that starts with '-' goes last, after '--': lossjit run [OPTIONS] -- '{}'\n", arg);
+                break;
+            }
+        }
+        return 2;  // every usage error, as the README says
+    }
     try {
         for (const auto& command : commands)
             if (command.app->parsed()) return command.run();

@@ -43,8 +43,8 @@ ProgramOptions program_options(const CommonArgs& args) {
         given.push_back(parse_input_arg(i));
         options.inputs.push_back(given.back().name);
     }
-    // --param declares a parameter (or sets the program's `param` default); one the program never
-    // reads is a typo, not a harmless extra.
+    // --param declares a parameter (or sets the program's `param` default); compile() refuses one
+    // the program never reads.
     for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
     for (const auto& k : args.knobs) lossjit::set_knob(options.knobs, k);
     options.use_tuning = !args.no_tuning;
@@ -56,9 +56,15 @@ ProgramOptions program_options(const CommonArgs& args) {
 Prepared prepare(const CommonArgs& args) {
     auto [text, options, given] = program_options(args);
     lossjit::Loss loss = lossjit::compile(text, options);
-    for (const auto& p : options.params) {
-        if (!loss.uses(p.name))
-            throw UsageError(fmt::format("--param {}: the program does not use a parameter '{}'", p.name, p.name));
+    // An --input the program never reads is a typo too (or the wrong program): the library accepts
+    // unread inputs so that callers can keep one signature, but here nobody relies on that.
+    for (const auto& i : given) {
+        if (loss.uses(i.name)) continue;
+        std::vector<std::string> read;
+        for (const auto& name : loss.inputs())
+            if (loss.uses(name)) read.push_back(name);
+        throw UsageError(fmt::format("--input {}: the program does not read an input '{}' (it reads {})", i.name, i.name,
+                                     read.empty() ? "none" : fmt::format("{}", fmt::join(read, ", "))));
     }
     if (given.empty() && !loss.inputs().empty()) {
         throw UsageError(fmt::format("the program reads {}: give each with --input NAME=SHAPE:GENERATOR "

@@ -380,10 +380,25 @@ void finish_report(const lossjit::Loss& loss, const RunArgs& args, nlohmann::jso
     }
 }
 
+// Options that would do nothing here are refused, not ignored: the user asked for something.
+void refuse_idle_options(const RunArgs& args, const lossjit::Loss& loss, const RunInputs& in) {
+    if (!args.output.empty() && loss.kind() == lossjit::Kind::Reduction)
+        throw UsageError(fmt::format("-o/--output writes a map's output, and this program is a {} reduction (its value "
+                                     "is printed; --output-grad NAME=FILE.npy writes a gradient)",
+                                     loss.reduction()));
+    if (args.check && args.cpu)
+        throw UsageError("--check compares the GPU's result with the CPU reference, and --cpu asks for no GPU");
+    if (args.check && !in.gpu)
+        throw UsageError(fmt::format("--check compares the GPU's result with the CPU reference, and there is no GPU "
+                                     "here ({})",
+                                     in.why_no_gpu));
+}
+
 int run_command(const RunArgs& args) {
     Prepared prepared = prepare(args.common);
     lossjit::Loss& loss = prepared.loss;
     RunInputs in = run_inputs(args, prepared);
+    refuse_idle_options(args, loss, in);
     dump_stages(loss, args.dumps, in.host_views, in.arch, in.grads);
     // A gradient the program cannot have (trigamma's, an integer input's) fails here, before any
     // value is printed.
@@ -413,7 +428,7 @@ void add_run_options(CLI::App* cmd, RunArgs& args) {
                         "also compute the gradient with respect to this input (a map: of the "
                         "sum of its output); repeatable")
         ->allow_extra_args(false);
-    cmd->add_option("--output-grad", args.output_grads, "NAME=FILE.npy: write that gradient (float32); implies --grad NAME")
+    cmd->add_option("--output-grad", args.output_grads, "NAME=FILE.npy: write that gradient (of its input's dtype, as torch); implies --grad NAME")
         ->allow_extra_args(false);
     cmd->add_option("-o,--output", args.output, "write a map's result to this .npy file");
     cmd->add_flag("--check", args.check, "also evaluate on the CPU reference and compare (exit 1 if off)");

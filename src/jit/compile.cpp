@@ -26,6 +26,8 @@ struct ProgramDeleter {
 };
 using ProgramHandle = std::unique_ptr<nvrtcProgram, ProgramDeleter>;
 
+}  // namespace
+
 std::vector<int> supported_archs() {
     int count = 0;
     check_nvrtc(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
@@ -33,8 +35,6 @@ std::vector<int> supported_archs() {
     if (count > 0) check_nvrtc(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
     return archs;
 }
-
-}  // namespace
 
 std::string nvrtc_version() {
     int major = 0, minor = 0;

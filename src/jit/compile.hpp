@@ -16,6 +16,9 @@ struct KernelImage {
 // NVRTC's version as "13.0".
 std::string nvrtc_version();
 
+// The compute capabilities this NVRTC builds for, e.g. {75, 80, ..., 120}.
+std::vector<int> supported_archs();
+
 // The target to build for a GPU of compute capability major.minor: CUBIN when this NVRTC knows the
 // architecture, else PTX for the newest virtual architecture it knows (the driver JIT-compiles it).
 std::string target_for(int major, int minor);

@@ -1,5 +1,7 @@
 #include "lang/builtins.hpp"
 
+#include "ir/program.hpp"
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -637,6 +639,23 @@ std::span<const std::string_view> constant_names() {
 std::optional<double> find_constant(std::string_view name) {
     for (const auto& c : kConstants)
         if (c.name == name) return c.value;
+    return std::nullopt;
+}
+
+namespace {
+constexpr WholeReductionInfo kWholeReductions[] = {
+    {"sum", ir::Reduction::Sum, "sum of every element of the broadcast shape (0 when empty)", "g"},
+    {"mean", ir::Reduction::Mean, "sum / element count (nan when empty)", "g / count"},
+    {"batchmean", ir::Reduction::BatchMean, "sum / size of dimension 0 (torch's reduction='batchmean')",
+     "g / size of dimension 0"},
+};
+}  // namespace
+
+std::span<const WholeReductionInfo> whole_reduction_table() { return kWholeReductions; }
+
+std::optional<ir::Reduction> find_whole_reduction(std::string_view name) {
+    for (const auto& r : kWholeReductions)
+        if (r.name == name) return r.reduction;
     return std::nullopt;
 }
 

@@ -100,6 +100,21 @@ std::span<const std::string_view> function_names();
 std::optional<double> find_constant(std::string_view name);
 std::span<const std::string_view> constant_names();
 
+// The whole-tensor reductions: one number over every element of the broadcast shape, `mean(e)` as a
+// program's body or several combined into one scalar. The checker finds them here; `lossjit
+// functions` lists them.
+namespace ir {
+enum class Reduction;  // ir/program.hpp
+}
+struct WholeReductionInfo {
+    std::string_view name;
+    ir::Reduction reduction;
+    std::string_view meaning;           // one line for `lossjit functions`
+    std::string_view gradient_summary;  // d result / d e, per element
+};
+std::span<const WholeReductionInfo> whole_reduction_table();
+std::optional<ir::Reduction> find_whole_reduction(std::string_view name);
+
 // Reductions along the last dimension inside an expression: `sum(e, -1)`, `logsumexp(x, -1)`. The
 // result is one value per row, broadcast back along the row wherever it meets per-element values.
 // Not rows of kTable: they are not pointwise, so the checker, the emitters and the reference treat

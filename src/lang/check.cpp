@@ -17,22 +17,7 @@ namespace {
 
 constexpr std::string_view kParamKeyword = "param";
 
-// The reductions: callable only as the outermost call of a program.
-struct NamedReduction {
-    std::string_view name;
-    ir::Reduction reduction;
-};
-constexpr NamedReduction kReductions[] = {
-    {"sum", ir::Reduction::Sum},
-    {"mean", ir::Reduction::Mean},
-    {"batchmean", ir::Reduction::BatchMean},
-};
-
-std::optional<ir::Reduction> find_reduction(std::string_view name) {
-    for (const auto& r : kReductions)
-        if (r.name == name) return r.reduction;
-    return std::nullopt;
-}
+std::optional<ir::Reduction> find_reduction(std::string_view name) { return find_whole_reduction(name); }
 
 bool is_function_name(std::string_view name) {
     return find_function(name) || find_reduction(name) || find_row_reduction(name);
@@ -53,23 +38,28 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
-std::string suggest_function(std::string_view name) {
+// " (did you mean 'x'?)" for the closest candidate within two edits; "" when none is that close.
+std::string suggest_closest(std::string_view name, const std::vector<std::string_view>& candidates) {
     // Edit distance is quadratic, and a megabyte-long name is nobody's typo.
     constexpr std::size_t kLongestTypo = 32;
     if (name.size() > kLongestTypo) return {};
     std::string_view best;
     std::size_t best_distance = 3;  // suggest only close misspellings
-    auto consider = [&](std::string_view candidate) {
+    for (std::string_view candidate : candidates) {
         const auto d = edit_distance(name, candidate);
         if (d < best_distance) {
             best_distance = d;
             best = candidate;
         }
-    };
-    for (std::string_view f : function_names()) consider(f);
-    for (const auto& r : kReductions) consider(r.name);
-    for (const auto& r : row_reduction_table()) consider(r.name);
+    }
     return best.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", best);
+}
+
+std::string suggest_function(std::string_view name) {
+    std::vector<std::string_view> names(function_names().begin(), function_names().end());
+    for (const auto& r : whole_reduction_table()) names.push_back(r.name);
+    for (const auto& r : row_reduction_table()) names.push_back(r.name);
+    return suggest_closest(name, names);
 }
 
 class Checker {
@@ -103,6 +93,7 @@ public:
                 out_.body = lower(*body.args[0]);
                 --inside_reduction_;
                 check_levels();
+                check_caller_params_read();
                 return std::move(out_);
             }
         }
@@ -115,6 +106,7 @@ public:
         } else if (level(out_.body) == Level::Total) {
             out_.reduction = ir::Reduction::Composite;
         }
+        check_caller_params_read();
         return std::move(out_);
     }
 
@@ -142,6 +134,23 @@ private:
             } else {
                 out_.params.push_back(p);
             }
+        }
+    }
+
+    // A parameter the caller sets but the program never reads is a misspelling (`betta` for `beta`),
+    // not a harmless extra: the value the caller meant to change would silently keep its default.
+    void check_caller_params_read() const {
+        std::vector<bool> read(out_.params.size(), false);
+        for (const auto& n : out_.nodes)
+            if (n.kind == ir::NodeKind::Param) read[static_cast<std::size_t>(n.slot)] = true;
+        for (const auto& p : options_.params) {
+            if (read[static_cast<std::size_t>(*param_slot(p.name))]) continue;
+            std::vector<std::string_view> names;
+            for (std::size_t i = 0; i < out_.params.size(); ++i)
+                if (read[i]) names.push_back(out_.params[i].name);
+            for (const auto& input : out_.inputs) names.push_back(input);
+            throw UsageError(fmt::format("the program does not use a parameter '{}'{}", printable(p.name),
+                                         suggest_closest(p.name, names)));
         }
     }
 
@@ -479,14 +488,14 @@ private:
 std::string_view ir::to_string(Reduction r) {
     if (r == Reduction::None) return "none (elementwise map)";
     if (r == Reduction::Composite) return "composite";  // a scalar expression of several reductions
-    for (const auto& named : kReductions)
+    for (const auto& named : whole_reduction_table())
         if (named.reduction == r) return named.name;
     throw InternalError("a reduction without a name");
 }
 
 std::vector<std::string_view> reserved_words() {
     std::vector<std::string_view> words(function_names().begin(), function_names().end());
-    for (const auto& r : kReductions) words.push_back(r.name);
+    for (const auto& r : whole_reduction_table()) words.push_back(r.name);
     for (const auto& r : row_reduction_table())
         if (std::find(words.begin(), words.end(), r.name) == words.end()) words.push_back(r.name);
     words.insert(words.end(), constant_names().begin(), constant_names().end());
@@ -513,6 +522,13 @@ ir::Program check(const ast::Program& program, const CheckOptions& options) {
         for (std::size_t j = 0; j < i; ++j)
             if (options.inputs[i] == options.inputs[j])
                 throw UsageError(fmt::format("input '{}' is listed twice", options.inputs[i]));
+    }
+    // A name given both ways would silently become a parameter and leave the input unread.
+    for (const auto& p : options.params) {
+        if (std::find(options.inputs.begin(), options.inputs.end(), p.name) != options.inputs.end())
+            throw UsageError(fmt::format("'{}' is listed as an input and cannot also be a parameter", p.name));
+        for (const auto& q : options.params)
+            if (&q < &p && q.name == p.name) throw UsageError(fmt::format("parameter '{}' is given twice", p.name));
     }
     return Checker(program, options).run();
 }

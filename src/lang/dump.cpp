@@ -132,6 +132,16 @@ std::string dump_language() {
         out += fmt::format("  {:<16} {:<50} d/de_j: {}\n", fmt::format("{}(e, -1)", row.name), row.meaning, row.gradient_summary);
     out += fmt::format("  {:<16} {:<50} d/dx_j: 1 at column y, else 0\n", "x[y]",
                        "column y (an integer input) of each row; nan outside [0, C)");
+    out += "whole tensor (one number: a program's body, or several combined by arithmetic into one):\n";
+    for (const auto& row : whole_reduction_table())
+        out += fmt::format("  {:<16} {:<50} d/de: {}\n", fmt::format("{}(e)", row.name), row.meaning, row.gradient_summary);
+    out += "constants:\n";
+    for (const auto name : constant_names())
+        out += fmt::format("  {:<16} {}\n", name, fmt::format("{}", *find_constant(name)));
+    out += "statements (before the body, each ending in ';'):\n";
+    out += fmt::format("  {:<16} {}\n", "NAME = e;", "binds a name for later statements and the body");
+    out += fmt::format("  {:<16} {}\n", "param NAME = v;",
+                       "a scalar parameter with its default (a kernel argument: setting it never recompiles)");
     return out;
 }
 

@@ -65,6 +65,15 @@ static void cpu_part(void) {
     options.expect = LOSSJIT_KIND_MAP;
     CHECK(lossjit_compile("mean(p)", &options, &bad) == LOSSJIT_ERROR_SOURCE);
 
+    /* With a length, a NUL inside the program is a stray byte at its column, not the program's end. */
+    lossjit_options_init(&options);
+    static const char with_nul[] = "mean(p)\0 + 1";
+    CHECK(lossjit_compile_n(with_nul, sizeof with_nul - 1, &options, &bad) == LOSSJIT_ERROR_SOURCE);
+    CHECK(bad == NULL && lossjit_last_error_column() == 8 && strstr(lossjit_last_error(), "\\x00") != NULL);
+    CHECK_OK(lossjit_compile_n(with_nul, 7, &options, &bad));
+    lossjit_free(bad);
+    bad = NULL;
+
     /* A handle: kind, inputs in the order asked for, parameters. */
     const char* order[] = {"t", "p"};
     lossjit_loss* loss = compile_ok("param beta = 2; mean(beta * (p - t)^2)", order, 2);

@@ -23,6 +23,7 @@ import math
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -102,8 +103,10 @@ class Stats:
 
 def params_for(p):
     """What the caller passes: every parameter the program does not declare, and now and then an
-    override of one it does."""
-    return {k: v for k, v in p.params.items() if k not in p.declared or p.declared[k] != v}
+    override of one it does; only those the program reads (lossjit refuses others as misspellings)."""
+    reads = re.sub(r"param \w+ = [^;]*;", "", p.text())
+    return {k: v for k, v in p.params.items()
+            if (k not in p.declared or p.declared[k] != v) and re.search(rf"\b{k}\b", reads)}
 
 
 def upstream_for(p, oracle, rng):
@@ -343,8 +346,10 @@ def check_coverage(cli):
             if words[1] == "!x":
                 op = "!"
             names.add(op)
-        elif section.startswith("functions"):
+        elif section.startswith(("functions", "whole tensor")):
             names.add(words[0].split("(")[0])
+        elif section.startswith(("constants", "statements")):
+            continue  # the generator writes constants and parameters, not through a table
         else:
             head = words[0]
             names.add(head.split("(")[0] if "(" in head else "take")

@@ -179,7 +179,7 @@ def gradient_kind(node):
 
 def language_table():
     """Every name and operator the generator covers (checked against `lossjit functions`)."""
-    return set(FUNCTIONS) | set(OPERATORS) | set(ROW_REDUCTIONS)
+    return set(FUNCTIONS) | set(OPERATORS) | set(ROW_REDUCTIONS) | set(TOTALS)
 
 
 # ---- programs -----------------------------------------------------------------------------------
@@ -723,6 +723,7 @@ class Oracle:
     def __init__(self, p, arrays, nudge=False):
         """`nudge`: every floating input moved by a few ulps (the noise floor of ill-conditioned results)."""
         self.p = p
+        self.fragile = self.ties = False  # until evaluate(): a program lossjit refuses is never evaluated
         self.S = tuple(p.broadcast) if p.broadcast else (1,)
         self.R = self.S[:-1] + (1,)
         self.by_rows = p.is_by_rows()

@@ -400,7 +400,10 @@ void Repl::load_program(const std::string& path) {
         Options options;
         options.source_name = path;
         for (const auto& i : inputs_) options.inputs.push_back(i.name);
-        options.params = params_;
+        // The session's parameters that the file reads: compile() refuses one it never reads.
+        const std::vector<std::string> reads = names_read(parsed);
+        for (const auto& p : params_)
+            if (std::find(reads.begin(), reads.end(), p.name) != reads.end()) options.params.push_back(p);
         const Loss loss = compile(text, options);
         if (!loss.inputs().empty() && inputs_.empty())
             throw UsageError(fmt::format("{} reads {}: give each with :input NAME=SHAPE:GENERATOR first", path,

@@ -73,6 +73,18 @@ void collect_names(const ast::Expr& e, std::vector<std::string>& names) {
     for (const auto& a : e.args) collect_names(*a, names);
 }
 
+}  // namespace
+
+std::vector<std::string> names_read(const ast::Program& program) {
+    std::vector<std::string> names;
+    for (const auto& s : program.statements)
+        if (s.value && s.kind == ast::Statement::Kind::Binding) collect_names(*s.value, names);
+    if (program.body) collect_names(*program.body, names);
+    return names;
+}
+
+namespace {
+
 const ast::Expr* find_name(const ast::Expr& e, std::string_view name) {
     if (e.kind == ast::ExprKind::Name && e.text == name) return &e;
     for (const auto& a : e.args)
@@ -314,13 +326,9 @@ Compiled Repl::compile_line(const std::string& line) {
         fail_at(line, e.where().column, e.message());
     }
     // What the line reads; names it binds itself shadow the session's definitions.
-    std::vector<std::string> reads;
+    const std::vector<std::string> reads = names_read(parsed);
     std::set<std::string> local;
-    for (const auto& s : parsed.statements) {
-        if (s.value && s.kind == ast::Statement::Kind::Binding) collect_names(*s.value, reads);
-        local.insert(s.name);
-    }
-    collect_names(*parsed.body, reads);
+    for (const auto& s : parsed.statements) local.insert(s.name);
     std::set<std::string> needed;
     for (const auto& r : reads)
         if (!local.count(r)) needed.insert(r);

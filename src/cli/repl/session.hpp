@@ -40,6 +40,8 @@ std::string strip_comment(std::string_view line);  // the language has no string
 std::string collapse_whitespace(std::string_view s);  // runs of whitespace, newlines too, become one space
 // The non-empty pieces between ';', each passed through `tidy` (trim, collapse_whitespace).
 std::vector<std::string> split_statements(std::string_view text, std::string (*tidy)(std::string_view));
+// The names a parsed program's bindings and body read, in source order (functions are not names).
+std::vector<std::string> names_read(const ast::Program& program);
 
 
 struct Input {
