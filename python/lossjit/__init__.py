@@ -68,7 +68,8 @@ def compile(program, inputs=None, params=None, *, source_name="expr", expect=Non
         options.params, options.param_count = array, len(params)
     options.expect = _KINDS[expect]
     handle = ctypes.c_void_p()
-    _lib.check(_lib.lib.lossjit_compile(program.encode(), ctypes.byref(options), ctypes.byref(handle)))
+    text = program.encode()  # with its length: a NUL inside is the checker's to refuse, not the end
+    _lib.check(_lib.lib.lossjit_compile_n(text, len(text), ctypes.byref(options), ctypes.byref(handle)))
     return Loss(handle.value, program)
 
 

@@ -6,6 +6,7 @@ import os
 import pathlib
 
 C_API_MAJOR = 1  # the LOSSJIT_C_API_VERSION major this package is written against
+C_API_MINOR = 1  # and the minor it needs at least (1.1: lossjit_compile_n)
 
 
 class LossjitError(Exception):
@@ -86,36 +87,40 @@ class Options(ctypes.Structure):
 
 
 def _candidates():
-    """Where liblossjit_c.so.1 is looked for, in order."""
+    """Where liblossjit_c.so.1 is looked for, in order (docs/python.md, "Install"):
+    1. LOSSJIT_LIBRARY, a path; when set, nothing else is tried.
+    2. The copy inside the package, lossjit/liblossjit_c.so.1, which `pip install ./python` puts there.
+    3. The checkout's CMake build folder, when this package is the checkout's python/lossjit
+       (PYTHONPATH=python, or `pip install -e ./python`): build/src/capi/liblossjit_c.so.1.
+    4. The system loader: ldconfig's cache, LD_LIBRARY_PATH (`cmake --install` puts it in lib/)."""
     env = os.environ.get("LOSSJIT_LIBRARY")
     if env:
-        yield env
+        yield env, "LOSSJIT_LIBRARY"
         return
     here = pathlib.Path(__file__).resolve().parent
-    yield str(here / "liblossjit_c.so.1")  # copied next to the package (pip install of a built tree)
-    for root in (here.parent.parent, *here.parents):  # a source checkout: python/lossjit -> build/
-        candidate = root / "build" / "src" / "capi" / "liblossjit_c.so.1"
-        if candidate.exists():
-            yield str(candidate)
-            break
-    yield ctypes.util.find_library("lossjit_c") or "liblossjit_c.so.1"  # the system's (ldconfig, LD_LIBRARY_PATH)
+    yield str(here / "liblossjit_c.so.1"), "in the package"
+    if (here.parent / "pyproject.toml").is_file():  # python/lossjit of a checkout, not site-packages
+        yield str(here.parent.parent / "build" / "src" / "capi" / "liblossjit_c.so.1"), "the checkout's build folder"
+    yield ctypes.util.find_library("lossjit_c") or "liblossjit_c.so.1", "the system loader"
 
 
 def _load():
     tried = []
-    for path in _candidates():
+    for path, origin in _candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(f"{path}: no such file")
+            tried.append(f"{path} ({origin}): no such file")
             continue
         try:
-            return ctypes.CDLL(path), ctypes.PyDLL(path)  # one library; PyDLL calls keep the GIL
+            return path, ctypes.CDLL(path), ctypes.PyDLL(path)  # one library; PyDLL calls keep the GIL
         except OSError as e:
-            tried.append(str(e))
-    raise ImportError("lossjit: cannot load liblossjit_c.so.1 (build it with CMake, or set LOSSJIT_LIBRARY "
-                      "to its path); tried:\n  " + "\n  ".join(tried))
+            tried.append(f"{path} ({origin}): {str(e).removeprefix(path + ': ')}")
+    raise ImportError("lossjit: cannot load liblossjit_c.so.1. Build it (cmake -S . -B build && cmake --build "
+                      "build) and install the package again (pip install ./python), or set LOSSJIT_LIBRARY to "
+                      "its path. Tried, in order:\n  " + "\n  ".join(tried))
 
 
-lib, gil_lib = _load()
+# library_path: the library loaded, as given to the loader (a file path, or a name the system resolved).
+library_path, lib, gil_lib = _load()
 
 _vp, _sz, _i32, _cp, _dbl = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_char_p, ctypes.c_double
 _SIGNATURES = {
@@ -129,7 +134,7 @@ _SIGNATURES = {
     "lossjit_last_error_scratch_bytes": (_sz, []),
     "lossjit_cuda_available": (_i32, []),
     "lossjit_options_init": (None, [ctypes.POINTER(Options)]),
-    "lossjit_compile": (_i32, [_cp, ctypes.POINTER(Options), ctypes.POINTER(_vp)]),
+    "lossjit_compile_n": (_i32, [_cp, _sz, ctypes.POINTER(Options), ctypes.POINTER(_vp)]),
     "lossjit_free": (None, [_vp]),
     "lossjit_kind_of": (_i32, [_vp]),
     "lossjit_reduction": (_cp, [_vp]),
@@ -159,9 +164,9 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
         _f.restype, _f.argtypes = _restype, _argtypes
 
 _version = lib.lossjit_c_api_version()
-if _version >> 16 != C_API_MAJOR:
+if _version >> 16 != C_API_MAJOR or _version & 0xFFFF < C_API_MINOR:
     raise ImportError(f"lossjit: liblossjit_c.so has C API version {_version >> 16}.{_version & 0xFFFF}; "
-                      f"this package needs {C_API_MAJOR}.x")
+                      f"this package needs {C_API_MAJOR}.{C_API_MINOR} or a later {C_API_MAJOR}.x")
 
 # The dtype codes, named by the library's one dtype table (lossjit_dtype_name).
 DTYPE_NAMES = []

@@ -95,6 +95,30 @@ def test_params_at_compile():
     assert loss.params == {"beta": 0.25} and loss.uses("p") and not loss.uses("q")
 
 
+@pytest.mark.parametrize("program, inputs, params, message", [
+    ("param beta = 1; mean(p * beta)", None, {"betta": 2}, "does not use a parameter 'betta' \\(did you mean 'beta'\\?\\)"),
+    ("mean(p - t)", ("p", "t"), {"t": 1}, "'t' is listed as an input and cannot also be a parameter"),
+])
+def test_params_that_would_do_nothing_are_refused(program, inputs, params, message):
+    with pytest.raises(lossjit.UsageError, match=message):
+        lossjit.compile(program, inputs=inputs, params=params)
+
+
+def test_a_nul_byte_is_refused_at_its_column_not_cut_off():
+    with pytest.raises(lossjit.SourceError) as e:
+        lossjit.compile("mean(p)\0 + mean(t)")
+    assert e.value.line == 1 and e.value.column == 8 and "\\x00" in str(e.value)
+
+
+def test_the_input_order_is_first_appearance_unless_given():
+    masked = "sum(m * (p - t)^2) / sum(m)"
+    assert lossjit.compile(masked).inputs == ("m", "p", "t")
+    loss = lossjit.compile(masked, inputs=("p", "t", "m"))
+    p, t, m = rng.standard_normal(8), rng.standard_normal(8), (rng.random(8) < 0.5).astype(np.float64)
+    m[0] = 1
+    assert loss.reference(p, t, m) == pytest.approx(np.sum(m * (p - t) ** 2) / np.sum(m), rel=1e-12)
+
+
 def test_dtypes_on_the_reference():
     loss = lossjit.compile("mean(where(m, x, 0))")
     x, m = rng.random(10).astype(np.float16), rng.random(10) < 0.5
