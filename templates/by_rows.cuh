@@ -72,13 +72,11 @@ __device__ __forceinline__ void finish_totals(const double (&acc)[K], const Rows
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int k = 0; k < K; ++k) out.partials[(long long)k * gridDim.x + blockIdx.x] = block_total[k];
-        __threadfence();
-        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
-        is_last = arrived == gridDim.x - 1;
+        is_last = arrive_last(out.arrivals, gridDim.x);
     }
     __syncthreads();
     if (!is_last || threadIdx.x >= 32) return;
-    __threadfence();
+    see_partials();
     double t[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -89,7 +87,7 @@ __device__ __forceinline__ void finish_totals(const double (&acc)[K], const Rows
     }
     if (threadIdx.x == 0) {
         store1<double>(kResultDType, out.result, 0, final(t));
-        *out.arrivals = 0u;
+        leave_arrivals_at_zero(out.arrivals);
     }
 }
 

@@ -116,13 +116,13 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                 }
                 ++summed;
             }
-            __threadfence();
+            __threadfence();  // every thread wrote partials of its own
             __syncthreads();
             unsigned int* arrivals = s.arrivals + batch * strips + strip;
-            if (threadIdx.x == 0) is_last = atomicAdd(arrivals, 1u) == (unsigned)s.chunks - 1;
+            if (threadIdx.x == 0) is_last = arrive_last(arrivals, (unsigned)s.chunks);
             __syncthreads();
             if (is_last) {
-                __threadfence();
+                see_partials();
                 summed = 0;
 #pragma unroll
                 for (int g = 0; g < G; ++g) {
@@ -139,7 +139,7 @@ __device__ __forceinline__ double for_columns(const Extents& e, const Inputs<F::
                     }
                     ++summed;
                 }
-                if (threadIdx.x == 0) *arrivals = 0u;
+                if (threadIdx.x == 0) leave_arrivals_at_zero(arrivals);
             }
             __syncthreads();  // is_last is rewritten for the next strip
         }

@@ -39,19 +39,17 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
     }
     if (threadIdx.x == 0) {
         out.partials[blockIdx.x] = block_total;
-        __threadfence();
-        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
-        is_last = arrived == gridDim.x - 1;
+        is_last = arrive_last(out.arrivals, gridDim.x);
     }
     __syncthreads();
     if (!is_last || threadIdx.x >= 32) return;
-    __threadfence();
+    see_partials();
     double total = 0.0;
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
     total = warp_sum(total);
     if (threadIdx.x == 0) {
         store1<double>(kResultDType, out.result, 0, total * out.scale);
-        *out.arrivals = 0u;
+        leave_arrivals_at_zero(out.arrivals);
     }
 }
 

@@ -149,11 +149,10 @@ struct GradSink {
             if (lane == 0) {
 #pragma unroll
                 for (int i = 0; i < kSummed; ++i) partials[(long long)i * runs + this_run] = sum[i];
-                __threadfence();
-                last = atomicAdd(sums.arrivals + 1 + element, 1u) == (unsigned)(per_element - 1);
+                last = arrive_last(sums.arrivals + 1 + element, (unsigned)per_element);
             }
             if (!__shfl_sync(0xffffffffu, last, 0)) return;
-            __threadfence();
+            see_partials();
             // The last of the element's runs: its partials in order, lanes striding, then a fixed
             // shuffle tree.
 #pragma unroll
@@ -166,7 +165,7 @@ struct GradSink {
             }
             if (lane == 0) {
                 store_along_rows(element, sum);
-                sums.arrivals[1 + element] = 0u;
+                leave_arrivals_at_zero(sums.arrivals + 1 + element);
             }
         }
     }
@@ -202,12 +201,11 @@ struct GradSink {
 #pragma unroll
                 for (int g = 0; g < G; ++g)
                     if (F::summed(g) == kSummedOverAll) sums.partials[(long long)i++ * gridDim.x + blockIdx.x] = block_total[g];
-                __threadfence();
-                is_last = atomicAdd(sums.arrivals, 1u) == gridDim.x - 1;
+                is_last = arrive_last(sums.arrivals, gridDim.x);
             }
             __syncthreads();
             if (!is_last || threadIdx.x >= 32) return;
-            __threadfence();
+            see_partials();
             int i = 0;
 #pragma unroll
             for (int g = 0; g < G; ++g) {
@@ -218,7 +216,7 @@ struct GradSink {
                 total = warp_sum(total);
                 if (threadIdx.x == 0) store1<double>(F::grad_dtype(g), grads.ptr[g], 0, total);
             }
-            if (threadIdx.x == 0) *sums.arrivals = 0u;
+            if (threadIdx.x == 0) leave_arrivals_at_zero(sums.arrivals);
         }
     }
 };

@@ -23,6 +23,20 @@ __device__ __forceinline__ long long offset(const long long (&c)[kMaxRank], cons
     return o;
 }
 
+// The "last one finishes" protocol of every kernel whose blocks (or warps) each leave partial
+// results that the last of them combines: a whole-tensor reduction's blocks, the row kernel's
+// totals, the columns loop's chunks, summed gradients per element and over everything. One thread
+// of each participant, after its partials are written, calls arrive_last; it is true for the last
+// of `participants` to arrive. That participant's readers call see_partials before reading the
+// others' partials (with __ldcg, from L2), and it resets the counter with leave_arrivals_at_zero,
+// so the next launch finds it at 0 (the host zeroes a counter only when it allocates it).
+__device__ __forceinline__ bool arrive_last(unsigned int* counter, unsigned int participants) {
+    __threadfence();  // this participant's partials are visible before its arrival is
+    return atomicAdd(counter, 1u) == participants - 1;
+}
+__device__ __forceinline__ void see_partials() { __threadfence(); }
+__device__ __forceinline__ void leave_arrivals_at_zero(unsigned int* counter) { *counter = 0u; }
+
 }  // namespace lj
 
 // ---- end of prelude -----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // ---- the rows loop --------------------------------------------------------------------------
 namespace lj {
 
-// F::kCommonPath: the element has a common_path (emit.cpp) whose logs skip their rare inputs and flag them.
+// F::kCommonPath: the element has a common_path (codegen/kinds/elementwise_emit.cpp) whose logs skip their rare inputs and flag them.
 template <class F>
 __device__ constexpr auto has_common_path(int) -> decltype(F::kCommonPath) { return F::kCommonPath; }
 template <class F>

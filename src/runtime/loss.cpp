@@ -220,51 +220,23 @@ struct Loss::State {
         return run(loss, inputs, output, result, stream, {}, {});
     }
 
-    // Validates, finds (or makes) the plan and launches once. `output` is a map's output or, with
-    // gradients, the layout the full-shape gradients share (no data). `result`: where a reduction's
-    // value goes (null: the stream's workspace, as float32). `inputs` ends with the upstream
-    // gradient for a map's backward.
-    // `factor`: a Composite program's gradient factor, on the device (its own kernel's result).
+    // One launch, in four steps: validate the caller's views, find (or make) the plan for their
+    // layout, bind this call's pointers, parameters and scratch into the plan's arguments, launch.
+    // `output` is a map's output or, with gradients, the layout the full-shape gradients share (no
+    // data). `result`: where a reduction's value goes (null: the stream's workspace, as float32).
+    // `inputs` ends with the upstream gradient for a map's backward. `factor`: a Composite program's
+    // gradient factor, on the device (its own kernel's result).
     Launched run(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
                  const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream,
                  const double* factor = nullptr) {
-        const ir::Program& prog = *what.program;
-        const bool map_forward = prog.is_map() && prog.derivatives.empty();
-        check_views(*what.operands, inputs);
-        check_indices(prog, inputs);
-        if (output && map_forward) check_data("output", output->dtype, output->data, output->numel(), true);
-        if (result) {
-            check_data("the result", result->dtype, result->data, 1, true);
-            if (result->numel() != 1)
-                throw UsageError(fmt::format("the result must be one element, not [{}]", fmt::join(result->shape, ", ")));
-        }
-        const CallViews views{inputs, output, result ? result->dtype : DType::float32, grads};
+        const Call call = validate(what, inputs, output, result, grads);
         const DeviceFacts& dev = ensure_device();
         cuda::ScopedContext scope(*dev.context);
         StreamState& here = stream_state(stream);
         Launched launched{std::unique_lock(here.mutex), &here};
-
-        auto binding = here.bindings.find(&what);
-        if (binding == here.bindings.end()) binding = here.bindings.try_emplace(&what, device_ordinal).first;
-        LaunchArgs& args = binding->second.args;
-        if (!args.plan() || !args.plan()->matches(views)) {
-            std::shared_ptr<const Plan> plan;
-            {
-                std::lock_guard lock(mutex);
-                PlanCache& cache = plans[&what];
-                plan = cache.find(views);
-                if (!plan) {
-                    // Compiling and loading a module would invalidate a CUDA graph capture.
-                    refuse_if_capturing(stream, "compile and load the kernel for a new layout of its inputs");
-                    plan = make_plan(what, options, views, dev, kernels, timings);
-                    cache.add(plan);
-                }
-            }
-            args.bind(std::move(plan));
-        }
-        const Plan& p = *args.plan();
-        if (here.last != args.plan()) here.last = args.plan();  // a reference count touched only on a change
-        here.last_call.store(++calls);
+        StreamState::Binding& binding = plan(what, call.views, here, stream, dev);
+        const Plan& p = *binding.args.plan();
+        const ir::Program& prog = *what.program;
 
         // Nothing to differentiate: every gradient is 0, also those of broadcast inputs, which have
         // elements of their own ([C] against [0, C]).
@@ -277,9 +249,129 @@ struct Loss::State {
         // An empty map has nothing to write (one of rows of no elements still writes a value per row).
         if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return launched;
 
+        bind(what, binding, call, stream, here, upstream, factor);
+        launch(p, binding.args, stream);
+        return launched;
+    }
+
+    // A call's views as planning sees them, and where a reduction's value goes (null: the workspace).
+    struct Call {
+        CallViews views;
+        const OutputView* result = nullptr;
+    };
+
+    // The caller's views, before anything touches the device.
+    Call validate(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
+                       const OutputView* result, std::span<const OutputView> grads) const {
+        const ir::Program& prog = *what.program;
+        check_views(*what.operands, inputs);
+        check_indices(prog, inputs);
+        if (output && is_map_forward(prog)) check_data("output", output->dtype, output->data, output->numel(), true);
+        if (result) {
+            check_data("the result", result->dtype, result->data, 1, true);
+            if (result->numel() != 1)
+                throw UsageError(fmt::format("the result must be one element, not [{}]", fmt::join(result->shape, ", ")));
+        }
+        return Call{CallViews{inputs, output, result ? result->dtype : DType::float32, grads}, result};
+    }
+
+    static bool is_map_forward(const ir::Program& prog) { return prog.is_map() && prog.derivatives.empty(); }
+
+    // This stream's arguments for `what`, bound to the plan for these views' layout: the one bound
+    // last when it still matches, else one from the Loss's plan cache, else a new one (the only
+    // path that emits, compiles and loads).
+    StreamState::Binding& plan(const Launchable& what, const CallViews& views, StreamState& here, Stream stream,
+                               const DeviceFacts& dev) {
+        auto binding = here.bindings.find(&what);
+        if (binding == here.bindings.end()) binding = here.bindings.try_emplace(&what, device_ordinal).first;
+        LaunchArgs& args = binding->second.args;
+        if (!args.plan() || !args.plan()->matches(views)) {
+            std::shared_ptr<const Plan> found;
+            {
+                std::lock_guard lock(mutex);
+                PlanCache& cache = plans[&what];
+                found = cache.find(views);
+                if (!found) {
+                    // Compiling and loading a module would invalidate a CUDA graph capture.
+                    refuse_if_capturing(stream, "compile and load the kernel for a new layout of its inputs");
+                    found = make_plan(what, options, views, dev, kernels, timings);
+                    cache.add(found);
+                }
+            }
+            args.bind(std::move(found));
+        }
+        if (here.last != args.plan()) here.last = args.plan();  // a reference count touched only on a change
+        here.last_call.store(++calls);
+        return binding->second;
+    }
+
+    // Where this call's scratch lives: the caller's (ScratchScope) or the stream's workspace, both in
+    // ReduceScratch's layout followed by the summed gradients' area.
+    struct ScratchPointers {
+        double* partials = nullptr;
+        unsigned int* arrivals = nullptr;
+        float* result = nullptr;  // a reduction's value when the caller gives no place for it
+        unsigned int* sum_arrivals = nullptr;
+        double* sum_partials = nullptr;
+    };
+    ScratchPointers scratch_for(const Plan& p, bool reduces, StreamState& here, Stream stream) const {
+        ScratchPointers out;
+        const bool sums = p.spec.sums();
+        if (const auto lent = lent_scratch()) {
+            const std::size_t reduce_bytes = reduce_scratch_bytes(workspace_slots());
+            const std::size_t needed =
+                reduce_bytes + (sums ? sum_scratch_bytes(p.grid.sum_arrivals, p.grid.sum_partials) : 0);
+            if (lent->bytes < needed)
+                throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch on device {}, but {} were lent",
+                                                  needed, device_ordinal, lent->bytes),
+                                      needed);
+            auto* base = static_cast<unsigned char*>(lent->data);
+            if (reduces) {
+                const ReduceScratch area(workspace_slots());
+                out.partials = area.partials(base);
+                out.arrivals = area.arrivals(base);
+                out.result = area.result(base);
+            }
+            if (sums) {
+                // Another layout may have left partial sums where this one keeps its counters, so
+                // they are cleared on the stream (a memset node when captured).
+                unsigned char* area = base + reduce_bytes;
+                const std::size_t counters = sum_arrival_doubles(p.grid.sum_arrivals);
+                LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
+                out.sum_arrivals = reinterpret_cast<unsigned int*>(area);
+                out.sum_partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
+            }
+            return out;
+        }
+        if (reduces) {
+            here.workspace.ensure(device.context, workspace_slots(), stream);
+            out.partials = here.workspace.partials();
+            out.arrivals = here.workspace.arrivals();
+            out.result = here.workspace.result();
+        }
+        if (sums) {
+            here.workspace.ensure_sums(device.context, p.grid.sum_arrivals, p.grid.sum_partials, stream);
+            out.sum_partials = here.workspace.sum_partials();
+            out.sum_arrivals = here.workspace.sum_arrivals();
+        }
+        return out;
+    }
+
+    // This call's pointers (each checked once against the device), parameters, scratch and
+    // gradient arguments, patched into the plan's argument block.
+    void bind(const Launchable& what, StreamState::Binding& binding, const Call& call, Stream stream,
+              StreamState& here, Upstream upstream, const double* factor) {
+        const CallViews& views = call.views;
+        const ir::Program& prog = *what.program;
+        const Plan& p = *binding.args.plan();
+        LaunchArgs& args = binding.args;
+        const std::span<const TensorView> inputs = views.inputs;
+        const std::span<const OutputView> grads = views.grads;
+        const bool map_forward = is_map_forward(prog);
+
         // A host pointer or another device's memory would fault inside the kernel and poison the
         // context; the driver is asked once per new pointer.
-        DevicePointers& pointers = binding->second.pointers;
+        DevicePointers& pointers = binding.pointers;
         pointers.begin(p.slots.size() + grads.size() + 3);
         const auto& names = *what.operands;
         for (std::size_t k = 0; k < p.slots.size(); ++k) {
@@ -292,49 +384,22 @@ struct Loss::State {
         for (std::size_t g = 0; g < grads.size(); ++g)
             pointers.check([&] { return fmt::format("the gradient {}", g); }, grads[g].data, p.layout.count == 0);
         auto named = [](const char* text) { return [text] { return std::string(text); }; };
-        if (map_forward) pointers.check(named("the output"), output->data, output->numel() == 0);
-        if (result) pointers.check(named("the result pointer"), result->data, false);
+        if (map_forward) pointers.check(named("the output"), views.output->data, views.output->numel() == 0);
+        if (call.result) pointers.check(named("the result pointer"), call.result->data, false);
         if (upstream.device) pointers.check(named("the upstream gradient"), upstream.device, false);
         for (std::size_t i = 0; i < args.params.size(); ++i) args.params[i] = param_values[i].load();
-        const bool sums = p.spec.sums();
-        if (map_forward) args.output.ptr = output->data;
-        if (const auto lent = lent_scratch()) {
-            // The caller's scratch (ScratchScope): a reduction's area, then the summed gradients'.
-            const std::size_t reduce_bytes = reduce_scratch_bytes(workspace_slots());
-            const std::size_t needed =
-                reduce_bytes + (sums ? sum_scratch_bytes(p.grid.sum_arrivals, p.grid.sum_partials) : 0);
-            if (lent->bytes < needed)
-                throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch on device {}, but {} were lent",
-                                                  needed, device_ordinal, lent->bytes),
-                                      needed);
-            auto* base = static_cast<unsigned char*>(lent->data);
-            if (!prog.is_map()) {
-                const ReduceScratch area(workspace_slots());
-                args.reduce.partials = args.rows.partials = area.partials(base);
-                args.reduce.arrivals = args.rows.arrivals = area.arrivals(base);
-                args.reduce.result = args.rows.result = result ? result->data : static_cast<void*>(area.result(base));
-            }
-            if (sums) {
-                // Another layout may have left partial sums where this one keeps its counters, so
-                // they are cleared on the stream (a memset node when captured).
-                unsigned char* area = base + reduce_bytes;
-                const std::size_t counters = sum_arrival_doubles(p.grid.sum_arrivals);
-                LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
-                args.sums.arrivals = reinterpret_cast<unsigned int*>(area);
-                args.sums.partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
-            }
-        } else {
-            if (!prog.is_map()) {
-                here.workspace.ensure(dev.context, workspace_slots(), stream);
-                args.reduce.partials = args.rows.partials = here.workspace.partials();
-                args.reduce.arrivals = args.rows.arrivals = here.workspace.arrivals();
-                args.reduce.result = args.rows.result = result ? result->data : here.workspace.result();
-            }
-            if (sums) {
-                here.workspace.ensure_sums(dev.context, p.grid.sum_arrivals, p.grid.sum_partials, stream);
-                args.sums.partials = here.workspace.sum_partials();
-                args.sums.arrivals = here.workspace.sum_arrivals();
-            }
+        if (map_forward) args.output.ptr = views.output->data;
+
+        const ScratchPointers scratch = scratch_for(p, !prog.is_map(), here, stream);
+        if (!prog.is_map()) {
+            args.reduce.partials = args.rows.partials = scratch.partials;
+            args.reduce.arrivals = args.rows.arrivals = scratch.arrivals;
+            args.reduce.result = args.rows.result =
+                call.result ? call.result->data : static_cast<void*>(scratch.result);
+        }
+        if (p.spec.sums()) {
+            args.sums.arrivals = scratch.sum_arrivals;
+            args.sums.partials = scratch.sum_partials;
         }
         const std::size_t g_count = grads.size();
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
@@ -348,9 +413,11 @@ struct Loss::State {
         if (!prog.is_map() && p.grid.blocks > static_cast<unsigned>(workspace_slots()))
             throw InternalError(fmt::format("a reduction planned with {} blocks, more than its {} partial slots",
                                             p.grid.blocks, workspace_slots()));
+    }
+
+    static void launch(const Plan& p, LaunchArgs& args, Stream stream) {
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid.blocks, 1, 1, static_cast<unsigned>(p.spec.block_threads),
                                   1, 1, 0, stream, args.data(), nullptr));
-        return launched;
     }
 
     // value_and_grad() and grad(): validates the gradients' views, differentiates once per list of
@@ -399,7 +466,7 @@ struct Loss::State {
             } else {
                 StreamState& here = stream_state(stream);
                 std::lock_guard lock(here.mutex);
-                here.workspace.ensure(dev.context, workspace_slots(), stream);
+                here.workspace.ensure(device.context, workspace_slots(), stream);
                 factor = here.workspace.factor();
             }
             const OutputView factor_view{factor, DType::float64, {}, {}};

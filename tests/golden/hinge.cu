@@ -105,6 +105,20 @@ __device__ __forceinline__ long long offset(const long long (&c)[kMaxRank], cons
     return o;
 }
 
+// The "last one finishes" protocol of every kernel whose blocks (or warps) each leave partial
+// results that the last of them combines: a whole-tensor reduction's blocks, the row kernel's
+// totals, the columns loop's chunks, summed gradients per element and over everything. One thread
+// of each participant, after its partials are written, calls arrive_last; it is true for the last
+// of `participants` to arrive. That participant's readers call see_partials before reading the
+// others' partials (with __ldcg, from L2), and it resets the counter with leave_arrivals_at_zero,
+// so the next launch finds it at 0 (the host zeroes a counter only when it allocates it).
+__device__ __forceinline__ bool arrive_last(unsigned int* counter, unsigned int participants) {
+    __threadfence();  // this participant's partials are visible before its arrival is
+    return atomicAdd(counter, 1u) == participants - 1;
+}
+__device__ __forceinline__ void see_partials() { __threadfence(); }
+__device__ __forceinline__ void leave_arrivals_at_zero(unsigned int* counter) { *counter = 0u; }
+
 }  // namespace lj
 
 // ---- end of prelude -----------------------------------------------------------------------------
@@ -435,19 +449,17 @@ __device__ __forceinline__ void finish_reduction(double acc, const ReduceOut& ou
     }
     if (threadIdx.x == 0) {
         out.partials[blockIdx.x] = block_total;
-        __threadfence();
-        const unsigned int arrived = atomicAdd(out.arrivals, 1u);
-        is_last = arrived == gridDim.x - 1;
+        is_last = arrive_last(out.arrivals, gridDim.x);
     }
     __syncthreads();
     if (!is_last || threadIdx.x >= 32) return;
-    __threadfence();
+    see_partials();
     double total = 0.0;
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) total += __ldcg(out.partials + b);
     total = warp_sum(total);
     if (threadIdx.x == 0) {
         store1<double>(kResultDType, out.result, 0, total * out.scale);
-        *out.arrivals = 0u;
+        leave_arrivals_at_zero(out.arrivals);
     }
 }
 
@@ -482,7 +494,7 @@ struct SumSink {
 // ---- the rows loop --------------------------------------------------------------------------
 namespace lj {
 
-// F::kCommonPath: the element has a common_path (emit.cpp) whose logs skip their rare inputs and flag them.
+// F::kCommonPath: the element has a common_path (codegen/kinds/elementwise_emit.cpp) whose logs skip their rare inputs and flag them.
 template <class F>
 __device__ constexpr auto has_common_path(int) -> decltype(F::kCommonPath) { return F::kCommonPath; }
 template <class F>
