@@ -10,13 +10,12 @@ The library is taken from LOSSJIT_LIBRARY (a path) or else from the checkout's C
 build it. An editable install (PEP 660, `pip install -e ./python`) is a .pth file naming python/:
 the package then finds the library in the checkout's build folder, as with PYTHONPATH=python.
 
-Nothing is written into the source tree: files go only to the directories pip passes.
+Nothing is written into the source tree: files go only to the directories pip passes (Python itself
+may cache this module's bytecode in _backend/__pycache__/, which git ignores).
 """
-import ast
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import os
 import pathlib
@@ -27,15 +26,6 @@ import tarfile
 import time
 import zipfile
 
-# Importing this module wrote its bytecode next to it (python/_backend/__pycache__/): the one thing
-# a build would leave in the checkout, so it goes (the backend imports nothing else from the tree).
-try:
-    _cached = importlib.util.cache_from_source(__file__)
-    os.remove(_cached)
-    os.rmdir(os.path.dirname(_cached))  # only when empty
-except (OSError, NotImplementedError, ValueError):
-    pass
-
 SOURCE = pathlib.Path(__file__).resolve().parents[1]  # python/ (or an unpacked sdist)
 PACKAGE = "lossjit"
 LIBRARY = "liblossjit_c.so.1"
@@ -44,54 +34,17 @@ BUILD_HINT = "cmake -S . -B build && cmake --build build"
 
 # --- pyproject.toml ------------------------------------------------------------------------------
 
-def _parse_toml_subset(text):
-    """Enough TOML for this pyproject.toml on Pythons without tomllib (before 3.11): [tables],
-    key = "string" | 'string' | [arrays of strings, over several lines] | true/false | numbers."""
-    data, table, pending = {}, None, ""
-    for raw in text.splitlines():
-        line = pending + _strip_comment(raw)
-        if line.count("[") > line.count("]") and "=" in line:  # an array continues on the next line
-            pending = line + " "
-            continue
-        pending = ""
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("[") and not line.startswith("[["):
-            table = data
-            for part in line.strip("[]").split("."):
-                table = table.setdefault(part.strip().strip('"'), {})
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or table is None:
-            raise ValueError(f"pyproject.toml: cannot read {raw!r} without tomllib (Python 3.11+)")
-        value = value.strip()
-        words = {"true": True, "false": False}
-        table[key.strip().strip('"')] = words[value] if value in words else ast.literal_eval(value)
-    return data
-
-
-def _strip_comment(line):
-    quote = None
-    for i, c in enumerate(line):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            return line[:i]
-    return line
-
-
 def _project():
     text = (SOURCE / "pyproject.toml").read_text(encoding="utf-8")
     try:
-        import tomllib
-        data = tomllib.loads(text)
+        import tomllib  # Python 3.11+ (Debian 12's python3)
     except ImportError:
-        data = _parse_toml_subset(text)
-    return data["project"]
+        try:
+            import tomli as tomllib  # the same parser, packaged for older Pythons
+        except ImportError:
+            raise RuntimeError("building lossjit's package reads pyproject.toml with tomllib: use Python 3.11 or "
+                               "later, or install tomli") from None
+    return tomllib.loads(text)["project"]
 
 
 def _normalized(name):

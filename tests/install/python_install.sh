@@ -41,11 +41,11 @@ elsewhere="$scratch/elsewhere"
 mkdir "$elsewhere"
 
 # Everything under python/ (ignored files too: each file's size and time, each folder's name) and
-# git's view of it, to compare after. (Folder times are left out: importing the build backend makes
-# python/_backend/__pycache__/, which the backend removes.)
+# git's view of it, to compare after; but for __pycache__/ folders, which any Python that imports
+# the build backend or the package may write (and git ignores). Folder times are left out.
 snapshot() {
-  find python \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' | sort
-  git status --porcelain --ignored --untracked-files=all python
+  find python -name __pycache__ -prune -o \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' | sort
+  git status --porcelain --ignored --untracked-files=all python | grep -v '__pycache__/' || true
 }
 before=$(snapshot)
 
