@@ -85,4 +85,23 @@ TEST_CASE("the dispatcher: the kind follows the program and the layout") {
     CHECK(kind_of(lse, plan_program_layout(lse, std::vector{x}, nullptr)) == KernelSpec::Loop::ByRow);
 }
 
+TEST_CASE("an index beyond 2^24 columns is refused in float32, not rounded") {
+    const auto accuracy = check(parse("mean(argmax(x, -1) == y)", "expr"), {});
+    const auto spec_for = [&](long long columns, DType dtype) {
+        const OperandShape x{"x", {2, columns}, {}};
+        const OperandShape y{"y", {2, 1}, {}};
+        KernelOperands operands = KernelOperands::unplaced(accuracy, dtype);
+        return KernelSpec::choose(accuracy, plan_program_layout(accuracy, std::vector{x, y}, nullptr), operands);
+    };
+    CHECK(spec_for(1LL << 24, DType::float32).loop == KernelSpec::Loop::ByRow);
+    CHECK_THROWS_WITH_AS(spec_for((1LL << 24) + 1, DType::float32),
+                         doctest::Contains("argmax over rows of 16777217 columns: a column index above 2^24 is not exact"),
+                         UnsupportedError);
+    CHECK(spec_for((1LL << 24) + 1, DType::float64).loop == KernelSpec::Loop::ByRow);
+    const auto lse = check(parse("mean(logsumexp(x, -1))", "expr"), {});  // not an index: any length
+    const OperandShape long_rows{"x", {2, (1LL << 24) + 1}, {}};
+    CHECK(KernelSpec::choose(lse, plan_program_layout(lse, std::vector{long_rows}, nullptr), KernelOperands::unplaced(lse)).loop ==
+          KernelSpec::Loop::ByRow);
+}
+
 }  // TEST_SUITE

@@ -577,10 +577,10 @@ constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Co
      "(e_j - mean) / ((C - 1) std); 0 where std is 0", "v = sum((x - detach(mean(x, -1))) ^ 2, -1) / (C - 1); where(v == 0, 0, sqrt(v))"},
     {RowReduction::ArgMax, "argmax", "the first column of the row's largest element (a nan counts as largest; nan for "
      "an empty row), as a number: mean(argmax(x, -1) == y) is accuracy", "none (an index)", {},
-     "lj::ArgExtremeAcc<Value, true>", "{0}.value()", kArgExtremeAcc, row_arg_extreme<true>, Gradient::None},
+     "lj::ArgExtremeAcc<Value, true>", "{0}.value()", kArgExtremeAcc, row_arg_extreme<true>, Gradient::None, {}, true},
     {RowReduction::ArgMin, "argmin", "the first column of the row's smallest element (a nan counts as smallest; nan "
      "for an empty row)", "none (an index)", {}, "lj::ArgExtremeAcc<Value, false>", "{0}.value()", kArgExtremeAcc,
-     row_arg_extreme<false>, Gradient::None},
+     row_arg_extreme<false>, Gradient::None, {}, true},
 }};
 
 constexpr bool row_table_is_in_enum_order() {

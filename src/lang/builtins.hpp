@@ -145,6 +145,9 @@ struct RowReductionInfo {
     double (*reference)(std::span<const double> row) = nullptr;
     Gradient gradient = Gradient::Formula;
     std::string_view derivative = {};
+    // The result is a column index, a value of the program's type: exact in float32 only for rows
+    // of up to 2^24 columns (the GPU refuses longer rows unless the program computes in float64).
+    bool is_index = false;
 };
 
 std::span<const RowReductionInfo> row_reduction_table();

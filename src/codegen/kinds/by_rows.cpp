@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "codegen/kinds/kinds.hpp"
+#include "lang/builtins.hpp"
 #include "lossjit/errors.hpp"
 
 namespace lossjit::kinds {
@@ -48,6 +49,18 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         element_inputs += per_row[k] ? 0 : 1;
     }
     spec.compute = compute_dtype(spec.input_dtypes);
+    // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.
+    constexpr long long kExactFloat32Integers = 1LL << 24;
+    if (spec.compute != DType::float64 && columns > kExactFloat32Integers) {
+        for (const auto& n : program.nodes) {
+            if (n.kind != ir::NodeKind::RowReduce) continue;
+            const auto& info = row_reduction_info(static_cast<RowReduction>(n.slot));
+            if (info.is_index)
+                throw UnsupportedError(fmt::format("{} over rows of {} columns: a column index above 2^24 is not exact in "
+                                                   "float32; give a float64 input (or use the CPU reference)",
+                                                   info.name, columns));
+        }
+    }
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
     refuse_broadcast_row_gradients(program, layout);
