@@ -71,7 +71,15 @@ std::vector<int> gradient_slots(const ir::Program& program, std::span<const std:
 // `per_row_inputs`: which inputs hold one value per row in the layout the gradient is for
 // (per_row_inputs(program, layout); indices count whatever it says). A program that reduces along
 // rows has different derivatives for a [N, 1] input and a [N, C] one; the others ignore it.
+// A map that reduces along rows (log_softmax, a per-row loss) is differentiated as the reduction
+// sum(U * body), U its upstream gradient as one more input after the program's (named "upstream",
+// or "upstream_"... where an input has that name; one value per row where the body is): the
+// gradient of that sum is the map's
+// vector-Jacobian product, and it takes the path of the reductions along rows (its value is unused).
+// The caller passes U with the layout's shape (a per-row output's [..., N] as [..., N, 1]).
 ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs);
+// Whether differentiate() takes the weighted-sum route above for this program.
+inline bool differentiates_as_weighted_sum(const ir::Program& program) { return program.is_map() && program.by_rows(); }
 
 // Apply nodes that the nodes reachable from `roots` use more than once (a root counts as a use),
 // in node order: what a printer or emitter names once (a local) and reuses instead of repeating.

@@ -937,11 +937,104 @@ TEST_CASE("programs once wrong give torch's numbers (pinned from the differentia
     }
 }
 
-TEST_CASE("a gradient lossjit refuses names the input") {
-    const std::vector<float> x(6, 1.0f);
-    const std::vector<TensorView> views{TensorView::contiguous(x.data(), {2, 3})};
-    CHECK_THROWS_WITH_AS(compile("x - logsumexp(x, -1)").reference_grad(views, std::vector<std::string>{"x"}, views[0]),
-                         doctest::Contains("no gradient of 'x'"), UnsupportedError);
+TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian product with the upstream") {
+    // Against finite differences of sum(U * map(x)) through the forward reference (itself checked
+    // against torch by the differential test), and log_softmax's closed form g - softmax * sum(g).
+    struct Case {
+        const char* program;
+        Shape x_shape;
+        bool per_row_output;  // the output is the rows' shape ([N]: reduction='none')
+    };
+    const Case cases[] = {
+        {"x - logsumexp(x, -1)", {3, 4}, false},                 // log_softmax
+        {"exp(x - logsumexp(x, -1))", {3, 4}, false},            // softmax
+        {"x / sqrt(mean(x * x, -1) + 1e-6)", {2, 5}, false},     // RMS norm
+        {"(x - mean(x, -1)) / sqrt(var(x, -1) + 1e-5)", {2, 5}, false},  // layer norm (torch's var: correction 1)
+        {"logsumexp(x, -1) - amax(x, -1)", {3, 4}, true},       // one value per row
+        {"std(x, -1)", {2, 1, 6}, true},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        const Loss loss = compile(c.program);
+        HostTensor x = generate(parse_generator(format_shape(c.x_shape) + ":normal"), 5);
+        const std::vector<TensorView> views{x.view()};
+        const Shape out_shape = loss.output_shape(views);
+        Shape expected_out = c.x_shape;
+        if (c.per_row_output) expected_out.pop_back();
+        REQUIRE(out_shape == expected_out);
+        const HostTensor up = generate(parse_generator(format_shape(out_shape) + ":normal"), 6);
+        const auto grads = loss.reference_grad(views, std::vector<std::string>{"x"}, up.view());
+        REQUIRE(grads.size() == 1);
+        CHECK(grads[0].shape == c.x_shape);
+        const auto weights = up.floats();
+        auto weighted_sum = [&](const HostTensor& at) {
+            std::vector<double> out(static_cast<std::size_t>(element_count(out_shape)));
+            loss.reference_map(std::vector<TensorView>{at.view()}, OutputView{out.data(), DType::float64, Dims(out_shape), {}});
+            double total = 0;
+            for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
+            return total;
+        };
+        auto* data = reinterpret_cast<float*>(x.bytes.data());
+        for (std::size_t i = 0; i < grads[0].values.size(); ++i) {
+            CAPTURE(i);
+            const float kept = data[i];
+            const double h = 1e-2;
+            data[i] = static_cast<float>(kept + h);
+            const double plus = weighted_sum(x);
+            data[i] = static_cast<float>(kept - h);
+            const double minus = weighted_sum(x);
+            data[i] = kept;
+            // float32 inputs: the step is what float32 holds of +-h, so a loose tolerance.
+            CHECK(grads[0].values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+        }
+    }
+
+    // log_softmax's backward in closed form.
+    const std::vector<double> xs{0.5, -1.0, 2.0, 0.25, 1.5, 3.0}, gs{1.0, -2.0, 0.5, 3.0, 0.0, -1.0};
+    const std::vector<TensorView> xv{TensorView::contiguous(xs.data(), {2, 3}, DType::float64)};
+    const auto g = compile("x - logsumexp(x, -1)").reference_grad(xv, std::vector<std::string>{"x"},
+                                                                     TensorView::contiguous(gs.data(), {2, 3}, DType::float64));
+    for (int r = 0; r < 2; ++r) {
+        double z = 0, gsum = 0;
+        for (int j = 0; j < 3; ++j) z += std::exp(xs[r * 3 + j]), gsum += gs[r * 3 + j];
+        for (int j = 0; j < 3; ++j)
+            CHECK(g[0].values[r * 3 + j] == doctest::Approx(gs[r * 3 + j] - std::exp(xs[r * 3 + j]) / z * gsum).epsilon(1e-12));
+    }
+
+    // Per-row cross-entropy, reduction='none': U_i (softmax - one_hot(y_i)).
+    const std::vector<std::int64_t> ys{2, 0};
+    const std::vector<double> us{0.5, -3.0};
+    const std::vector<TensorView> ce_in{xv[0], TensorView::contiguous(ys.data(), {2}, DType::int64)};
+    const auto ce = compile("logsumexp(x, -1) - x[y]").reference_grad(ce_in, std::vector<std::string>{"x"},
+                                                                        TensorView::contiguous(us.data(), {2}, DType::float64));
+    for (int r = 0; r < 2; ++r) {
+        double z = 0;
+        for (int j = 0; j < 3; ++j) z += std::exp(xs[r * 3 + j]);
+        for (int j = 0; j < 3; ++j)
+            CHECK(ce[0].values[r * 3 + j] ==
+                  doctest::Approx(us[r] * (std::exp(xs[r * 3 + j]) / z - (j == ys[r] ? 1.0 : 0.0))).epsilon(1e-12));
+    }
+
+    // The upstream has the output's shape, not the inputs'; an input named `upstream` is fine.
+    CHECK_THROWS_WITH_AS(compile("logsumexp(x, -1) - x[y]").reference_grad(ce_in, std::vector<std::string>{"x"}, xv[0]),
+                         doctest::Contains("the upstream gradient has shape [2, 3], but the output's shape is [2]"),
+                         UsageError);
+    const std::vector<TensorView> named{TensorView::contiguous(xs.data(), {2, 3}, DType::float64)};
+    const auto same = compile("upstream - logsumexp(upstream, -1)")
+                          .reference_grad(named, std::vector<std::string>{"upstream"},
+                                          TensorView::contiguous(gs.data(), {2, 3}, DType::float64));
+    CHECK(same[0].values == g[0].values);
+
+    // Their fused gradient kernels compile (NVRTC, no GPU), float32 and bfloat16, per-row or not.
+    for (const auto& [program, dtype] : std::vector<std::pair<std::string, DType>>{
+             {"x - logsumexp(x, -1)", DType::float32}, {"x - logsumexp(x, -1)", DType::bfloat16},
+             {"x / sqrt(mean(x * x, -1) + 1e-6)", DType::float32}, {"logsumexp(x, -1) - amax(x, -1)", DType::float32}}) {
+        CAPTURE(program);
+        const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 1000}, dtype)};
+        const KernelBuild build = compile(program).compile_kernel(shapes, std::vector<std::string>{"x"}, "sm_90");
+        CHECK(build.image_bytes > 0);
+        CHECK(build.source.find("upstream") != std::string::npos);
+    }
 }
 
 }  // TEST_SUITE

@@ -196,4 +196,52 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
     }
 }
 
+TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor, match the reference" *
+          doctest::skip(!have_gpu())) {
+    struct Case {
+        const char* program;
+        bool per_row_output;  // the output is [N] (reduction='none')
+        bool indexed;
+    };
+    const Case cases[] = {
+        {"x - logsumexp(x, -1)", false, false},                        // log_softmax
+        {"exp(x - logsumexp(x, -1))", false, false},                   // softmax
+        {"x / sqrt(mean(x * x, -1) + 1e-6)", false, false},            // RMS norm
+        {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
+    };
+    for (const auto& problem : kProblems) {
+        for (DType dtype : {DType::float32, DType::bfloat16}) {
+            const Typed x(problem.shape + ":normal", dtype, 31);
+            const Typed y(std::to_string(problem.rows) + ":integers[0," + std::to_string(problem.columns - 1) + "]",
+                          DType::int64, 32);
+            for (const auto& c : cases) {
+                CAPTURE(problem.shape);
+                CAPTURE(to_string(dtype));
+                CAPTURE(c.program);
+                auto loss = compile(c.program);
+                std::vector<TensorView> views{x.view()}, host{x.host.view()};
+                if (c.indexed) {
+                    views.push_back(y.view());
+                    host.push_back(y.host.view());
+                }
+                const std::string out_shape = c.per_row_output ? std::to_string(problem.rows) : problem.shape;
+                const Typed up(out_shape + ":normal", dtype, 33);
+                const std::vector<std::string> wrt{"x"};
+                HostTensor got(x.host.shape, dtype);
+                DeviceBuffer grad(got.bytes.size());
+                const std::vector<OutputView> grads{OutputView{grad.data(), dtype, x.host.shape, {}}};
+                loss.grad(views, wrt, grads, up.view());
+                synchronize();
+                grad.download(got.bytes.data(), got.bytes.size());
+                const auto ref = loss.reference_grad(host, wrt, up.host.view());
+                double largest = 0, worst = 0;
+                for (double r : ref[0].values) largest = std::max(largest, std::fabs(r));
+                for (std::int64_t i = 0; i < got.numel(); ++i)
+                    worst = std::max(worst, std::fabs(got.at(i) - ref[0].values[static_cast<std::size_t>(i)]));
+                CHECK(worst <= (dtype == DType::float32 ? 1e-5 : 8e-3) * largest);
+            }
+        }
+    }
+}
+
 }  // TEST_SUITE

@@ -557,6 +557,34 @@ std::vector<int> gradient_slots(const ir::Program& program, std::span<const std:
     return slots;
 }
 
+namespace {
+
+// sum(U * body) for a map's body, U an input after the map's own (differentiate(), pipeline.hpp).
+ir::Program weighted_sum_of_map(const ir::Program& map) {
+    ir::Program sum = map;
+    const ast::Pos at = map.node(map.body).pos;
+    ir::Node upstream;
+    upstream.kind = ir::NodeKind::Input;
+    upstream.slot = static_cast<int>(sum.inputs.size());
+    upstream.pos = at;
+    std::string name = "upstream";  // an identifier: the emitter names its variables after inputs
+    while (std::find(sum.inputs.begin(), sum.inputs.end(), name) != sum.inputs.end()) name += "_";
+    sum.inputs.push_back(name);
+    sum.nodes.push_back(upstream);
+    ir::Node weighted;
+    weighted.kind = ir::NodeKind::Apply;
+    weighted.fn = Builtin::Mul;
+    weighted.arity = 2;
+    weighted.args = {static_cast<int>(sum.nodes.size()) - 1, map.body, -1};
+    weighted.pos = at;
+    sum.nodes.push_back(weighted);
+    sum.body = static_cast<int>(sum.nodes.size()) - 1;
+    sum.reduction = ir::Reduction::Sum;
+    return sum;
+}
+
+}  // namespace
+
 ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs) {
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
@@ -568,11 +596,14 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, 
         // read: the indices and class weights of a weighted cross-entropy), and scales the gradient.
         return Differentiator(program, wrt, per_row_inputs).run();
     }
-    if (program.by_rows() && program.is_map() && !wrt.empty()) {
-        std::vector<std::string> names;
-        for (int slot : wrt) names.push_back(fmt::format("'{}'", program.inputs[static_cast<std::size_t>(slot)]));
-        throw UnsupportedError(fmt::format("no gradient of {}: gradients of maps that reduce along rows are not "
-                                           "supported yet", fmt::join(names, ", ")));
+    if (differentiates_as_weighted_sum(program) && !wrt.empty()) {
+        std::vector<bool> per_row = per_row_inputs;
+        per_row.resize(program.inputs.size(), false);
+        const auto index = program.index_inputs();
+        for (std::size_t k = 0; k < index.size(); ++k) per_row[k] = per_row[k] || index[k];
+        const bool body_per_row = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
+        per_row.push_back(body_per_row);  // the upstream gradient has the output's shape
+        return Differentiator(weighted_sum_of_map(program), wrt, per_row).run();
     }
     return Differentiator(program, wrt, per_row_inputs).run();
 }

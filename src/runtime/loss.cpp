@@ -420,6 +420,25 @@ struct Loss::State {
                                   1, 1, 0, stream, args.data(), nullptr));
     }
 
+    // A map that reduces along rows is differentiated as sum(U * body) (differentiate()): its
+    // upstream gradient U, checked against the map's output shape, becomes that program's last
+    // input in the layout's shape (a per-row output's [..., N] as [..., N, 1]).
+    TensorView upstream_as_input(const TensorView& upstream, std::span<const TensorView> inputs,
+                                 const Layout& value_layout) const {
+        const Shape output = program_output_shape(program, operand_shapes(program.inputs, inputs));
+        if (upstream.shape.to_vector() != output)
+            throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
+                                         fmt::join(upstream.shape, ", "), fmt::join(output, ", ")));
+        if (output == value_layout.shape) return upstream;
+        TensorView per_row = upstream;
+        Shape shape = output, strides = upstream.effective_strides().to_vector();
+        shape.push_back(1);
+        strides.push_back(1);
+        per_row.shape = Dims(shape);
+        per_row.strides = Dims(strides);
+        return per_row;
+    }
+
     // value_and_grad() and grad(): validates the gradients' views, differentiates once per list of
     // inputs, and runs that list's fused kernel.
     void run_gradients(std::span<const TensorView> inputs, const TensorView* upstream_tensor,
@@ -435,6 +454,14 @@ struct Loss::State {
         const Launchable& what = differentiated.launchable;
 
         const Shape& shape = value_layout.shape;
+        std::vector<TensorView> with_upstream;
+        if (upstream_tensor && differentiates_as_weighted_sum(program)) {
+            with_upstream.assign(inputs.begin(), inputs.end());
+            with_upstream.push_back(upstream_as_input(*upstream_tensor, inputs, value_layout));
+            inputs = with_upstream;
+            upstream_tensor = nullptr;  // an input of the weighted sum now; its scale is 1
+            upstream = Upstream(1.0f);
+        }
         if (upstream_tensor && upstream_tensor->shape != shape)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream_tensor->shape, ", "), fmt::join(shape, ", ")));
@@ -702,6 +729,15 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     }
     const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, host_inputs), nullptr);
     const ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
+    std::vector<TensorView> with_upstream;
+    if (host_upstream && differentiates_as_weighted_sum(program)) {
+        check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
+        with_upstream.assign(host_inputs.begin(), host_inputs.end());
+        with_upstream.push_back(upstream_as_input(*host_upstream, host_inputs, value_layout));
+        host_inputs = with_upstream;
+        host_upstream = nullptr;  // an input of the weighted sum now; its scale is 1
+        upstream = 1.0;
+    }
     std::optional<OperandShape> up;
     if (host_upstream) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
@@ -793,8 +829,13 @@ Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> 
     const Shape& shape = value_layout.shape;
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
     std::vector<TensorView> operands(inputs.begin(), inputs.end());
-    if (differentiated.is_map())  // the upstream gradient, in the output's dtype as torch passes it
+    if (differentiated.is_map()) {  // the upstream gradient, in the output's dtype as torch passes it
         operands.push_back(TensorView::contiguous(nullptr, shape, default_output_dtype(program, inputs)));
+    } else if (differentiates_as_weighted_sum(program)) {  // the same, as the weighted sum's last input
+        const TensorView upstream = TensorView::contiguous(
+            nullptr, program_output_shape(program, operand_shapes(program.inputs, inputs)), default_output_dtype(program, inputs));
+        operands.push_back(upstream_as_input(upstream, inputs, value_layout));
+    }
     const Layout layout = layout_for(differentiated, operands, &gradients);
     const KernelSpec spec = spec_for(differentiated, layout, CallViews{operands, &gradients, DType::float32, {}}, false);
     return {emit_cuda(differentiated, spec), spec.fast_math};

@@ -789,7 +789,17 @@ class Oracle:
                     args.append(x)
                 v = self.apply_fn(n, args)
             elif n.kind == "row":
-                v = ROW_REDUCTIONS[n.fn](values[id(n.args[0])].expand(self.S))
+                x = values[id(n.args[0])].expand(self.S)
+                v = ROW_REDUCTIONS[n.fn](x)
+                if n.fn == "std" and leaves is self.leaves and self.constant_row(x):
+                    # std's derivative is 0/0 on a row of equal values: torch masks an exact 0, and
+                    # whether lossjit's mean of the row rounds back to its values decides the same.
+                    self.fragile = True
+                if n.fn in ("amax", "amin") and leaves is self.leaves and n.args[0].kind != "input" \
+                        and self.near_tie(x, v):
+                    # A tie of computed values: the gradient is shared among the tied elements, and
+                    # an ulp (torch's vectorised sinh against its scalar tail) decides which tie.
+                    self.fragile = self.ties = True
             elif n.kind == "take":
                 v = self.take(values[id(n.args[0])].expand(self.S), leaves[n.name])
             elif n.kind == "total":
@@ -857,6 +867,23 @@ class Oracle:
             if near(args[0], args[1]) or near(args[0], args[2]) or near(args[1], args[2]):
                 self.ties = True
                 self.fragile = self.fragile or any(computed(a) for a in n.args)
+
+    @staticmethod
+    def constant_row(x):
+        """Whether some row of x (rows: the last dimension, of 2 or more) has all its values within
+        rounding of each other."""
+        if x.shape[-1] < 2:
+            return False
+        x = x.detach()
+        spread = x.max(-1).values - x.min(-1).values
+        return bool((spread <= 1e-12 * x.abs().max(-1).values.clamp(min=1e-300)).any())
+
+    @staticmethod
+    def near_tie(x, extreme):
+        """Whether some row of x has two or more elements within rounding of its extreme."""
+        x, extreme = x.detach(), extreme.detach()
+        close = (x - extreme).abs() <= 1e-12 * extreme.abs().clamp(min=1e-300)
+        return bool((close.sum(-1) >= 2).any())
 
     def take(self, e, y):
         c = self.S[-1]
@@ -1028,8 +1055,6 @@ def expected_refusal(p):
         return None
     by_rows = p.is_by_rows()
     reasons = []
-    if by_rows and p.form == "map":
-        reasons.append("map by rows")
     count = int(np.prod(p.broadcast)) if p.broadcast else 1
     if by_rows and any(int(np.prod(p.input(n).shape)) != count for n in p.wrt):
         reasons.append("broadcast input in a row program")
