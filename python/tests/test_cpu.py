@@ -176,3 +176,20 @@ def test_a_torch_too_old_for_the_ops_is_a_clear_error_not_a_failed_compile(monke
     assert loss(p, p) == 0
     with pytest.raises(lossjit.UsageError, match="torch 2.4 or later.*this is torch 1.13.0"):
         loss(OldTensor(), OldTensor())
+
+
+def test_kernelbench_programs_name_their_inputs_in_the_header():
+    """bench/kernelbench.py passes get_inputs() in the order of each program's '# kernelbench:' line;
+    that line must name exactly the program's inputs and parameters."""
+    import re
+    programs = sorted((EXAMPLES / "kernelbench").glob("*.loss"))
+    assert len(programs) >= 25
+    for path in programs:
+        text = path.read_text()
+        header = re.search(r"^# kernelbench: inputs ([^;\n]*)(?:; params ([^\n]*))?$", text, re.M)
+        assert header, path.name
+        names = [n.removesuffix("[:,None]") for n in header.group(1).split()]
+        params = header.group(2).split() if header.group(2) else []
+        loss = lossjit.compile(text, inputs=names, source_name=path.name)
+        assert list(loss.inputs) == names, path.name
+        assert all(p in loss.params for p in params), path.name
