@@ -791,9 +791,10 @@ class Oracle:
             elif n.kind == "row":
                 x = values[id(n.args[0])].expand(self.S)
                 v = ROW_REDUCTIONS[n.fn](x)
-                if n.fn == "std" and leaves is self.leaves and self.constant_row(x):
-                    # std's derivative is 0/0 on a row of equal values: torch masks an exact 0, and
-                    # whether lossjit's mean of the row rounds back to its values decides the same.
+                if n.fn in ("std", "var") and leaves is self.leaves and self.constant_row(x):
+                    # On a row of equal values torch's var is exactly 0 (and std's 0/0 derivative
+                    # masked); lossjit's is 0 only if the row's mean rounds back to its values, else
+                    # within rounding of 0 (1e-33), and std's derivative is then finite.
                     self.fragile = True
                 if n.fn in ("amax", "amin") and leaves is self.leaves and n.args[0].kind != "input" \
                         and self.near_tie(x, v):
@@ -823,7 +824,8 @@ class Oracle:
         return self.fragile
 
     # Functions whose value or gradient jumps, and where: a comparison at equality, floor and its kin
-    # at an integer, sign at 0, min / max / clamp at a tie, a float condition at 0.
+    # at an integer, % and floordiv at an integer quotient, sign at 0, min / max / clamp at a tie, a
+    # float condition at 0. (Rows: amax / amin at a near-tie, std / var of a constant row, in evaluate.)
     def note_discontinuities(self, n, values):
         """Sets `fragile` where a computed argument (not an input or constant, which both sides read
         exactly) lies within rounding of a jump, so that an ulp of difference between lossjit's float64
@@ -849,7 +851,7 @@ class Oracle:
         elif n.fn in ("sign", "?:", "where", "!", "&&", "||") and computed(n.args[0]):
             if bool((args[0].detach().abs() < 1e-12).any()) and n.args[0].type == "f":
                 self.fragile = True
-        elif n.fn == "%" and (computed(n.args[0]) or computed(n.args[1])):
+        elif n.fn in ("%", "floordiv") and (computed(n.args[0]) or computed(n.args[1])):
             q = (args[0] / args[1]).detach()
             if near(q, torch.round(q)):
                 self.fragile = True
