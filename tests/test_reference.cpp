@@ -235,7 +235,8 @@ TEST_CASE("every reduction along rows has a value, on rows chosen for its edges"
         {"amax", {1, 5, 5, -2}, 5}, {"amax", {1, nan, 3}, nan}, {"amin", {1, 5, -2, -2}, -2}, {"amin", {-inf, 1}, -inf},
         {"logsumexp", {0, 0}, std::log(2.0)}, {"logsumexp", {inf, 1}, inf}, {"logsumexp", {-inf, -inf}, -inf},
         {"var", {1, 2, 3, 4}, 5.0 / 3}, {"var", {2}, nan}, {"var", {1e8 + 1, 1e8 + 2, 1e8 + 3}, 1},
-        {"std", {1, 2, 3, 4}, std::sqrt(5.0 / 3)}, {"std", {5, 5, 5}, 0},
+        {"var", {}, nan}, {"var", {inf, inf}, nan}, {"var", {nan, 1}, nan},
+        {"std", {1, 2, 3, 4}, std::sqrt(5.0 / 3)}, {"std", {5, 5, 5}, 0}, {"std", {}, nan}, {"std", {7}, nan},
         {"argmax", {1, 7, 3, 7}, 1}, {"argmax", {1, nan, 9, nan}, 1}, {"argmax", {-inf, -inf}, 0},
         {"argmin", {4, 2, 2, 9}, 1}, {"argmin", {nan, -1}, 0}, {"argmin", {3}, 0},
     };
@@ -255,6 +256,24 @@ TEST_CASE("every reduction along rows has a value, on rows chosen for its edges"
     for (const auto& row : row_reduction_table()) {
         CAPTURE(row.name);
         CHECK(covered.count(std::string(row.name)) == 1);
+    }
+
+    // A row of equal values: variance exactly 0, as torch's Welford gives, however the mean of the
+    // copies rounds (0.1 seven times sums to 0.7000000000000001), and no gradient (torch's 0).
+    for (const char* name : {"var", "std"}) {
+        CAPTURE(name);
+        for (double v : {0.1, 1e8 + 1, -3.3, 1e-300}) {
+            const std::vector<double> row(7, v);
+            const TensorView x{row.data(), DType::float64, {1, 7}, {}};
+            double got = -1;
+            const Loss loss = compile(std::string(name) + "(x, -1)");
+            loss.reference_map(std::vector<TensorView>{x}, OutputView{&got, DType::float64, {1}, {}});
+            CHECK(got == 0.0);
+            const double up = 1.0;
+            const auto g = loss.reference_grad(std::vector<TensorView>{x}, std::vector<std::string>{"x"},
+                                               TensorView{&up, DType::float64, {1}, {}});
+            for (double d : g[0].values) CHECK(d == 0.0);
+        }
     }
 }
 

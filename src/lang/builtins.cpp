@@ -570,11 +570,19 @@ constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Co
      Gradient::Formula, "g * exp(x - self)"},
     // The mean detached: its path's derivative is 0 but for rounding, and where the row holds an inf
     // it would be inf - inf; torch's var_backward is 2 (x - mean) / (C - 1) alone.
-    {RowReduction::Var, "var", "variance along the last dimension, torch's default correction 1 (nan for rows of 0 or 1)",
-     "2 (e_j - mean) / (C - 1)", "sum((x - detach(mean(x, -1))) ^ 2, -1) / (C - 1)"},
+    // A row of equal (finite) values has variance 0 exactly, as torch's Welford gives, with no gradient;
+    // the mean of C copies of a value may round away from it, which would leave 1e-33 (and, through
+    // std, a gradient of 1 / sqrt(C (C - 1)) where torch has 0). Rows of 0 or 1 elements: nan.
+    {RowReduction::Var, "var", "variance along the last dimension, torch's default correction 1 (nan for rows of 0 or 1; "
+     "exactly 0 for a row of equal values)", "2 (e_j - mean) / (C - 1); 0 for a row of equal values",
+     "m = detach(mean(x, -1)); "
+     "where(C > 1 && amax(x, -1) == amin(x, -1) && !isinf(m), 0, sum((x - m) ^ 2, -1)) / max(C - 1, 0)"},
     {RowReduction::Std, "std", "standard deviation along the last dimension, sqrt of var (correction 1)",
      // 0 where the row is constant: torch's std_backward masks var == 0 (sqrt's derivative is inf there).
-     "(e_j - mean) / ((C - 1) std); 0 where std is 0", "v = sum((x - detach(mean(x, -1))) ^ 2, -1) / (C - 1); where(v == 0, 0, sqrt(v))"},
+     "(e_j - mean) / ((C - 1) std); 0 where std is 0",
+     "m = detach(mean(x, -1)); "
+     "v = where(C > 1 && amax(x, -1) == amin(x, -1) && !isinf(m), 0, sum((x - m) ^ 2, -1)) / max(C - 1, 0); "
+     "where(v == 0, 0, sqrt(v))"},
     {RowReduction::ArgMax, "argmax", "the first column of the row's largest element (a nan counts as largest; nan for "
      "an empty row), as a number: mean(argmax(x, -1) == y) is accuracy", "none (an index)", {},
      "lj::ArgExtremeAcc<Value, true>", "{0}.value()", kArgExtremeAcc, row_arg_extreme<true>, Gradient::None, {}, true},

@@ -792,9 +792,9 @@ class Oracle:
                 x = values[id(n.args[0])].expand(self.S)
                 v = ROW_REDUCTIONS[n.fn](x)
                 if n.fn in ("std", "var") and leaves is self.leaves and self.constant_row(x):
-                    # On a row of equal values torch's var is exactly 0 (and std's 0/0 derivative
-                    # masked); lossjit's is 0 only if the row's mean rounds back to its values, else
-                    # within rounding of 0 (1e-33), and std's derivative is then finite.
+                    # lossjit's var of a row of equal values is exactly 0, with no gradient (std's
+                    # 0/0 masked); torch's is exactly 0 over an expanded row but may be 1e-33 over a
+                    # contiguous copy (its vectorised Welford), and std's derivative then is not 0.
                     self.fragile = True
                 if n.fn in ("amax", "amin") and leaves is self.leaves and n.args[0].kind != "input" \
                         and self.near_tie(x, v):
@@ -872,13 +872,11 @@ class Oracle:
 
     @staticmethod
     def constant_row(x):
-        """Whether some row of x (rows: the last dimension, of 2 or more) has all its values within
-        rounding of each other."""
+        """Whether some row of x (rows: the last dimension, of 2 or more) holds one value alone."""
         if x.shape[-1] < 2:
             return False
         x = x.detach()
-        spread = x.max(-1).values - x.min(-1).values
-        return bool((spread <= 1e-12 * x.abs().max(-1).values.clamp(min=1e-300)).any())
+        return bool((x.max(-1).values == x.min(-1).values).any())
 
     @staticmethod
     def near_tie(x, extreme):
