@@ -262,7 +262,7 @@ struct Loss::State {
 
     // The caller's views, before anything touches the device.
     Call validate(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
-                       const OutputView* result, std::span<const OutputView> grads) const {
+                  const OutputView* result, std::span<const OutputView> grads) const {
         const ir::Program& prog = *what.program;
         check_views(*what.operands, inputs);
         check_indices(prog, inputs);
