@@ -164,6 +164,8 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
 // A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
+// The same from the program's layout, already planned (plan_program_layout(program, inputs, nullptr)).
+Shape program_output_shape(const ir::Program& program, const Layout& layout);
 
 // How a gradient computation walks memory. `read` walks the inputs as given and, for a map, the
 // upstream gradient as one more operand after them (it must have the broadcast shape; zero strides

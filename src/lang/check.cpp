@@ -17,10 +17,9 @@ namespace {
 
 constexpr std::string_view kParamKeyword = "param";
 
-std::optional<ir::Reduction> find_reduction(std::string_view name) { return find_whole_reduction(name); }
 
 bool is_function_name(std::string_view name) {
-    return find_function(name) || find_reduction(name) || find_row_reduction(name);
+    return find_function(name) || find_whole_reduction(name) || find_row_reduction(name);
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -87,7 +86,7 @@ public:
 
         const ast::Expr& body = *source_.body;
         if (body.kind == ast::ExprKind::Call && body.args.size() == 1) {
-            if (const auto reduction = find_reduction(body.text)) {  // the whole body reduces once
+            if (const auto reduction = find_whole_reduction(body.text)) {  // the whole body reduces once
                 out_.reduction = *reduction;
                 ++inside_reduction_;
                 out_.body = lower(*body.args[0]);
@@ -297,7 +296,7 @@ private:
     // sum(e, -1), logsumexp(e, -1), ...: along the last dimension. sum(e), mean(e), batchmean(e)
     // below the top of the body: a Total (the body is then a scalar expression of reductions).
     std::optional<int> lower_reduction(const ast::Expr& e) {
-        const auto whole = find_reduction(e.text);
+        const auto whole = find_whole_reduction(e.text);
         const auto row = find_row_reduction(e.text);
         if (!whole && !row) return std::nullopt;
         const std::size_t given = e.args.size();

@@ -312,7 +312,11 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
 
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs) {
     if (!program.by_rows()) return broadcast_shapes(inputs);
-    const Layout layout = plan_program_layout(program, inputs, nullptr);
+    return program_output_shape(program, plan_program_layout(program, inputs, nullptr));
+}
+
+Shape program_output_shape(const ir::Program& program, const Layout& layout) {
+    if (!program.by_rows()) return layout.shape;
     if (!per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)]) return layout.shape;
     Shape rows = layout.shape;
     if (!rows.empty()) rows.pop_back();

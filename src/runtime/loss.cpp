@@ -423,9 +423,8 @@ struct Loss::State {
     // A map that reduces along rows is differentiated as sum(U * body) (differentiate()): its
     // upstream gradient U, checked against the map's output shape, becomes that program's last
     // input in the layout's shape (a per-row output's [..., N] as [..., N, 1]).
-    TensorView upstream_as_input(const TensorView& upstream, std::span<const TensorView> inputs,
-                                 const Layout& value_layout) const {
-        const Shape output = program_output_shape(program, operand_shapes(program.inputs, inputs));
+    TensorView upstream_as_input(const TensorView& upstream, const Layout& value_layout) const {
+        const Shape output = program_output_shape(program, value_layout);  // no second layout plan per call
         if (upstream.shape.to_vector() != output)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream.shape, ", "), fmt::join(output, ", ")));
@@ -457,7 +456,7 @@ struct Loss::State {
         std::vector<TensorView> with_upstream;
         if (upstream_tensor && differentiates_as_weighted_sum(program)) {
             with_upstream.assign(inputs.begin(), inputs.end());
-            with_upstream.push_back(upstream_as_input(*upstream_tensor, inputs, value_layout));
+            with_upstream.push_back(upstream_as_input(*upstream_tensor, value_layout));
             inputs = with_upstream;
             upstream_tensor = nullptr;  // an input of the weighted sum now; its scale is 1
             upstream = Upstream(1.0f);
@@ -733,7 +732,7 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     if (host_upstream && differentiates_as_weighted_sum(program)) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
         with_upstream.assign(host_inputs.begin(), host_inputs.end());
-        with_upstream.push_back(upstream_as_input(*host_upstream, host_inputs, value_layout));
+        with_upstream.push_back(upstream_as_input(*host_upstream, value_layout));
         host_inputs = with_upstream;
         host_upstream = nullptr;  // an input of the weighted sum now; its scale is 1
         upstream = 1.0;
@@ -832,9 +831,9 @@ Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> 
     if (differentiated.is_map()) {  // the upstream gradient, in the output's dtype as torch passes it
         operands.push_back(TensorView::contiguous(nullptr, shape, default_output_dtype(program, inputs)));
     } else if (differentiates_as_weighted_sum(program)) {  // the same, as the weighted sum's last input
-        const TensorView upstream = TensorView::contiguous(
-            nullptr, program_output_shape(program, operand_shapes(program.inputs, inputs)), default_output_dtype(program, inputs));
-        operands.push_back(upstream_as_input(upstream, inputs, value_layout));
+        const TensorView upstream = TensorView::contiguous(nullptr, program_output_shape(program, value_layout),
+                                                           default_output_dtype(program, inputs));
+        operands.push_back(upstream_as_input(upstream, value_layout));
     }
     const Layout layout = layout_for(differentiated, operands, &gradients);
     const KernelSpec spec = spec_for(differentiated, layout, CallViews{operands, &gradients, DType::float32, {}}, false);
