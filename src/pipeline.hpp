@@ -128,10 +128,12 @@ struct Layout {
     std::vector<std::int64_t> dims;   // collapsed extents, outermost first, 1 <= rank <= kMaxRank
     std::vector<OperandAccess> inputs;
     OperandAccess output;             // maps only
-    // Programs that reduce along rows (plan_row_layout): dims.back() is the row length (the last
-    // dimension of `shape`, or 1), the dims before it enumerate `rows` rows.
+    // Programs that reduce along rows (plan_row_layout): dims.back() is the row length (the extent
+    // of the dimensions reduced, `row_dims` of `shape`, merged; or 1), the dims before it enumerate
+    // `rows` rows, the kept dimensions in their order.
     bool by_rows = false;
     std::int64_t rows = 0;
+    std::vector<std::size_t> row_dims;  // the dimensions of `shape` a row runs along, sorted
 };
 
 // Broadcast the inputs (NumPy rules: align trailing dimensions; size 1 stretches), check the
@@ -149,13 +151,22 @@ int walked_outer_prefix(const OperandAccess& access, std::size_t outer);
 // gradient is then a sum over rows that lie together. Layout::shape does not change.
 Layout walked_dims_first(Layout layout, std::size_t operand);
 
-// The layout of a program that reduces along rows: the last dimension of the broadcast shape stays
-// apart (it is the row), the others merge as in plan_layout. Inputs marked in `index` hold one
-// integer per row: they broadcast as if they had one more dimension, of extent 1, at the end. A
-// map's `output` has the full shape, or, when `output_per_row`, the rows' shape (or that with a
-// trailing 1); its last stride is then 0.
+// The layout of a program that reduces along rows: the dimensions `row_dims` (as written in the
+// program, negative from the end; empty: {-1}) of the broadcast shape are the row, walked last and
+// merged into one (UnsupportedError where some operand's strides do not allow it); the others
+// enumerate the rows and merge as in plan_layout. Inputs marked in `index` hold one integer per row:
+// they broadcast as if they had one more dimension, of extent 1, where the row is. A map's `output`
+// has the full shape, or, when `output_per_row`, the rows' shape (torch's keepdim=False) or that
+// with the row's dimensions kept as 1.
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
-                       bool output_per_row);
+                       bool output_per_row, std::span<const int> row_dims = {});
+// `written` (a program's row_dims) as sorted positions in a shape of `rank` dimensions
+// (UsageError where one is out of range or two name the same); `shape` is for the message.
+std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape);
+// A row layout's shape without its row dimensions (what one value per row has, keepdim=False),
+// and with them as extent 1 (keepdim=True).
+Shape rows_shape(const Layout& layout);
+Shape keepdim_shape(const Layout& layout);
 
 // The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
 // by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
@@ -181,7 +192,7 @@ GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const 
 
 // ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
 // Which inputs hold one value per row in this layout: indices, and inputs of extent 1 along the
-// last dimension (by shape: an expanded view with stride 0 along the row is still per element),
+// dimensions of the row (by shape: an expanded view with stride 0 along the row is still per element),
 // every input where the rows are one element long. Empty for a layout that is not by rows.
 std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout);
 // Which nodes hold one value per row: row reductions, takes, and what is computed from them, from

@@ -6,13 +6,14 @@
 extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
 lossjit_kernel({{PARAMETER_LIST}})
 {
-    using Team = lj::Team<{{BLOCK_THREADS}}, {{TEAM}}>;
+    using Team = {{TEAM}};
     const RowProgram program{ {{PARAMETER_VALUES}} };
     double totals[RowProgram::kTotals] = {};
     const long long columns = extents.dims[{{RANK}} - 1];
     long long rows = 1;
 #pragma unroll
     for (int d = 0; d < {{RANK}} - 1; ++d) rows *= extents.dims[d];
-    for (long long row = Team::first_row(); row < rows; row += Team::row_step())
-        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, columns, totals, out, {{GRADS}});
+    lj::for_each_row<Team>(rows, columns, [&](long long row, long long C, bool active) {
+        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, C, active, totals, out, {{GRADS}});
+    });
 {{FINISH}}}

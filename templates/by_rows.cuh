@@ -21,6 +21,7 @@ __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_x
 template <int BLOCK, int TEAM>
 struct Team {
     static_assert(TEAM == 32 || TEAM == BLOCK, "a team is a warp or the whole block");
+    static constexpr bool kSideBySide = false;
     static constexpr int kTeam = TEAM;
     static constexpr int kPerBlock = BLOCK / TEAM;
     __device__ __forceinline__ static int lane() { return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x; }
@@ -46,6 +47,54 @@ struct Team {
         return a;
     }
 };
+
+// Strided rows that lie side by side (a reduction over an outer dimension: sum(x, 0) of a
+// contiguous [R, C], mean(x, 1) of [B, C, H, W]): the block takes BLOCK / TEAM neighbouring rows,
+// thread t row t % (BLOCK / TEAM), and the TEAM threads of a row share its length, so that every
+// load of a warp reads 32 neighbouring elements and the block's loads at one column are one run of
+// BLOCK / TEAM elements. The block steps through its rows together (kSideBySide: the kernel's loop
+// keeps lanes past the last row in step, inactive, for the barriers of all_reduce).
+template <int BLOCK, int TEAM>
+struct SideTeam {
+    static_assert(BLOCK % TEAM == 0 && (BLOCK / TEAM) % 32 == 0, "whole warps of neighbouring rows");
+    static constexpr bool kSideBySide = true;
+    static constexpr int kTeam = TEAM;              // threads per row
+    static constexpr int kPerBlock = BLOCK / TEAM;  // rows per block
+    __device__ __forceinline__ static int lane() { return (int)(threadIdx.x / kPerBlock); }
+    __device__ __forceinline__ static int row_in_block() { return (int)(threadIdx.x % kPerBlock); }
+
+    // Every thread of a row's team gets the combination of the team's accumulators, in lane order.
+    template <class Acc>
+    __device__ __forceinline__ static Acc all_reduce(Acc a) {
+        if constexpr (TEAM > 1) {
+            __shared__ Acc parts[TEAM][kPerBlock];
+            __syncthreads();  // the previous use of `parts` is over
+            parts[lane()][row_in_block()] = a;
+            __syncthreads();
+            a = parts[0][row_in_block()];
+#pragma unroll
+            for (int w = 1; w < TEAM; ++w) a.combine(parts[w][row_in_block()]);
+        }
+        return a;
+    }
+};
+
+// Each row of the team's: body(row, C, active). A side-by-side block takes its rows together; a
+// thread past the last row walks nothing (C = 0) at an address in range and stores nothing (active
+// false), but stays for the barriers of all_reduce.
+template <class Team, class Body>
+__device__ __forceinline__ void for_each_row(long long rows, long long columns, const Body& body) {
+    if constexpr (Team::kSideBySide) {
+        for (long long first = (long long)blockIdx.x * Team::kPerBlock; first < rows;
+             first += (long long)gridDim.x * Team::kPerBlock) {
+            const long long row = first + Team::row_in_block();
+            const bool active = row < rows;
+            body(active ? row : rows - 1, active ? columns : 0, active);
+        }
+    } else {
+        for (long long row = Team::first_row(); row < rows; row += Team::row_step()) body(row, columns, true);
+    }
+}
 
 // The end of a program's whole-tensor reductions: each block's partial sum of each total, then the
 // last block adds them in block order, scales them, computes the final value (Final, from the

@@ -360,6 +360,9 @@ TEST_CASE("golden: the kernel of every kind, for the layouts that choose between
         {"masked_mse", "masked_mse.loss", {{"p", big}, {"t", big}, {"m", big, DType::boolean}}, {"p"}},
         {"log_softmax map", "x - logsumexp(x, -1)", {{"x", {8192, 1000}}}},
         {"per-row map", "logsumexp(x, -1) - x[y]", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}},
+        // along another dimension: strided rows side by side, 32 to a block; its gradient
+        {"rms norm dim 1", "x / sqrt(mean(x^2, 1) + 1e-5)", {{"x", {16, 64, 4096}}}},
+        {"cross_entropy dim 1 grad", "mean(logsumexp(x, 1) - x[y])", {{"x", {16, 100, 4096}}, {"y", {16, 4096}, DType::int64}}, {"x"}},
     };
     std::string manifest;
     for (const auto& c : cases) {

@@ -245,3 +245,95 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("gpu") {
+
+// Reductions along other dimensions: strided rows taken side by side where many lie so, a warp or
+// the block on one strided row where few do; maps (per element, per row), reductions, their
+// fused gradients and a map's backward, against the CPU reference.
+TEST_CASE("row programs along other dimensions match the reference, in every team" * doctest::skip(!have_gpu())) {
+    struct Case {
+        const char* program;
+        const char* shape;
+        bool indexed;  // y: the class along dimension 1 ([N, D] for x [N, C, D])
+    };
+    const Case cases[] = {
+        {"sum(x, 0)", "64x40000", false},                                   // side by side, 8 threads a row
+        {"mean(x, 1)", "3x8x100000", false},                                // side by side, a thread a row
+        {"sum(x, 0)", "3000x37", false},                                    // 37 rows: a warp per strided row
+        {"amax(x, 0) - amin(x, 0)", "20000x5", false},                      // the block per strided row
+        {"amax(x, 0) - amin(x, 0)", "5x4300", false},                       // side by side, the last block part full
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", "4x64x8192", false},              // RMS norm over the features
+        {"x - logsumexp(x, 1)", "2x33x9001", false},                        // log_softmax along the classes
+        {"m = mean(x, (2, 3)); (x - m) / sqrt(mean((x - m)^2, (2, 3)) + 1e-5)", "4x6x33x65", false},
+        {"argmax(x, 1)", "4x300x5000", false},
+        {"mean(logsumexp(x, 1) - x[y])", "8x50x4096", true},                 // K-dimensional cross-entropy
+        {"logsumexp(x, 1) - x[y]", "8x50x4096", true},                       // the same, reduction='none'
+        {"mean(var(x, 0) * amax(x, 0))", "40x30000", false},
+    };
+    for (const auto& c : cases) {
+        for (DType dtype : {DType::float32, DType::bfloat16}) {
+            CAPTURE(c.program);
+            CAPTURE(c.shape);
+            CAPTURE(to_string(dtype));
+            const Typed x(std::string(c.shape) + ":normal", dtype, 41);
+            const Shape& shape = x.host.shape;
+            const std::string rows = std::to_string(shape[0]) + "x" + std::to_string(shape.size() > 2 ? shape[2] : 1);
+            const Typed y(rows + ":integers[0," + std::to_string(shape[1] - 1) + "]", DType::int64, 42);
+            Options options;
+            options.inputs = c.indexed ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+            auto loss = compile(c.program, options);
+            std::vector<TensorView> views{x.view()}, host{x.host.view()};
+            if (c.indexed) {
+                views.push_back(y.view());
+                host.push_back(y.host.view());
+            }
+            const bool float32 = dtype == DType::float32;
+            const std::vector<std::string> wrt{"x"};
+            HostTensor grad_host(shape, dtype);
+            DeviceBuffer grad(grad_host.bytes.size());
+            const std::vector<OutputView> grads{OutputView{grad.data(), dtype, shape, {}}};
+            std::vector<ReferenceGradient> expected_grad;
+            if (loss.kind() == Kind::Map) {
+                const Shape out_shape = loss.output_shape(host);
+                HostTensor got(out_shape, DType::float64), want(out_shape, DType::float64);
+                DeviceBuffer out(got.bytes.size());
+                loss.map(views, OutputView{out.data(), DType::float64, out_shape, {}});
+                loss.reference_map(host, OutputView{want.bytes.data(), DType::float64, out_shape, {}});
+                synchronize();
+                out.download(got.bytes.data(), got.bytes.size());
+                double largest = 0, worst = 0;
+                for (std::int64_t i = 0; i < want.numel(); ++i) {
+                    largest = std::max(largest, std::fabs(want.at(i)));
+                    worst = std::max(worst, std::fabs(got.at(i) - want.at(i)));
+                }
+                CHECK(worst <= (float32 ? 2e-6 : 8e-3) * largest);
+                if (std::string(c.program).find("argmax") != std::string::npos) continue;  // no gradient
+                std::string up_spec;
+                for (std::size_t d = 0; d < out_shape.size(); ++d) up_spec += (d ? "x" : "") + std::to_string(out_shape[d]);
+                const Typed up(up_spec + ":normal", dtype, 43);
+                loss.grad(views, wrt, grads, up.view());
+                expected_grad = loss.reference_grad(host, wrt, up.host.view());
+            } else {
+                DeviceBuffer value(sizeof(float));
+                loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
+                synchronize();
+                float v = 0;
+                value.download(&v, sizeof v);
+                const double want = loss.reference(host);
+                CHECK(rel_error(v, want) < (float32 ? 2e-6 : 2e-3));
+                CHECK(rel_error(loss(views), want) < (float32 ? 2e-6 : 2e-3));
+                expected_grad = loss.reference_grad(host, wrt);
+            }
+            synchronize();
+            grad.download(grad_host.bytes.data(), grad_host.bytes.size());
+            double largest = 0, worst = 0;
+            for (double r : expected_grad[0].values) largest = std::max(largest, std::fabs(r));
+            for (std::int64_t i = 0; i < grad_host.numel(); ++i)
+                worst = std::max(worst, std::fabs(grad_host.at(i) - expected_grad[0].values[static_cast<std::size_t>(i)]));
+            CHECK(worst <= (float32 ? 1e-5 : 8e-3) * largest);
+        }
+    }
+}
+
+}  // TEST_SUITE

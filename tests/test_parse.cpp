@@ -68,6 +68,10 @@ TEST_CASE("precedence and associativity") {
         {"max(a, b, c)", "(max a b c)"},
         {"f()", "(f)"},
         {"mean((p - t)^2)", "(mean (^ (- p t) 2))"},
+        {"sum(x, (0, 2))", "(sum x (() 0 2))"},             // a tuple: a reduction's dimensions
+        {"sum(x, (1, -1))", "(sum x (() 1 (- 1)))"},
+        {"((x))", "x"},                                      // grouping alone makes no node
+        {"(a, (b))", "(() a b)"},
         {"  x  # trailing comment", "x"},
         {"x;", "x"},
     };
@@ -133,6 +137,8 @@ TEST_CASE("syntax errors: message, line, column and caret") {
         {"d = p - t\nmean(d)", 2, 1, "expected ';' after the definition"},
         {"mean(x) y", 1, 9, "expected an operator or the end of the program, but found 'y'"},
         {"", 1, 1, "expected an expression"},
+        {"sum(x, (0, ))", 1, 12, "expected an expression, but found ')'"},
+        {"sum(x, (0, 1)", 1, 14, "expected ')', but found the end of the program"},
         {"param = 1; x", 1, 7, "expected a parameter name after 'param'"},
         {"param b 1; x", 1, 9, "expected '=' after the parameter name"},
         {"param b = x; x", 1, 11, "expected a number as the parameter's default"},

@@ -75,8 +75,9 @@ std::string KernelSpec::signature() const {
     }
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
     if (loop == Loop::ByRow)
-        return fmt::format("by row, rank {}, {} threads per row, inner strides [{}], vector {}, unroll {}, {} threads/block{}",
-                           rank, team, fmt::join(inner_strides, " "), vector_width, unroll, block_threads, knobs);
+        return fmt::format("by row, rank {}, {} threads per row{}, inner strides [{}], vector {}, unroll {}, {} threads/block{}",
+                           rank, team, side_by_side ? fmt::format(" ({} rows side by side)", block_threads / team) : std::string(), fmt::join(inner_strides, " "),
+                           vector_width, unroll, block_threads, knobs);
     const std::string same_text =
         same_every_row.empty() ? "" : fmt::format(", same every row [{}]", fmt::join(same_every_row, " "));
     if (loop == Loop::Columns)

@@ -52,7 +52,7 @@ struct KernelSpec {
         Rows,     // every operand walks the innermost dim with stride 1 or 0: tiles, wide loads
         Strided,  // anything else: coordinates per element
         Columns,  // gradients summed over rows (a broadcast row vector's): chunks of rows, column strips
-        ByRow,    // programs that reduce along rows: a team (a warp, or the block) per row (kinds/by_rows.cpp)
+        ByRow,    // programs that reduce along rows: a team (a warp, the block, or side by side) per row (kinds/by_rows.cpp)
     };
     Loop loop = Loop::Rows;
     int rank = 1;
@@ -65,7 +65,9 @@ struct KernelSpec {
     // each block to the same columns (plan_grid), the columns loop once per strip. Empty where no input
     // repeats.
     std::vector<int> same_every_row;
-    int team = 32;                   // ByRow: threads per row, a warp (32) or the block (block_threads)
+    int team = 32;                   // ByRow: threads per row: a warp (32) or the block (block_threads),
+                                     // or 1 to block_threads / 32 where the rows lie side by side
+    bool side_by_side = false;       // ByRow: a block takes block_threads / team neighbouring strided rows (lj::SideTeam)
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
     int min_blocks_per_sm = 1;

@@ -171,6 +171,7 @@ public:
         out_.reduction = program.reduction;
         out_.inputs = program.inputs;
         out_.params = program.params;
+        out_.row_dims = program.row_dims;
         const auto index = program.index_inputs();
         input_per_row_.resize(program.inputs.size(), false);
         for (std::size_t k = 0; k < index.size(); ++k) input_per_row_[k] = input_per_row_[k] || index[k];
@@ -323,6 +324,7 @@ private:
         factor->reduction = ir::Reduction::Composite;
         factor->inputs = out_.inputs;
         factor->params = out_.params;
+        factor->row_dims = out_.row_dims;
         factor->bindings = out_.bindings;
         factor->nodes = out_.nodes;
         factor->body = *factor_;
@@ -452,6 +454,7 @@ private:
                 break;
             }
             case ast::ExprKind::Index: break;  // no formula indexes
+            case ast::ExprKind::Tuple: break;
             case ast::ExprKind::Unary:
                 if (e.text == "+") return build(*e.args[0], at);
                 [[fallthrough]];

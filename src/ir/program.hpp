@@ -19,8 +19,8 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 
 // Constant, Input, Param, Binding: leaves (a Binding stands for its bound value). Apply: a builtin
 // of the language table, pointwise. The rest reduce:
-// - RowReduce: args[0] reduced along the last dimension (slot: the RowReduction); one value per
-//   row, broadcast back along it.
+// - RowReduce: args[0] reduced along the program's row dimensions (Program::row_dims; slot: the
+//   RowReduction); one value per row, broadcast back along it.
 // - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row.
 // - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
 //   only in a Composite body, a scalar.
@@ -75,6 +75,10 @@ struct Program {
     std::vector<BindingDef> bindings;
     std::vector<Node> nodes;
     int body = -1;
+    // The dimensions every RowReduce and Take of the program goes along, as written (sorted; negative
+    // from the end): a "row" is the elements that differ only in these, resolved against the
+    // inputs' rank by the layout (plan_row_layout). Empty: the last dimension, {-1}.
+    std::vector<int> row_dims;
     std::vector<Derivative> derivatives;  // empty unless differentiated; further roots beside body
     // A differentiated Composite program: `derivatives` are those of the one whole-tensor reduction
     // that depends on the inputs differentiated (gradient_total: its index in row_totals), and the
@@ -86,13 +90,14 @@ struct Program {
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }
     // Reduces along rows (RowReduce, Take) or is Composite: the kernel walks row by row
-    // (kinds/by_rows_emit.cpp), and the layout keeps the last dimension apart (plan_row_layout).
+    // (kinds/by_rows_emit.cpp), and the layout walks the row dimensions last (plan_row_layout).
     bool by_rows() const {
         if (reduction == Reduction::Composite) return true;
         for (const auto& n : nodes)  // a Total too: even in a binding the body never uses
             if (n.kind == NodeKind::RowReduce || n.kind == NodeKind::Take || n.kind == NodeKind::Total) return true;
         return false;
     }
+    std::vector<int> reduced_dims() const { return row_dims.empty() ? std::vector<int>{-1} : row_dims; }
     // Input slots used as an index (`x[y]`): integers, one per row (shape: the rows' shape).
     std::vector<bool> index_inputs() const {
         std::vector<bool> index(inputs.size(), false);

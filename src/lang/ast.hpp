@@ -14,7 +14,8 @@ struct Pos {
     int column = 1;
 };
 
-enum class ExprKind { Number, Name, Call, Unary, Binary, Conditional, Index };  // Index: x[y], args {x, y}
+// Index: x[y], args {x, y}. Tuple: (a, b, ...), two or more; only a reduction's dimensions.
+enum class ExprKind { Number, Name, Call, Unary, Binary, Conditional, Index, Tuple };
 
 struct Expr {
     ExprKind kind;

@@ -554,9 +554,9 @@ double row_arg_extreme(std::span<const double> row) {
 }
 
 constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Count_)> kRowReductions{{
-    {RowReduction::Sum, "sum", "sum along the last dimension (0 for an empty row)", "1", {}, "lj::SumAcc",
+    {RowReduction::Sum, "sum", "sum along the row (0 for an empty row)", "1", {}, "lj::SumAcc",
      "(Value){0}.s", kSumAcc, row_sum, Gradient::Formula, "g"},
-    {RowReduction::Mean, "mean", "mean along the last dimension (nan for an empty row)", "1 / C", {}, "lj::SumAcc",
+    {RowReduction::Mean, "mean", "mean along the row (nan for an empty row)", "1 / C", {}, "lj::SumAcc",
      "(Value)({0}.s / (double)C)", kSumAcc, row_mean, Gradient::Formula, "g / C"},  // 0 / 0: nan, as torch
     {RowReduction::Max, "amax", "largest element of the row (torch.amax); nan if any is nan, -inf for an empty row",
      "shared evenly among the elements equal to the result (torch.amax)", {}, "lj::ExtremeAcc<Value, true>", "{0}.m",
@@ -573,11 +573,11 @@ constexpr std::array<RowReductionInfo, static_cast<std::size_t>(RowReduction::Co
     // A row of equal (finite) values has variance 0 exactly, as torch's Welford gives, with no gradient;
     // the mean of C copies of a value may round away from it, which would leave 1e-33 (and, through
     // std, a gradient of 1 / sqrt(C (C - 1)) where torch has 0). Rows of 0 or 1 elements: nan.
-    {RowReduction::Var, "var", "variance along the last dimension, torch's default correction 1 (nan for rows of 0 or 1; "
+    {RowReduction::Var, "var", "variance along the row, torch's default correction 1 (nan for rows of 0 or 1; "
      "exactly 0 for a row of equal values)", "2 (e_j - mean) / (C - 1); 0 for a row of equal values",
      "m = detach(mean(x, -1)); "
      "where(C > 1 && amax(x, -1) == amin(x, -1) && !isinf(m), 0, sum((x - m) ^ 2, -1)) / max(C - 1, 0)"},
-    {RowReduction::Std, "std", "standard deviation along the last dimension, sqrt of var (correction 1)",
+    {RowReduction::Std, "std", "standard deviation along the row, sqrt of var (correction 1)",
      // 0 where the row is constant: torch's std_backward masks var == 0 (sqrt's derivative is inf there).
      "(e_j - mean) / ((C - 1) std); 0 where std is 0",
      "m = detach(mean(x, -1)); "

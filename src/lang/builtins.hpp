@@ -115,7 +115,7 @@ struct WholeReductionInfo {
 std::span<const WholeReductionInfo> whole_reduction_table();
 std::optional<ir::Reduction> find_whole_reduction(std::string_view name);
 
-// Reductions along the last dimension inside an expression: `sum(e, -1)`, `logsumexp(x, -1)`. The
+// Reductions along rows inside an expression: `sum(e, -1)`, `logsumexp(x, 1)`. The
 // result is one value per row, broadcast back along the row wherever it meets per-element values.
 // Not rows of kTable: they are not pointwise, so the checker, the emitters and the reference treat
 // them as their own node kind (ir::NodeKind::RowReduce); this table (kRowReductions) is every fact

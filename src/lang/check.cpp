@@ -6,16 +6,19 @@
 #include <map>
 #include <numbers>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
+#include "lossjit/tensor.hpp"
 #include "pipeline.hpp"
 
 namespace lossjit {
 namespace {
 
 constexpr std::string_view kParamKeyword = "param";
+constexpr int kMaxUserRank = static_cast<int>(kMaxViewRank);  // a dimension names one of a view's
 
 
 bool is_function_name(std::string_view name) {
@@ -92,12 +95,14 @@ public:
                 out_.body = lower(*body.args[0]);
                 --inside_reduction_;
                 check_levels();
+                check_takes();
                 check_caller_params_read();
                 return std::move(out_);
             }
         }
         out_.body = lower(body);
         check_levels();
+        check_takes();
         const ir::Node& top = out_.node(out_.body);
         if (top.kind == ir::NodeKind::Total) {  // `+mean(e)`: the same program as `mean(e)`
             out_.reduction = static_cast<ir::Reduction>(top.slot);
@@ -234,6 +239,8 @@ private:
                 return apply(*fn, {lhs, rhs}, e.pos);
             }
             case ast::ExprKind::Index: return lower_index(e);
+            case ast::ExprKind::Tuple:
+                fail(e.pos, "a tuple '(a, b)' is only the dimensions of a reduction, as in sum(x, (0, 2))");
             case ast::ExprKind::Conditional: {
                 const int c = lower(*e.args[0]);
                 const int a = lower(*e.args[1]);
@@ -293,8 +300,9 @@ private:
         return add(n);
     }
 
-    // sum(e, -1), logsumexp(e, -1), ...: along the last dimension. sum(e), mean(e), batchmean(e)
-    // below the top of the body: a Total (the body is then a scalar expression of reductions).
+    // sum(e, -1), logsumexp(e, (2, 3)), ...: along rows (the program's row dimensions). sum(e),
+    // mean(e), batchmean(e) below the top of the body: a Total (the body is then a scalar
+    // expression of reductions).
     std::optional<int> lower_reduction(const ast::Expr& e) {
         const auto whole = find_whole_reduction(e.text);
         const auto row = find_row_reduction(e.text);
@@ -306,12 +314,16 @@ private:
             return reduction_node(ir::NodeKind::Total, static_cast<int>(*whole), e);
         }
         if (given == 2 && row) {
-            const ir::Node& d = out_.node(lower(*e.args[1]));
-            if (d.kind != ir::NodeKind::Constant || d.value != -1.0)
-                fail(e.args[1]->pos, fmt::format("the dimension of '{}' must be -1: lossjit reduces inside an "
-                                                 "expression along the last dimension only", e.text));
+            // A definition's own reductions (var's mean(x, -1)) go along the call's dimensions.
+            const std::vector<int> dims = formula_ ? definition_dims_ : reduced_dims(*e.args[1], e.text);
+            note_row_dims(dims, e.args[1]->pos);
             const RowReductionInfo& info = row_reduction_info(*row);
-            if (!info.definition.empty()) return expand_definition(info, e);
+            if (!info.definition.empty()) {
+                const auto outer = std::exchange(definition_dims_, dims);
+                const int value = expand_definition(info, e);
+                definition_dims_ = outer;
+                return value;
+            }
             return reduction_node(ir::NodeKind::RowReduce, static_cast<int>(*row), e);
         }
         if (whole && row)
@@ -321,6 +333,59 @@ private:
             fail(e.pos, fmt::format("'{}' takes 1 argument, but {} were given", e.text, given));
         fail(e.pos, fmt::format("'{}' takes 2 arguments, the expression and the dimension ({}(x, -1)), but {} {} given",
                                 e.text, e.text, given, given == 1 ? "was" : "were"));
+    }
+
+    // x[y] picks one element along one dimension: the program's row dimension.
+    void check_takes() const {
+        if (out_.row_dims.size() <= 1) return;
+        for (const auto& n : out_.nodes)
+            if (n.kind == ir::NodeKind::Take)
+                fail(n.pos, fmt::format("x[y] takes along one dimension, but the program's reductions go along ({})",
+                                        fmt::join(out_.row_dims, ", ")));
+    }
+
+    // The dimensions of sum(x, d) / sum(x, (d1, d2, ...)): integer constants, each once, sorted.
+    std::vector<int> reduced_dims(const ast::Expr& e, const std::string& function) {
+        std::vector<const ast::Expr*> written;
+        if (e.kind == ast::ExprKind::Tuple) {
+            for (const auto& a : e.args) written.push_back(a.get());
+        } else {
+            written.push_back(&e);
+        }
+        std::vector<int> dims;
+        for (const ast::Expr* d : written) {
+            if (d->kind == ast::ExprKind::Tuple) fail(d->pos, "a dimension must be an integer, not a tuple");
+            const ir::Node& n = out_.node(lower(*d));
+            const bool integer = n.kind == ir::NodeKind::Constant && n.value == std::trunc(n.value) &&
+                                 std::abs(n.value) <= static_cast<double>(kMaxUserRank);
+            if (!integer)
+                fail(d->pos, fmt::format("the dimension of '{}' must be an integer constant from -{} to {} ({}(x, -1): "
+                                         "along the last; ({}(x, (0, 2)): along several)",
+                                         function, kMaxUserRank, kMaxUserRank - 1, function, function));
+            const int value = static_cast<int>(n.value);
+            if (std::find(dims.begin(), dims.end(), value) != dims.end())
+                fail(d->pos, fmt::format("dimension {} is named twice", value));
+            dims.push_back(value);
+        }
+        std::sort(dims.begin(), dims.end());
+        return dims;
+    }
+
+    // Every row reduction and take of a program goes along the same dimensions (one kernel walks
+    // one kind of row): the first one written sets them.
+    void note_row_dims(const std::vector<int>& dims, ast::Pos pos) {
+        if (out_.row_dims.empty()) {
+            out_.row_dims = dims;
+            row_dims_pos_ = pos;
+            return;
+        }
+        if (dims == out_.row_dims) return;
+        auto spell = [](const std::vector<int>& d) {
+            return d.size() == 1 ? std::to_string(d[0]) : fmt::format("({})", fmt::join(d, ", "));
+        };
+        fail(pos, fmt::format("this reduction goes along {}, but the one at {}:{} along {}: the reductions inside "
+                              "one program go along the same dimensions, written alike",
+                              spell(dims), row_dims_pos_.line, row_dims_pos_.column, spell(out_.row_dims)));
     }
 
     // A reduction the table defines in the language (var, std): its definition over x (the call's
@@ -476,6 +541,8 @@ private:
     std::vector<int> depths_;  // parallel to out_.nodes
     // While a table definition is lowered: what its names (x, C, its own) stand for.
     std::optional<std::map<std::string, int>> formula_;
+    std::vector<int> definition_dims_;  // while expanding a definition: its call's dimensions
+    ast::Pos row_dims_pos_;             // where the program's row dimensions were first written
     std::vector<Level> levels_;  // parallel to out_.nodes, after check_levels
     int inside_reduction_ = 0;   // how many reductions (of any kind) the node being lowered is inside
     std::map<std::string, int> binding_slots_;

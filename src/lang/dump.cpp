@@ -20,6 +20,7 @@ void dump_expr(const ast::Expr& e, int depth, std::string& out) {
         case ast::ExprKind::Binary: kind = "binary"; break;
         case ast::ExprKind::Conditional: kind = "conditional"; break;
         case ast::ExprKind::Index: kind = "index"; break;
+        case ast::ExprKind::Tuple: kind = "tuple"; break;
     }
     out += fmt::format("{} {} @{}:{}\n", kind, e.text, e.pos.line, e.pos.column);
     for (const auto& a : e.args) dump_expr(*a, depth + 1, out);
@@ -127,7 +128,7 @@ std::string dump_language() {
     out += "functions:\n";
     for (const auto& row : builtin_table())
         if (!row.name.empty()) out += fmt::format("  {:<16} {:<50} {}\n", call(row), row.summary, gradient(row));
-    out += "along the last dimension (one value per row; x[y] takes column y of each row):\n";
+    out += "along rows: dimension -1, another (1), or several ((2, 3)) (one value per row; x[y] takes column y of each row):\n";
     for (const auto& row : row_reduction_table())
         out += fmt::format("  {:<16} {:<50} d/de_j: {}\n", fmt::format("{}(e, -1)", row.name), row.meaning, row.gradient_summary);
     out += fmt::format("  {:<16} {:<50} d/dx_j: 1 at column y, else 0\n", "x[y]",

@@ -53,7 +53,11 @@ template <typename R>
 struct expect : R {};
 
 struct close_paren : one<')'> {};
-struct paren_expr : seq<token<one<'('>>, must<expect<expression>>, must<close_paren>, sp> {};
+struct open_paren : one<'('> {};
+// `(e)` groups; `(a, b, ...)` is a tuple (the dimensions of a reduction, `sum(x, (0, 2))`). One rule
+// for both, so that nested parentheses are parsed once, not once per alternative.
+struct tuple_tail : seq<token<one<','>>, must<expect<expression>>> {};
+struct paren_expr : seq<token<open_paren>, must<expect<expression>>, star<tuple_tail>, must<close_paren>, sp> {};
 
 struct function_name : seq<identifier, at<sp, one<'('>>> {};
 struct call_args : opt<expression, star<token<one<','>>, must<expect<expression>>>> {};
@@ -202,6 +206,7 @@ struct ParseState {
         std::size_t first_operand;
     };
     std::vector<PendingCall> calls;
+    std::vector<std::pair<std::size_t, ast::Pos>> parens;  // the operand count at each open '(', and where
     std::string pending_name;
     ast::Pos pending_pos;
     double pending_sign = 1.0;
@@ -344,6 +349,19 @@ template <> struct action<grammar::prefixed> {
     static void apply(const Input&, ParseState& s) {
         auto [op, pos] = s.pop_operator();
         s.reduce(ast::ExprKind::Unary, 1, std::move(op), pos);
+    }
+};
+template <> struct action<grammar::open_paren> {
+    template <typename Input>
+    static void apply(const Input& in, ParseState& s) { s.parens.emplace_back(s.operands.size(), pos_of(in)); }
+};
+template <> struct action<grammar::paren_expr> {
+    template <typename Input>
+    static void apply(const Input&, ParseState& s) {
+        const auto [first, pos] = s.parens.back();
+        s.parens.pop_back();
+        const auto count = static_cast<int>(s.operands.size() - first);
+        if (count > 1) s.reduce(ast::ExprKind::Tuple, count, "()", pos);
     }
 };
 template <> struct action<grammar::open_bracket> : remember_operator {};

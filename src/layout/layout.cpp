@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
+#include "lang/builtins.hpp"
 #include "pipeline.hpp"
 
 namespace lossjit {
@@ -190,32 +191,84 @@ Layout walked_dims_first(Layout layout, std::size_t operand) {
     return layout;
 }
 
+std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape) {
+    // A scalar program's rows are one element long: its only dimension is the row.
+    const std::size_t dims = std::max<std::size_t>(rank, 1);
+    std::vector<std::size_t> resolved;
+    for (int d : written) {
+        const long long r = d < 0 ? static_cast<long long>(dims) + d : d;
+        if (r < 0 || r >= static_cast<long long>(dims)) {
+            throw UsageError(fmt::format("the program reduces along dimension {}, but its inputs broadcast to [{}], "
+                                         "which has {} dimension{}",
+                                         d, fmt::join(shape, ", "), rank, rank == 1 ? "" : "s"));
+        }
+        if (std::find(resolved.begin(), resolved.end(), static_cast<std::size_t>(r)) != resolved.end()) {
+            throw UsageError(fmt::format("the program's dimensions ({}) name dimension {} twice for inputs of shape [{}]",
+                                         fmt::join(written, ", "), r, fmt::join(shape, ", ")));
+        }
+        resolved.push_back(static_cast<std::size_t>(r));
+    }
+    std::sort(resolved.begin(), resolved.end());
+    return resolved;
+}
+
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
-                       bool output_per_row) {
-    // An index holds one value per row: it broadcasts as if it had a last dimension of extent 1.
+                       bool output_per_row, std::span<const int> row_dims) {
+    const std::vector<int> last_dim{-1};
+    if (row_dims.empty()) row_dims = last_dim;
+    // The rank: an index holds one value per row, so it has one dimension fewer than the values.
+    std::size_t rank = 0;
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        rank = std::max(rank, inputs[k].shape.size() + (k < index.size() && index[k] ? 1 : 0));
     std::vector<OperandShape> operands(inputs.begin(), inputs.end());
+    std::vector<OperandShape> values;  // for the message: what the row dimensions count in
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        if (k >= index.size() || !index[k]) values.push_back(inputs[k]);
+    const auto reduced = resolve_row_dims(row_dims, rank, broadcast_shapes(values));
+    // An index broadcasts as if it had an extent-1 dimension where the row is (x [N, C, D] with
+    // y [N, D], along dimension 1: y as [N, 1, D]).
     for (std::size_t k = 0; k < operands.size(); ++k) {
         if (k >= index.size() || !index[k]) continue;
-        operands[k].shape.push_back(1);
-        if (!operands[k].strides.empty()) operands[k].strides.push_back(1);
+        auto& op = operands[k];
+        const std::size_t after = std::max<std::size_t>(rank, 1) - 1 - reduced.front();  // dimensions after the row's
+        if (op.shape.size() < after) continue;  // broadcast along the row anyway
+        const auto at = static_cast<std::ptrdiff_t>(op.shape.size() - after);
+        op.shape.insert(op.shape.begin() + at, 1);
+        if (!op.strides.empty()) op.strides.insert(op.strides.begin() + at, 0);
     }
     Layout layout;
     layout.by_rows = true;
     layout.shape = broadcast_shapes(operands);
     layout.count = element_count(layout.shape);
-    Shape full = layout.shape;  // with a last dimension even for scalars: rows of one element
+    layout.row_dims = reduced;
+    Shape full = layout.shape;  // at least one dimension: a scalar program's rows are one element
     if (full.empty()) full.push_back(1);
-    const std::size_t rank = full.size();
-    const std::int64_t columns = full.back();
-    const Shape row_shape(full.begin(), full.end() - 1);
+    const std::size_t full_rank = full.size();
+    auto is_reduced = [&](std::size_t d) { return std::find(reduced.begin(), reduced.end(), d) != reduced.end(); };
+    // The walk's order: the kept dimensions (they enumerate the rows), then the reduced ones (a row).
+    std::vector<std::size_t> order;
+    for (std::size_t d = 0; d < full_rank; ++d)
+        if (!is_reduced(d)) order.push_back(d);
+    const std::size_t kept = order.size();
+    for (std::size_t d : reduced) order.push_back(d);
+    Shape row_shape, ordered;
+    std::int64_t columns = 1;
+    for (std::size_t i = 0; i < full_rank; ++i) {
+        ordered.push_back(full[order[i]]);
+        if (i < kept) row_shape.push_back(full[order[i]]);
+        else columns *= full[order[i]];
+    }
+    if (layout.shape.empty()) row_shape.clear();
 
     std::vector<std::vector<std::int64_t>> all;
-    for (const auto& op : operands) all.push_back(aligned_strides(op, rank));
+    for (const auto& op : operands) all.push_back(aligned_strides(op, full_rank));
     if (output) {
-        // Per row: the rows' shape (a trailing 1 allowed, as keepdim gives it); else the full shape.
-        Shape with_one = row_shape;
-        with_one.push_back(1);
-        const bool fits = output_per_row ? output->shape == row_shape || output->shape == with_one
+        // Per row: the rows' shape (torch's keepdim=False), or with the reduced dimensions kept as 1;
+        // else the full shape.
+        Shape keepdim = full;
+        for (std::size_t d : reduced) keepdim[d] = 1;
+        if (layout.shape.empty()) keepdim.clear();
+        const bool fits = output_per_row ? output->shape == row_shape || output->shape == keepdim
                                          : output->shape == layout.shape;
         if (!fits) {
             throw UsageError(fmt::format(
@@ -224,28 +277,51 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
                 fmt::join(output_per_row ? row_shape : layout.shape, ", ")));
         }
         OperandShape out = *output;
-        if (output_per_row && out.shape == row_shape) {
-            out.shape.push_back(1);
-            if (!out.strides.empty()) out.strides.push_back(1);
+        if (output_per_row && out.shape == row_shape && !layout.shape.empty()) {
+            // Reinsert the reduced dimensions (extent 1; their stride is never used).
+            const auto strides = strides_of(out);
+            out.shape = keepdim;
+            out.strides.assign(full_rank, 0);
+            std::size_t next = 0;
+            for (std::size_t d = 0; d < full_rank; ++d)
+                if (!is_reduced(d)) out.strides[d] = strides[next++];
         }
-        if (out.shape.size() < rank) out.shape.insert(out.shape.begin(), rank - out.shape.size(), 1);
-        if (!out.strides.empty() && out.strides.size() < rank) out.strides.insert(out.strides.begin(), rank - out.strides.size(), 0);
-        auto s = aligned_strides(out, rank);
-        for (std::size_t d = 0; d + 1 < rank; ++d)
-            if (s[d] == 0 && full[d] > 1)
-                throw UsageError("the output has a zero stride: several elements would share one location");
-        if (!output_per_row && columns > 1 && s[rank - 1] == 0)
-            throw UsageError("the output has a zero stride: several elements would share one location");
+        if (out.shape.size() < full_rank) out.shape.insert(out.shape.begin(), full_rank - out.shape.size(), 1);
+        if (!out.strides.empty() && out.strides.size() < full_rank) out.strides.insert(out.strides.begin(), full_rank - out.strides.size(), 0);
+        auto s = aligned_strides(out, full_rank);
+        for (std::size_t d = 0; d < full_rank; ++d) {
+            const bool shared = s[d] == 0 && full[d] > 1 && (!is_reduced(d) || !output_per_row);
+            if (shared) throw UsageError("the output has a zero stride: several elements would share one location");
+        }
         all.push_back(std::move(s));
     }
+    // Every operand's strides in the walk's order.
+    for (auto& strides : all) {
+        std::vector<std::int64_t> reordered;
+        for (std::size_t d : order) reordered.push_back(strides[d]);
+        strides = std::move(reordered);
+    }
 
-    auto [dims, strides] = merge_dims(full, all, rank - 1);
+    auto [dims, strides] = merge_dims(ordered, all, kept);
     if (dims.empty()) {  // one row
         dims.push_back(1);
         for (auto& s : strides) s.push_back(0);
     }
+    // The row: the reduced dimensions, which must merge into one for every operand.
+    std::vector<std::vector<std::int64_t>> row_strides;
+    for (const auto& s : all) row_strides.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(kept), s.end());
+    const Shape row_extents(ordered.begin() + static_cast<std::ptrdiff_t>(kept), ordered.end());
+    auto [row_dims_merged, row_walk] = merge_dims(row_extents, row_strides, row_extents.size());
+    if (row_dims_merged.size() > 1) {
+        throw UnsupportedError(fmt::format(
+            "the program reduces along dimensions ({}) of [{}], which do not lie in memory as one run in every "
+            "operand (a row must be one stride apart from start to end); make the inputs contiguous, or reduce "
+            "along adjacent dimensions",
+            fmt::join(reduced, ", "), fmt::join(layout.shape, ", ")));
+    }
     dims.push_back(columns);
-    for (std::size_t k = 0; k < all.size(); ++k) strides[k].push_back(columns == 1 ? 0 : all[k][rank - 1]);
+    for (std::size_t k = 0; k < all.size(); ++k)
+        strides[k].push_back(columns == 1 || row_dims_merged.empty() ? 0 : row_walk[k][0]);
     if (dims.size() > static_cast<std::size_t>(kMaxRank)) {
         throw UsageError(fmt::format("the operands need {} dimensions after merging, more than the {} "
                                      "lossjit supports; make some of them contiguous",
@@ -262,7 +338,13 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         layout.inputs.push_back(access(strides[k]));
         // By shape, not by stride: a view expanded along the row (stride 0) still has C values.
-        layout.inputs.back().per_row = columns == 1 || operands[k].shape.empty() || operands[k].shape.back() == 1;
+        const auto& shape = operands[k].shape;
+        bool per_row = true;
+        for (std::size_t d : reduced) {
+            const std::size_t from_end = full_rank - d;
+            if (from_end <= shape.size() && shape[shape.size() - from_end] != 1) per_row = false;
+        }
+        layout.inputs.back().per_row = columns == 1 || per_row;
         layout.inputs.back().elements = element_count(inputs[k].shape);
     }
     if (output) layout.output = access(strides.back());
@@ -291,6 +373,44 @@ GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const 
     return result;
 }
 
+namespace {
+
+// A dimension counted from the front means the same for every reduction only where each reduces
+// an argument of the program's full rank: torch would count `sum(w, 0)` of a w [C] beside x [N, C]
+// in w's own dimensions (C), lossjit in the broadcast shape's (N). Refused rather than guessed;
+// dimensions from the end mean the same in both.
+void refuse_ambiguous_dims(const ir::Program& program, std::span<const OperandShape> inputs, const Layout& layout) {
+    if (!program.derivatives.empty() || std::none_of(program.row_dims.begin(), program.row_dims.end(), [](int d) { return d >= 0; }))
+        return;
+    const auto index = program.index_inputs();
+    std::vector<std::size_t> rank(program.nodes.size(), 0);  // of each node's value, by its inputs
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        if (n.kind == ir::NodeKind::Input) {
+            const auto slot = static_cast<std::size_t>(n.slot);
+            if (slot < inputs.size()) rank[id] = inputs[slot].shape.size() + (index[slot] ? 1 : 0);
+        } else if (n.kind == ir::NodeKind::Binding) {
+            rank[id] = rank[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+        } else if (n.kind != ir::NodeKind::Total) {
+            for (int a = 0; a < n.arity; ++a) rank[id] = std::max(rank[id], rank[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])]);
+        }
+        if (n.kind != ir::NodeKind::RowReduce) continue;
+        const std::size_t own = rank[static_cast<std::size_t>(n.args[0])];
+        if (own > 0 && own < layout.shape.size()) {
+            throw UsageError(fmt::format(
+                "{}:{}:{}: '{}' reduces along dimension{} ({}) counted from the front, but its argument has {} "
+                "dimension{} where the inputs broadcast to [{}]: which dimension is meant depends on the count "
+                "(torch counts the argument's own); write the dimensions from the end (negative), or give the "
+                "inputs the same rank",
+                program.source_name, n.pos.line, n.pos.column, row_reduction_info(static_cast<RowReduction>(n.slot)).name,
+                program.row_dims.size() == 1 ? "" : "s", fmt::join(program.row_dims, ", "), own, own == 1 ? "" : "s",
+                fmt::join(layout.shape, ", ")));
+        }
+    }
+}
+
+}  // namespace
+
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {
     if (!program.by_rows()) {
         Layout layout = plan_layout(inputs, output);
@@ -304,10 +424,25 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
         return layout;
     }
     const auto index = program.index_inputs();
-    Layout layout = plan_row_layout(inputs, index, nullptr, false);
+    Layout layout = plan_row_layout(inputs, index, nullptr, false, program.row_dims);
+    refuse_ambiguous_dims(program, inputs, layout);
     if (!output) return layout;
     const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
-    return plan_row_layout(inputs, index, output, per_row);
+    return plan_row_layout(inputs, index, output, per_row, program.row_dims);
+}
+
+Shape rows_shape(const Layout& layout) {
+    Shape rows;
+    for (std::size_t d = 0; d < layout.shape.size(); ++d)
+        if (std::find(layout.row_dims.begin(), layout.row_dims.end(), d) == layout.row_dims.end()) rows.push_back(layout.shape[d]);
+    return rows;
+}
+
+Shape keepdim_shape(const Layout& layout) {
+    Shape shape = layout.shape;
+    for (std::size_t d : layout.row_dims)
+        if (d < shape.size()) shape[d] = 1;
+    return shape;
 }
 
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs) {
@@ -318,9 +453,7 @@ Shape program_output_shape(const ir::Program& program, std::span<const OperandSh
 Shape program_output_shape(const ir::Program& program, const Layout& layout) {
     if (!program.by_rows()) return layout.shape;
     if (!per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)]) return layout.shape;
-    Shape rows = layout.shape;
-    if (!rows.empty()) rows.pop_back();
-    return rows;
+    return rows_shape(layout);
 }
 
 }  // namespace lossjit

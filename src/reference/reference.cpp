@@ -474,8 +474,8 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
 }
 
 // The gradients of a differentiated program that reduces along rows: each derivative evaluated per
-// row, into a buffer of its input's shape, which must be the whole broadcast shape (row-major, so
-// element j of row r is at r * C + j).
+// row, into a buffer of its input's shape, which must be the whole broadcast shape (row-major; the
+// layout's output walks it, its rows in the layout's order).
 std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const Layout& layout,
                                                           std::span<const HostOperand> inputs,
                                                           std::span<const double> params, double upstream) {
@@ -485,9 +485,11 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
     for_each_row(
         program, layout, inputs, params,
         [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
+            const std::int64_t base = eval.row_offset(row, layout.output);
+            const std::int64_t step = layout.output.strides[layout.dims.size() - 1];
             for (std::size_t k = 0; k < grads.size(); ++k)
                 for (std::int64_t j = 0; j < eval.columns(); ++j)
-                    grads[k][static_cast<std::size_t>(row * eval.columns() + j)] = eval.at(program.derivatives[k].node, j);
+                    grads[k][static_cast<std::size_t>(base + j * step)] = eval.at(program.derivatives[k].node, j);
         },
         seed);
     return grads;

@@ -422,17 +422,22 @@ struct Loss::State {
 
     // A map that reduces along rows is differentiated as sum(U * body) (differentiate()): its
     // upstream gradient U, checked against the map's output shape, becomes that program's last
-    // input in the layout's shape (a per-row output's [..., N] as [..., N, 1]).
+    // input in the layout's shape (a per-row output's [N, D] as [N, 1, D] where the row is dimension 1).
     TensorView upstream_as_input(const TensorView& upstream, const Layout& value_layout) const {
         const Shape output = program_output_shape(program, value_layout);  // no second layout plan per call
         if (upstream.shape.to_vector() != output)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream.shape, ", "), fmt::join(output, ", ")));
         if (output == value_layout.shape) return upstream;
+        const Shape shape = keepdim_shape(value_layout);
+        const Shape given = upstream.effective_strides().to_vector();
+        Shape strides;
+        std::size_t next = 0;
+        for (std::size_t d = 0; d < shape.size(); ++d) {
+            const bool row = std::find(value_layout.row_dims.begin(), value_layout.row_dims.end(), d) != value_layout.row_dims.end();
+            strides.push_back(row ? 0 : given.at(next++));
+        }
         TensorView per_row = upstream;
-        Shape shape = output, strides = upstream.effective_strides().to_vector();
-        shape.push_back(1);
-        strides.push_back(1);
         per_row.shape = Dims(shape);
         per_row.strides = Dims(strides);
         return per_row;
@@ -745,7 +750,9 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     GradientLayout layout;
     if (differentiated.by_rows()) {  // read row by row; the gradients of full-shape inputs only
         const auto shapes = operand_shapes(differentiated.inputs, host_inputs);
-        layout.read = plan_program_layout(differentiated, shapes, nullptr);
+        // Written as the kernel writes them: contiguous in the broadcast shape ("output" of the walk).
+        const OperandShape written{"gradient", plan_program_layout(differentiated, shapes, nullptr).shape, {}};
+        layout.read = plan_program_layout(differentiated, shapes, &written);
         for (const auto& s : shapes) layout.sizes.push_back(element_count(s.shape));
     } else {
         layout = plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);

@@ -38,6 +38,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import lossjit  # noqa: E402
+import axes as A  # noqa: E402
 import programs as P  # noqa: E402
 
 DEFAULT_SEED = 27  # the issue that asked for this suite; any seed reproduces its own programs
@@ -92,6 +93,7 @@ class Stats:
         self.programs = self.values = self.gradients = self.torch_checked = self.fd_checked = 0
         self.fragile = 0  # programs that differ only where rounding can flip a jump (not failures)
         self.compiled = 0  # programs whose kernels NVRTC compiled
+        self.moved = {}    # programs shown along other dimensions (axes.py), by how
         self.refused = {}
         self.kinds = {}
         self.float32_differences = []
@@ -107,6 +109,11 @@ def params_for(p):
     reads = re.sub(r"param \w+ = [^;]*;", "", p.text())
     return {k: v for k, v in p.params.items()
             if (k not in p.declared or p.declared[k] != v) and re.search(rf"\b{k}\b", reads)}
+
+
+def shown(p, arrays):
+    """The inputs as lossjit gets them: moved where the program reduces along other dimensions."""
+    return arrays if p.axes is None else [p.axes.present(s, a) for s, a in zip(p.inputs, arrays)]
 
 
 def upstream_for(p, oracle, rng):
@@ -125,7 +132,7 @@ def check_cpu(p, arrays, upstream, stats, fd_rng=None, cli=None):
     try:
         refused = compare_cpu(p, arrays, upstream, stats, fd_rng, oracle)
         if cli:
-            compile_kernels(p, arrays, cli, refused, stats)
+            compile_kernels(p, shown(p, arrays), cli, refused, stats)
     except Failure as f:
         if oracle.fragile and f.kind.startswith(("value", "gradient", "oracle", "finite")):
             stats.fragile += 1
@@ -138,11 +145,14 @@ def compare_cpu(p, arrays, upstream, stats, fd_rng, oracle):
         loss = lossjit.compile(p.text(), inputs=[i.name for i in p.inputs], params=params_for(p))
     except lossjit.LossjitError as e:
         raise Failure("compile", f"{type(e).__name__}: {e}")
+    given = shown(p, arrays)
     try:
-        value = loss.reference(*arrays)
+        value = loss.reference(*given)
     except lossjit.LossjitError as e:
         raise Failure("value error", f"{type(e).__name__}: {e}")
     expected = oracle.evaluate().numpy()
+    if p.axes is not None and p.form == "map":
+        value = p.axes.canonical(np.asarray(value), expected.shape)
     nudged = P.Oracle(p, arrays, nudge=True)
     floor = 1e-3 * oracle.value_scale * (float(np.max(np.abs(upstream))) if p.form == "map" else 1.0)
     try:
@@ -154,7 +164,12 @@ def compare_cpu(p, arrays, upstream, stats, fd_rng, oracle):
         return
     refusal = P.expected_refusal(p)
     try:
-        grads = loss.reference_grad(*arrays, wrt=p.wrt, upstream=upstream)
+        given_upstream = upstream
+        if p.axes is not None and p.form == "map":
+            given_upstream = p.axes.present_like_output(np.shape(upstream), upstream)
+        grads = loss.reference_grad(*given, wrt=p.wrt, upstream=given_upstream)
+        if p.axes is not None:
+            grads = [p.axes.canonical(np.asarray(g), p.input(n).shape) for n, g in zip(p.wrt, grads)]
     except (lossjit.UnsupportedError, lossjit.SourceError, lossjit.UsageError) as e:
         message = str(e)
         if not refusal:
@@ -304,6 +319,8 @@ def report(k, seed, p, arrays, failure, original, device):
              f"  inputs:  " + "; ".join(i.describe() for i in p.inputs),
              f"  params:  {params_for(p)}" if p.params else "  params:  none",
              f"  wrt:     {', '.join(p.wrt) or 'none'}"]
+    if p.axes is not None:
+        lines.append(f"  axes:    {p.axes.describe()} (inputs below as generated, before moving)")
     for spec, a in zip(p.inputs, arrays):
         text = np.array2string(np.asarray(a, dtype=np.float64).reshape(-1)[:24], precision=6, separator=", ")
         lines.append(f"  {spec.name} = {text}{' ...' if np.size(a) > 24 else ''}")
@@ -322,6 +339,9 @@ def case(seed, k, profile):
         return None
     specials = rng.choices([None, "kinks", "nonfinite"], weights=[45, 45, 10])[0]
     arrays = P.make_inputs(p, rng, specials)
+    p.axes = A.choose(p, random.Random(f"{seed}:{k}:axes"))  # its own stream: the programs stay the same
+    if p.axes is not None:
+        p.row_dims = p.axes.text()
     return p, arrays, rng
 
 
@@ -378,6 +398,8 @@ def kernel_kinds(p):
         kinds.add("rows: map" if p.form == "map" else "rows: reduction")
         if p.form == "composite":
             kinds.add("rows: several totals")
+        if p.axes is not None:
+            kinds.add("rows: along other dimensions")
         if p.wrt and p.form != "map":
             kinds.add("rows: fused value+gradient")
             if p.form == "composite":
@@ -441,6 +463,9 @@ def check_gpu(p, arrays, stats, rng):
     ulps, or where a computed value lies within rounding of a jump (the oracle says which)."""
     loss = lossjit.compile(p.text(), inputs=[i.name for i in p.inputs], params=params_for(p))
     tensors = [to_device(spec, a) for spec, a in zip(p.inputs, arrays)]
+    if p.axes is not None:
+        tensors = [p.axes.present(spec, t) for spec, t in zip(p.inputs, tensors)]
+    canonical, arrays = arrays, shown(p, arrays)  # the oracle's inputs, and lossjit's
     seen = {"upstream": None}
 
     def check(actual, expected, what, again):
@@ -453,14 +478,17 @@ def check_gpu(p, arrays, stats, rng):
             # As on the CPU: rounding decides near a jump; a result that cancels (to 1e-17 from terms
             # of 1) is known relative to its terms (the oracle's term and value scales); and an
             # ill-conditioned one moves when the inputs move by ulps.
-            oracle = P.Oracle(p, arrays)
+            oracle = P.Oracle(p, canonical)
             if oracle.fragile_after_evaluate():
                 stats.fragile += 1
                 raise Excused()
             scale = oracle.value_scale
             if "gradient" in what:
                 try:
-                    oracle.gradients(1.0 if p.form != "map" else seen["upstream"])
+                    upstream = seen["upstream"]
+                    if p.form == "map" and p.axes is not None:
+                        upstream = p.axes.canonical(upstream, oracle.map_shape())
+                    oracle.gradients(1.0 if p.form != "map" else upstream)
                     scale = oracle.term_scale
                 except P.Refused:
                     pass
@@ -559,6 +587,9 @@ def main():
             continue
         p, arrays, rng = made
         stats.programs += 1
+        if p.axes is not None:
+            how = ("two dimensions" if p.axes.split else "one dimension") + (", copied" if p.axes.copy else ", a view")
+            stats.moved[how] = stats.moved.get(how, 0) + 1
         if args.only is not None:
             print(f"program {k}: {p.text()}\n  inputs: " + "; ".join(i.describe() for i in p.inputs) + f"\n  wrt: {p.wrt}")
         try:
@@ -609,6 +640,9 @@ def main():
                + (f"; oracle against torch.autograd on {stats.torch_checked} programs, finite differences on "
                   f"{stats.fd_checked}; kernels NVRTC-compiled for {stats.compiled}" if args.device == "cpu" else ""),
                f"  refused as documented: {refused}"]
+    if stats.moved:
+        summary.append("  reducing along other dimensions (axes.py): "
+                       + ", ".join(f"{n} along {how}" for how, n in sorted(stats.moved.items())))
     if stats.fragile:
         summary.append(f"  within rounding of a jump (a comparison of values an ulp apart, floor at an integer), "
                        f"so not counted: {stats.fragile}")

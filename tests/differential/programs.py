@@ -228,16 +228,18 @@ class Program:
         self.inputs = []         # InputSpec, in call order
         self.shape = ()          # S: the broadcast shape of the inputs (before any index's trailing 1)
         self.wrt = []            # input names to differentiate with respect to
+        self.row_dims = "-1"     # how the row reductions' dimensions are written (axes.py moves them)
+        self.axes = None         # axes.Axes: how lossjit is shown the inputs (None: as they are)
 
     # -- printing --
     def text(self):
         lines = [f"param {k} = {_num(v)};" for k, v in self.declared.items()]
         for b in self.bindings:
-            lines.append(f"{b.binding} = {_print(b, top=True)};")
+            lines.append(f"{b.binding} = {_print(b, top=True, dims=self.row_dims)};")
         if self.form == "reduce":
-            lines.append(f"{self.reduction}({_print(self.body)})")
+            lines.append(f"{self.reduction}({_print(self.body, dims=self.row_dims)})")
         else:
-            lines.append(_print(self.body))
+            lines.append(_print(self.body, dims=self.row_dims))
         return " ".join(lines)
 
     def input(self, name):
@@ -264,7 +266,7 @@ def _num(v):
     return repr(float(v))
 
 
-def _print(n, top=False):
+def _print(n, top=False, dims="-1"):
     if n.binding is not None and not top:
         return n.binding
     if n.kind == "input":
@@ -274,16 +276,16 @@ def _print(n, top=False):
     if n.kind == "param":
         return n.name
     if n.kind == "row":
-        return f"{n.fn}({_print(n.args[0])}, -1)"
+        return f"{n.fn}({_print(n.args[0], dims=dims)}, {dims})"
     if n.kind == "take":
         inner = n.args[0]
-        text = _print(inner)
+        text = _print(inner, dims=dims)
         if not (inner.kind == "input" or inner.binding is not None):
             text = f"({text})"
         return f"{text}[{n.name}]"
     if n.kind == "total":
-        return f"{n.fn}({_print(n.args[0])})"
-    args = [_print(a) for a in n.args]
+        return f"{n.fn}({_print(n.args[0], dims=dims)})"
+    args = [_print(a, dims=dims) for a in n.args]
     if n.fn in OPERATORS:
         if n.fn == "neg":
             return f"(-{args[0]})"
@@ -294,7 +296,7 @@ def _print(n, top=False):
         return f"({args[0]} {n.fn} {args[1]})"
     if n.spelling == "variadic":  # min(a, b, c): lossjit folds it as min(min(a, b), c)
         inner = n.args[0]
-        return f"{n.fn}({_print(inner.args[0])}, {_print(inner.args[1])}, {args[1]})"
+        return f"{n.fn}({_print(inner.args[0], dims=dims)}, {_print(inner.args[1], dims=dims)}, {args[1]})"
     return f"{n.fn}({', '.join(args)})"
 
 
@@ -1177,4 +1179,6 @@ def rebuilt(p, target, replacement):
     q.declared = {k: v for k, v in q.declared.items() if k in used_params}
     q.broadcast = broadcast_shape(q)
     settle(q)
+    if p.axes is not None and q.broadcast == p.broadcast and p.axes.fits(q):  # else it no longer fits
+        q.axes, q.row_dims = p.axes, p.row_dims
     return q

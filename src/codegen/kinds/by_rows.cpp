@@ -1,4 +1,4 @@
-// by rows: the kind for programs that reduce along the last dimension (kinds.hpp): row reductions
+// by rows: the kind for programs that reduce along rows, any dimensions (kinds.hpp): row reductions
 // (logsumexp(x, -1), sum(e, -1)), takes (x[y]) and several whole-tensor reductions, a team of
 // threads (a warp, or the block) per row. Its choice of team and numbers, and its grid; its source
 // is by_rows_emit.cpp.
@@ -27,18 +27,35 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     spec.rank = static_cast<int>(layout.dims.size());
     const std::size_t inner = layout.dims.size() - 1;
     const long long columns = layout.dims[inner];
-    // A warp per row while a row is a few thousand elements (no block-wide synchronisation per row);
-    // the whole block beyond, so that long rows are not read by 32 threads alone.
+    const auto slots = read_inputs(program);
+    const auto per_row = per_row_inputs(program, layout);
+    // Strided rows that lie side by side in every input read along them (a reduction over an outer
+    // dimension: sum(x, 0) of a contiguous [R, C], mean(x, 1) of [B, C, H, W]), where there are rows
+    // enough: a block of neighbouring rows, a thread each or a few (lj::SideTeam), so that a warp's
+    // loads are of 32 neighbouring elements, where a team on one strided row would read a sector per
+    // element.
+    const long long sms = gpu.multiprocessors > 0 ? gpu.multiprocessors : 132;  // emitted without a GPU: an H100's
+    bool side_by_side = inner >= 1 && columns > 1 && layout.rows >= default_value(Default::ByRowSideTeamMinRowsPerSm, gpu) * sms;
+    bool reads_along = false;
+    for (int slot : slots) {
+        const auto& access = layout.inputs[static_cast<std::size_t>(slot)];
+        if (per_row[static_cast<std::size_t>(slot)]) continue;
+        reads_along = true;
+        side_by_side = side_by_side && access.strides[inner] != 1 && access.strides[inner - 1] == 1;
+    }
+    side_by_side = side_by_side && reads_along;
+    // Else a warp per row while a row is a few thousand elements (no block-wide synchronisation per
+    // row); the whole block beyond, so that long rows are not read by 32 threads alone.
     const bool warp_per_row = columns <= default_value(Default::ByRowWarpMaxColumns, gpu);
-    spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads
-                         : default_value(warp_per_row ? Default::ByRowWarpTeamThreads : Default::ByRowBlockTeamThreads, gpu);
+    const Default threads = side_by_side ? Default::ByRowSideTeamThreads
+                            : warp_per_row ? Default::ByRowWarpTeamThreads
+                                           : Default::ByRowBlockTeamThreads;
+    spec.block_threads = knobs.block_threads > 0 ? knobs.block_threads : default_value(threads, gpu);
     spec.fast_math = knobs.fast_math.value_or(false);
     spec.tuned = tuned;
     spec.accumulator = Accumulator::Float64;
     if (knobs.accumulator != Accumulator::Auto && knobs.accumulator != Accumulator::Float64)
         spec.notes.push_back("a program that reduces along rows accumulates in float64");
-    const auto slots = read_inputs(program);
-    const auto per_row = per_row_inputs(program, layout);
     if (operands.input_dtypes.size() < program.inputs.size() || operands.input_data.size() < program.inputs.size())
         throw InternalError("kernel operands do not match the program");
     int element_inputs = 0;
@@ -97,11 +114,25 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
                                          "per access: vector width 4 is used", knobs.vector_width));
     spec.vector_width = vector ? 4 : 1;
 
+    spec.side_by_side = side_by_side;
     spec.team = warp_per_row ? kWarpThreads : spec.block_threads;
+    if (side_by_side) {
+        // A thread per row where that gives blocks enough; else as few threads per row as do (the
+        // block's loads at one column stay a run of block_threads / team rows, a whole warp at least).
+        const long long enough = default_value(Default::ByRowSideTeamBlocksPerSm, gpu) * sms;
+        spec.team = 1;
+        while (spec.team < spec.block_threads / kWarpThreads &&
+               (layout.rows * spec.team + spec.block_threads - 1) / spec.block_threads < enough)
+            spec.team *= 2;
+        while (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0) spec.team /= 2;
+    }
     if (knobs.unroll > 0) {
         spec.unroll = knobs.unroll;
     } else if (knobs.items_per_thread > 0) {
         spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
+    } else if (side_by_side) {
+        spec.unroll = default_value(Default::ByRowSideTeamUnroll, gpu);
+        while (spec.unroll > 1 && static_cast<long long>(spec.team) * (spec.unroll / 2) >= columns) spec.unroll /= 2;
     } else {
         // One input read along the row (cross-entropy's logits) unrolls less than two or three
         // (cosine, triplet).

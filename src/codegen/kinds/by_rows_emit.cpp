@@ -103,7 +103,7 @@ public:
         }
         out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
         out += "    __device__ __forceinline__ void row(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long row,\n";
-        out += "                                       long long C, double (&totals)[kTotals], const Out& out,\n";
+        out += "                                       long long C, bool active, double (&totals)[kTotals], const Out& out,\n";
         out += "                                       const Grads& grads) const {\n";
         out += row_body();
         out += "    }\n};";
@@ -439,7 +439,9 @@ private:
         for (std::size_t k = 0; k < totals_.size(); ++k)
             if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
                 once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
-        if (!once.empty()) out += fmt::format("{}if (Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
+        // `active`: false only for a side-by-side team's lanes past the last row (by_rows.cu).
+        if (!once.empty()) out += fmt::format("{}if (active && Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
+        else out += fmt::format("{}(void)active;\n", kIndent);
         if (!map) out += fmt::format("{}(void)out;\n", kIndent);
         if (program_.derivatives.empty()) out += fmt::format("{}(void)grads;\n", kIndent);
         return out;
@@ -463,7 +465,10 @@ private:
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_by_rows needs a by-row kernel spec");
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
-    if (spec.team != 32 && spec.team != spec.block_threads) throw InternalError("a team is a warp or the whole block");
+    if (!spec.side_by_side && spec.team != 32 && spec.team != spec.block_threads)
+        throw InternalError("a team is a warp or the whole block");
+    if (spec.side_by_side && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % 32 != 0))
+        throw InternalError("a side-by-side block takes whole warps of rows");
     RowEmitter emitter(program, spec);
     if (emitter.totals() > static_cast<std::size_t>(kMaxTotals))
         throw InternalError("more totals than the kernel ABI holds");  // choose_by_rows refuses these first
@@ -495,7 +500,8 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
         {"PROGRAM", emitter.row_program()},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
         {"LAUNCH_BOUNDS", launch_bounds(spec)},
-        {"TEAM", std::to_string(spec.team)},
+        {"TEAM", spec.side_by_side ? fmt::format("lj::SideTeam<{}, {}>", spec.block_threads, spec.team)
+                                   : fmt::format("lj::Team<{}, {}>", spec.block_threads, spec.team)},
         {"RANK", std::to_string(spec.rank)},
         {"VECTOR", std::to_string(spec.vector_width)},
         {"UNROLL", std::to_string(spec.unroll)},

@@ -44,8 +44,11 @@ enum class Default : unsigned char {
     CommonPathReductionThreads,     // a reduction with the logs' common path (KL)
     ByRowWarpTeamThreads,           // by rows, a warp per row: warps per block x 32
     ByRowBlockTeamThreads,          // by rows, the block per row
+    ByRowSideTeamThreads,           // by rows, strided rows side by side (lj::SideTeam)
     // Shapes and thresholds
     ByRowWarpMaxColumns,            // rows up to this long get a warp each, longer ones the block
+    ByRowSideTeamMinRowsPerSm,      // strided rows side by side are taken side by side from this many per SM
+    ByRowSideTeamBlocksPerSm,       // ... with as few threads per row as give this many blocks per SM
     SmallGradientProgramNodes,      // a gradient program of at most this many nodes (and two
                                     // derivatives, three streams) counts as small
     ShortElementProgram,            // function applications up to which a reduction's program is short
@@ -62,6 +65,7 @@ enum class Default : unsigned char {
     ColumnsSmallUnroll,             // the columns loop with a small program: rows walked at once
     ByRowUnrollOneInput,            // by rows, one input read along the row (cross-entropy)
     ByRowUnrollSeveralInputs,       // by rows, two or more (cosine, triplet)
+    ByRowSideTeamUnroll,            // by rows, side by side: elements of its row a thread loads at once
     Count_,
 };
 

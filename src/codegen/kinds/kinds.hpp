@@ -15,7 +15,7 @@
 //                dimension, wide loads) or the strided loop (coordinates per element).
 //   columns      (columns.cpp; its element is elementwise's): fused gradients summed over rows, for
 //                an input of one row broadcast over all others (t [C] against p [N, C]).
-//   by rows      (by_rows.cpp, by_rows_emit.cpp): programs that reduce along the last dimension
+//   by rows      (by_rows.cpp, by_rows_emit.cpp): programs that reduce along rows (any dimensions)
 //                (logsumexp(x, -1), x[y], several totals): a team of threads per row.
 // The dispatcher (kinds.cpp) picks the kind from the program and the layout; KernelSpec::choose,
 // plan_grid and emit_cuda are its entry points.

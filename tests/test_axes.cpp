@@ -1,0 +1,244 @@
+// Reductions along any dimension (`sum(x, 0)`, `logsumexp(x, 1)`, `mean(x, (2, 3))`): the row
+// layout that moves the reduced dimensions last, the shapes a map gives (torch's keepdim=False),
+// what is refused, the CPU reference against values and central differences computed here, and the
+// kernels' teams (strided rows side by side) compiled with NVRTC. Random programs against torch are
+// tests/differential/ (axes.py); the GPU against the reference is test_gpu_rows.cpp.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "jit/compile.hpp"
+#include "lossjit/errors.hpp"
+#include "lossjit/lossjit.hpp"
+#include "pipeline.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+Loss compile_with(const std::string& text, std::vector<std::string> inputs) {
+    Options options;
+    options.inputs = std::move(inputs);
+    return compile(text, options);
+}
+
+std::vector<double> iota(std::size_t n, double scale = 1.0) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(0.7 * static_cast<double>(i) + 0.3) * scale;
+    return v;
+}
+
+TensorView view(const std::vector<double>& v, Shape shape) { return TensorView{v.data(), DType::float64, shape, {}}; }
+
+// The map's output on the CPU reference, as a flat vector.
+std::vector<double> map_of(const Loss& loss, std::span<const TensorView> inputs) {
+    const Shape shape = loss.output_shape(inputs);
+    std::vector<double> out(static_cast<std::size_t>(element_count(shape)));
+    loss.reference_map(inputs, OutputView{out.data(), DType::float64, shape, {}});
+    return out;
+}
+
+}  // namespace
+
+TEST_SUITE("axes") {
+
+TEST_CASE("the row layout walks the kept dimensions, then the reduced ones merged into one") {
+    struct Row {
+        Shape shape;
+        std::vector<int> dims;
+        std::vector<std::int64_t> walked;   // Layout::dims
+        std::vector<std::int64_t> strides;  // x's, per walked dimension
+        std::int64_t rows;
+    };
+    const Row table[] = {
+        {{3, 4}, {}, {3, 4}, {4, 1}, 3},                               // the last, as always
+        {{3, 4}, {0}, {4, 3}, {1, 4}, 4},                              // sum(x, 0): rows are columns
+        {{2, 3, 4}, {1}, {2, 4, 3}, {12, 1, 4}, 8},                    // the middle one
+        {{2, 3, 4}, {-2}, {2, 4, 3}, {12, 1, 4}, 8},                   // the same from the end
+        {{2, 3, 4, 5}, {2, 3}, {6, 20}, {20, 1}, 6},                   // instance norm's planes
+        {{2, 3, 4, 5}, {1, 2, 3}, {2, 60}, {60, 1}, 2},                // layer norm's samples
+        {{2, 3, 4}, {0, 1}, {4, 6}, {1, 4}, 4},                        // two outer ones, merged
+        {{5}, {0}, {1, 5}, {0, 1}, 1},                                 // one row
+        {{3, 1, 4}, {1}, {12, 1}, {1, 0}, 12},                         // an extent-1 row
+    };
+    for (const auto& row : table) {
+        CAPTURE(row.shape);
+        CAPTURE(row.dims);
+        const std::vector<OperandShape> ops{{"x", row.shape, {}}};
+        const Layout layout = plan_row_layout(ops, {false}, nullptr, false, row.dims);
+        CHECK(layout.shape == row.shape);
+        CHECK(layout.dims == row.walked);
+        CHECK(std::vector<std::int64_t>(layout.inputs[0].strides.begin(), layout.inputs[0].strides.begin() +
+                                        static_cast<std::ptrdiff_t>(layout.dims.size())) == row.strides);
+        CHECK(layout.rows == row.rows);
+    }
+}
+
+TEST_CASE("one value per row: inputs of extent 1 along every reduced dimension, and indices") {
+    // x [N, C, D] reduced along 1; w [N, 1, D] is one value per row, v [C, 1] is not; y [N, D] an
+    // index, as if it were [N, 1, D].
+    const std::vector<OperandShape> ops{{"x", {2, 3, 4}, {}}, {"w", {2, 1, 4}, {}}, {"v", {3, 1}, {}}, {"y", {2, 4}, {}}};
+    const Layout layout = plan_row_layout(ops, {false, false, false, true}, nullptr, false, std::vector<int>{1});
+    CHECK(layout.shape == Shape{2, 3, 4});
+    CHECK_FALSE(layout.inputs[0].per_row);
+    CHECK(layout.inputs[1].per_row);
+    CHECK_FALSE(layout.inputs[2].per_row);
+    CHECK(layout.inputs[3].per_row);
+    CHECK(layout.inputs[3].strides[0] == 4);  // y walked with the rows: [N, D] -> (n, d)
+    CHECK(layout.inputs[3].strides[1] == 1);
+    CHECK(layout.inputs[3].strides[2] == 0);
+}
+
+TEST_CASE("a map's output: the rows' shape (keepdim=False) or with the reduced dimensions as 1") {
+    auto loss = compile("sum(x, (0, 1))");
+    const std::vector<double> x = iota(24);
+    const std::vector<TensorView> in{view(x, {2, 3, 4})};
+    CHECK(loss.output_shape(in) == Shape{4});
+    CHECK(compile("logsumexp(x, 1)").output_shape(in) == Shape{2, 4});
+    CHECK(compile("x - logsumexp(x, 1)").output_shape(in) == Shape{2, 3, 4});
+    // Both output shapes are accepted, and hold the same values.
+    std::vector<double> dropped(4), kept(4);
+    loss.reference_map(in, OutputView{dropped.data(), DType::float64, {4}, {}});
+    loss.reference_map(in, OutputView{kept.data(), DType::float64, {1, 1, 4}, {}});
+    CHECK(dropped == kept);
+    for (std::int64_t k = 0; k < 4; ++k) {
+        double want = 0;
+        for (std::int64_t i = 0; i < 2; ++i)
+            for (std::int64_t j = 0; j < 3; ++j) want += x[static_cast<std::size_t>((i * 3 + j) * 4 + k)];
+        CHECK(dropped[static_cast<std::size_t>(k)] == doctest::Approx(want).epsilon(1e-14));
+    }
+    CHECK_THROWS_WITH_AS(loss.reference_map(in, OutputView{dropped.data(), DType::float64, {4, 1}, {}}),
+                         doctest::Contains("the output has shape [4, 1], but the program gives one value per row: [4]"),
+                         UsageError);
+}
+
+TEST_CASE("what is refused, and why") {
+    const std::vector<double> x = iota(24), w = iota(4);
+    const std::vector<TensorView> in{view(x, {2, 3, 4})};
+    CHECK_THROWS_WITH_AS(compile("sum(x, 3)").output_shape(in),
+                         doctest::Contains("reduces along dimension 3, but its inputs broadcast to [2, 3, 4]"), UsageError);
+    CHECK_THROWS_WITH_AS(compile("x - sum(x, (0, -3))").output_shape(in),
+                         doctest::Contains("name dimension 0 twice"), UsageError);
+    // Dimensions 0 and 2 of a contiguous tensor are not one run in memory (nor 0 and 1 transposed).
+    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 2))").output_shape(in), doctest::Contains("do not lie in memory as one run"),
+                         UnsupportedError);
+    const TensorView transposed{x.data(), DType::float64, {4, 3, 2}, {1, 4, 12}};
+    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 1))").output_shape(std::vector<TensorView>{transposed}),
+                         doctest::Contains("do not lie in memory as one run"), UnsupportedError);
+    // In memory 1 and 2 are one run, but in the other order (a row is walked in the dimensions' order).
+    CHECK_THROWS_AS(compile("sum(x, (1, 2))").output_shape(std::vector<TensorView>{transposed}), UnsupportedError);
+    CHECK(compile("sum(x, 2)").output_shape(std::vector<TensorView>{transposed}) == Shape{4, 3});
+    // Counted from the front, for an argument of lower rank than the inputs': torch would count its own.
+    auto front = compile_with("x - sum(w, 0)", {"x", "w"});
+    CHECK_THROWS_WITH_AS(front.output_shape(std::vector<TensorView>{view(x, {6, 4}), view(w, {4})}),
+                         doctest::Contains("expr:1:5: 'sum' reduces along dimension (0) counted from the front"), UsageError);
+    // From the end it means the same in both.
+    auto back = compile_with("x - sum(w, -1)", {"x", "w"});
+    CHECK(back.output_shape(std::vector<TensorView>{view(x, {6, 4}), view(w, {4})}) == Shape{6, 4});
+}
+
+TEST_CASE("the reference: softmax along dimension 0, K-dimensional cross-entropy, norms") {
+    const std::vector<double> x = iota(24, 2.0);
+    const std::vector<TensorView> in{view(x, {2, 3, 4})};
+    auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) { return x[static_cast<std::size_t>((i * 3 + j) * 4 + k)]; };
+    // Softmax over dimension 1 (the classes of a [N, C, D] tensor).
+    const auto softmax = map_of(compile("exp(x - logsumexp(x, 1))"), in);
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t k = 0; k < 4; ++k) {
+            double total = 0;
+            for (std::int64_t j = 0; j < 3; ++j) total += std::exp(at(i, j, k));
+            for (std::int64_t j = 0; j < 3; ++j)
+                CHECK(softmax[static_cast<std::size_t>((i * 3 + j) * 4 + k)] == doctest::Approx(std::exp(at(i, j, k)) / total).epsilon(1e-14));
+        }
+    // torch's cross_entropy of x [N, C, D] and y [N, D]: the class along dimension 1.
+    const std::vector<std::int64_t> y{0, 2, 1, 1, 2, 0, 0, 1};
+    auto ce = compile_with("mean(logsumexp(x, 1) - x[y])", {"x", "y"});
+    double want = 0;
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t k = 0; k < 4; ++k) {
+            double total = 0;
+            for (std::int64_t j = 0; j < 3; ++j) total += std::exp(at(i, j, k));
+            want += std::log(total) - at(i, y[static_cast<std::size_t>(i * 4 + k)], k);
+        }
+    const std::vector<TensorView> with_y{in[0], TensorView{y.data(), DType::int64, {2, 4}, {}}};
+    CHECK(ce.reference(with_y) == doctest::Approx(want / 8).epsilon(1e-14));
+    // RMS norm over dimension 1, per element.
+    const auto rms = map_of(compile("x / sqrt(mean(x^2, 1) + 1e-5)"), in);
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t k = 0; k < 4; ++k) {
+            double squares = 0;
+            for (std::int64_t j = 0; j < 3; ++j) squares += at(i, j, k) * at(i, j, k);
+            for (std::int64_t j = 0; j < 3; ++j)
+                CHECK(rms[static_cast<std::size_t>((i * 3 + j) * 4 + k)] ==
+                      doctest::Approx(at(i, j, k) / std::sqrt(squares / 3 + 1e-5)).epsilon(1e-13));
+        }
+}
+
+TEST_CASE("gradients along other dimensions match central differences") {
+    struct Case {
+        const char* program;
+        Shape shape;
+    };
+    const Case cases[] = {
+        {"mean(logsumexp(x, 0))", {5, 3}},
+        {"sum(sin(x) * (x - logsumexp(x, 1)))", {2, 3, 4}},
+        {"m = mean(x, (2, 3)); sum(cos((x - m) / sqrt(mean((x - m)^2, (2, 3)) + 1e-5)))", {2, 2, 3, 2}},
+        {"sum(x / sqrt(sum(x^2, (0, 1))) * cos(x))", {3, 2, 2}},
+        {"sum(var(x, 0) * amax(x, 0))", {4, 3}},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.program);
+        auto loss = compile(c.program);
+        std::vector<double> x = iota(static_cast<std::size_t>(element_count(c.shape)), 1.5);
+        const std::vector<std::string> wrt{"x"};
+        const auto grads = loss.reference_grad(std::vector<TensorView>{view(x, c.shape)}, wrt, 1.0);
+        REQUIRE(grads.size() == 1);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const double h = 1e-6, saved = x[i];
+            x[i] = saved + h;
+            const double up = loss.reference(std::vector<TensorView>{view(x, c.shape)});
+            x[i] = saved - h;
+            const double down = loss.reference(std::vector<TensorView>{view(x, c.shape)});
+            x[i] = saved;
+            CHECK(grads[0].values[i] == doctest::Approx((up - down) / (2 * h)).epsilon(1e-6));
+        }
+    }
+}
+
+TEST_CASE("strided rows side by side where they lie so; the kernels compile with NVRTC") {
+    struct Case {
+        const char* program;
+        Shape shape;
+        bool side_by_side;
+    };
+    const Case cases[] = {
+        {"sum(x, 0)", {64, 100000}, true},              // 100000 columns side by side
+        {"sum(x, 0)", {100000, 64}, false},             // 64 rows: too few; a block per strided row
+        {"sum(x, -1)", {64, 100000}, false},            // contiguous rows, as always
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", {8, 64, 4096}, true},  // RMS norm over the features
+        {"mean(logsumexp(x, 1) - x[y])", {32, 100, 1024}, true}, // K-dimensional cross-entropy
+        {"argmax(x, 1)", {1, 4096, 2000}, false},       // 2000 rows: below the threshold (32 a SM)
+        {"argmax(x, 1)", {4, 4096, 4095}, true},
+        {"mean(x, 1)", {3, 8, 100000}, true},           // 300000 rows: a thread per row
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.program);
+        CAPTURE(c.shape);
+        const bool indexed = std::string(c.program).find("[y]") != std::string::npos;
+        auto loss = compile_with(c.program, indexed ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"});
+        std::vector<TensorView> views{TensorView::contiguous(nullptr, c.shape, DType::float32)};
+        if (indexed) views.push_back(TensorView::contiguous(nullptr, {c.shape[0], c.shape[2]}, DType::int64));
+        const KernelBuild build = loss.compile_kernel(views, "compute_90");
+        CHECK(build.image_bytes > 0);
+        CHECK((build.source.find("using Team = lj::SideTeam<") != std::string::npos) == c.side_by_side);
+        if (loss.kind() == Kind::Reduction) {  // the fused value-and-gradient kernel too
+            const std::vector<std::string> wrt{"x"};
+            CHECK(!compile_cuda(loss.cuda_source(views, wrt), "compute_90").data.empty());
+        }
+    }
+}
+
+}  // TEST_SUITE
