@@ -7,6 +7,8 @@ Each program's header names the problem's inputs in get_inputs() order:
     # kernelbench: inputs x                  tensors, in order
     # kernelbench: inputs A[:,None] B        A given as a column (unsqueeze(1))
     # kernelbench: inputs A; params s        a Python number of get_inputs() is the parameter s
+    # kernelbench: inputs x; weights ln.weight ln.bias   the Model's parameters, as inputs weight, bias
+    # kernelbench: inputs x; keepdim         torch keeps the reduced dimension (size 1); lossjit drops it
 
 --device cpu (no GPU needed): every extent the problem's get_inputs() asks torch.rand / randn /
 randint for is capped at --max-extent (and randint's upper bound with it), the Model runs in
@@ -44,12 +46,16 @@ def problems(only):
         if only and number not in only:
             continue
         text = path.read_text()
-        header = re.search(r"^# kernelbench: inputs ([^;\n]*)(?:; params ([^\n]*))?$", text, re.M)
+        header = re.search(r"^# kernelbench: (inputs [^\n]*)$", text, re.M)
         if not header:
             raise SystemExit(f"kernelbench: {path.name} has no '# kernelbench: inputs ...' line")
-        inputs = header.group(1).split()
-        params = header.group(2).split() if header.group(2) else []
-        yield number, path, text, inputs, params
+        clauses = {}
+        for clause in header.group(1).split(";"):
+            words = clause.split()
+            if not words or words[0] not in ("inputs", "params", "weights", "keepdim"):
+                raise SystemExit(f"kernelbench: {path.name}: unknown clause '{clause.strip()}' in its header")
+            clauses[words[0]] = words[1:]
+        yield number, path, text, clauses
 
 
 def problem_module(level1, path):
@@ -90,6 +96,17 @@ def capped_extents(cap):
         torch.rand, torch.randn, torch.randint = saved
 
 
+def capped_sizes(value, cap):
+    """Integers above `cap` in get_init_inputs()'s values (and tuples of them) brought down to it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return min(value, cap)
+    if isinstance(value, (tuple, list)):
+        return type(value)(capped_sizes(v, cap) for v in value)
+    return value
+
+
 def split_inputs(values, names, params):
     """get_inputs()'s values as lossjit's tensors (with the header's reshapes) and parameters."""
     tensors = [v for v in values if torch.is_tensor(v)]
@@ -104,11 +121,31 @@ def split_inputs(values, names, params):
 
 
 def relative_error(got, want):
-    got, want = torch.as_tensor(got, dtype=torch.float64).cpu(), torch.as_tensor(want, dtype=torch.float64).cpu()
+    """Largest difference over the largest magnitude, on the device the result is on, a chunk at a
+    time (the largest problems' float64 temporaries would not fit beside them)."""
+    want = torch.as_tensor(want)
+    got = torch.as_tensor(got).to(want.device)
     if got.shape != want.shape:
         return float("inf")
-    scale = want.abs().max().clamp_min(1e-30)
-    return float(((got - want).abs().max() / scale).item()) if want.numel() else 0.0
+    if not want.numel():
+        return 0.0
+    got, want = got.reshape(-1), want.reshape(-1)
+    chunk = 1 << 26
+    largest = difference = 0.0
+    for start in range(0, want.numel(), chunk):
+        w = want[start:start + chunk].double()
+        g = got[start:start + chunk].double()
+        largest = max(largest, float(w.abs().max()))
+        difference = max(difference, float((g - w).abs().max()))
+    return difference / max(largest, 1e-30)
+
+
+def keepdim(got, want, clauses):
+    """A result without the reduced dimensions as torch's keepdim=True has them (the header says
+    `keepdim`): the same elements, reshaped."""
+    if "keepdim" not in clauses or got.numel() != want.numel():
+        return got
+    return got.reshape(want.shape)
 
 
 def as_float64(values):
@@ -156,34 +193,48 @@ def main():
     if cuda and not torch.cuda.is_available():
         raise SystemExit("kernelbench: --device cuda needs torch with a CUDA device")
     rate = copy_rate("cuda") if cuda else None
+    device_name = torch.cuda.get_device_name(0) if cuda else "cpu (lossjit's float64 reference)"
     rows, failures = [], 0
-    for number, path, text, names, params in problems(args.only):
+    for number, path, text, clauses in problems(args.only):
+        names, params = clauses["inputs"], clauses.get("params", [])
         module = problem_module(level1, path)
         torch.manual_seed(number)
-        model = module.Model(*module.get_init_inputs())
-        with contextlib.nullcontext() if cuda else capped_extents(args.max_extent):
+        init = module.get_init_inputs()
+        if not cuda:  # sizes the Model is built for (LayerNorm's normalized_shape) capped as the inputs are
+            init = capped_sizes(init, args.max_extent)
+        model = module.Model(*init)
+        # On the GPU the inputs are made there (at these sizes, making them on the CPU and copying
+        # took most of a problem's minute).
+        with torch.device("cuda") if cuda else capped_extents(args.max_extent):
             values = module.get_inputs()
         names, tensors, numbers = split_inputs(values, names, params)
+        # The Model's own parameters the program reads as inputs (LayerNorm's weight and bias), named
+        # by their last component.
+        for weight in clauses.get("weights", []):
+            tensor = model.get_parameter(weight).detach()
+            names.append(weight.rsplit(".", 1)[-1])
+            tensors.append(tensor.cuda() if cuda else tensor)
         loss = lossjit.compile(text, inputs=names, params=numbers or None, source_name=path.name)
         row = {"problem": path.stem, "shapes": [list(t.shape) for t in tensors],
                "kind": "map" if loss.kind == "map" else loss.reduction}
         if cuda:
-            device_tensors = [t.cuda() for t in tensors]
+            device_tensors = tensors
             got = loss(*device_tensors)
             with torch.no_grad():  # the Model in float64 on the GPU (the CPU would take minutes at these sizes)
-                want = model.double().cuda()(*[v.cuda() if torch.is_tensor(v) else v for v in as_float64(values)])
-            row["relative_error"] = relative_error(got, want)
-            del want
+                want = model.double().cuda()(*as_float64(values))
+            torch.cuda.empty_cache()  # the float64 inputs are gone
+            row["relative_error"] = relative_error(keepdim(got, want, clauses), want)
+            written = got.numel() * got.element_size() if torch.is_tensor(got) and got.dim() > 0 else 0
+            del want, got
+            torch.cuda.empty_cache()
             compiled = torch.compile(model.float().cuda())
-            device_values = [v.cuda() if torch.is_tensor(v) else v for v in values]
+            device_values = values
             compiled(*device_values)  # compile outside the timing
             ours, theirs = [], []
             for _ in range(args.rounds):
                 ours.append(cuda_ms(lambda: loss(*device_tensors), args.reps))
                 theirs.append(cuda_ms(lambda: compiled(*device_values), args.reps))
-            moved = sum(t.numel() * t.element_size() for t in device_tensors)
-            if torch.is_tensor(got) and got.dim() > 0:
-                moved += got.numel() * got.element_size()
+            moved = written + sum(t.numel() * t.element_size() for t in device_tensors)
             floor_ms = moved / rate * 1e3
             row.update(lossjit_ms=float(np.median(ours)), torch_compile_ms=float(np.median(theirs)),
                        floor_ms=floor_ms, floor_fraction=floor_ms / float(np.median(ours)),
@@ -192,19 +243,20 @@ def main():
             with torch.no_grad():
                 want = model.double()(*as_float64(values))
             got = loss(*[t.numpy() for t in tensors])  # NumPy arrays: the float64 CPU reference
-            row["relative_error"] = relative_error(torch.as_tensor(np.asarray(got)), want)
+            row["relative_error"] = relative_error(keepdim(torch.as_tensor(np.asarray(got)), want, clauses), want)
         row["ok"] = row["relative_error"] <= args.tolerance
         failures += not row["ok"]
         rows.append(row)
         timing = (f"  lossjit {row['lossjit_ms']:.3f} ms, {100 * row['floor_fraction']:.1f}% of the floor, "
                   f"torch.compile {row['torch_compile_ms']:.3f} ms ({row['vs_torch_compile']:.2f}x)") if cuda else ""
+        if args.json:  # after every problem, so that a run cut short still leaves its rows
+            args.json.write_text(json.dumps({"device": device_name, "rows": rows}, indent=1) + "\n")
         print(f"{path.stem:40s} {row['kind']:9s} {'x'.join(map(str, row['shapes'][0])):>14s}  rel. error "
               f"{row['relative_error']:.2e} {'ok' if row['ok'] else 'OFF'}{timing}", flush=True)
-    device = torch.cuda.get_device_name(0) if cuda else "cpu (lossjit's float64 reference)"
-    print(f"kernelbench: {len(rows)} problems on {device}, {failures} off by more than {args.tolerance:g}; "
+    print(f"kernelbench: {len(rows)} problems on {device_name}, {failures} off by more than {args.tolerance:g}; "
           f"{time.strftime('%Y-%m-%d')}")
     if args.json:
-        args.json.write_text(json.dumps({"device": device, "rows": rows}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"device": device_name, "rows": rows}, indent=1) + "\n")
     return 1 if failures else 0
 
 

@@ -179,17 +179,18 @@ def test_a_torch_too_old_for_the_ops_is_a_clear_error_not_a_failed_compile(monke
 
 
 def test_kernelbench_programs_name_their_inputs_in_the_header():
-    """bench/kernelbench.py passes get_inputs() in the order of each program's '# kernelbench:' line;
-    that line must name exactly the program's inputs and parameters."""
-    import re
-    programs = sorted((EXAMPLES / "kernelbench").glob("*.loss"))
-    assert len(programs) >= 25
-    for path in programs:
-        text = path.read_text()
-        header = re.search(r"^# kernelbench: inputs ([^;\n]*)(?:; params ([^\n]*))?$", text, re.M)
-        assert header, path.name
-        names = [n.removesuffix("[:,None]") for n in header.group(1).split()]
-        params = header.group(2).split() if header.group(2) else []
+    """bench/kernelbench.py passes get_inputs() (and the Model's weights) in the order of each
+    program's '# kernelbench:' line; that line, read by the script's own parser, must name exactly
+    the program's inputs and parameters."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kernelbench", EXAMPLES.parent / "bench" / "kernelbench.py")
+    kernelbench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernelbench)
+    programs = list(kernelbench.problems(None))
+    assert len(programs) >= 34
+    for number, path, text, clauses in programs:
+        names = [n.removesuffix("[:,None]") for n in clauses["inputs"]]
+        names += [w.rsplit(".", 1)[-1] for w in clauses.get("weights", [])]
         loss = lossjit.compile(text, inputs=names, source_name=path.name)
         assert list(loss.inputs) == names, path.name
-        assert all(p in loss.params for p in params), path.name
+        assert all(p in loss.params for p in clauses.get("params", [])), path.name
