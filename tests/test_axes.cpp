@@ -115,6 +115,13 @@ TEST_CASE("a map's output: the rows' shape (keepdim=False) or with the reduced d
                          UsageError);
 }
 
+TEST_CASE("dumps print the program's dimensions as written") {
+    CHECK(compile("mean(logsumexp(x, 1) - x[y])").checked().find("logsumexp(x, 1) - x[y]") != std::string::npos);
+    const std::string var = compile("mean(var(x, (-2, -1)))").checked();
+    CHECK(var.find("sum((x - detach(mean(x, (-2, -1)))) ^ 2, (-2, -1))") != std::string::npos);
+    CHECK(var.find("sum(1, (-2, -1))") != std::string::npos);  // the row's length, parseable
+}
+
 TEST_CASE("what is refused, and why") {
     const std::vector<double> x = iota(24), w = iota(4);
     const std::vector<TensorView> in{view(x, {2, 3, 4})};

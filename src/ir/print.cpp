@@ -153,13 +153,17 @@ std::string ExpressionPrinter::language_apply(const ir::Node& n) const {
 
 std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
     const std::string argument = n.arity > 0 ? without_outer_parens(print(n.args[0])) : std::string();
+    // The program's row dimensions, as written: -1, 1, or (2, 3).
+    const auto dims = program_.reduced_dims();
+    const std::string along = dims.size() == 1 ? std::to_string(dims[0]) : fmt::format("({})", fmt::join(dims, ", "));
     switch (n.kind) {
         case ir::NodeKind::RowReduce:
-            return fmt::format("{}({}, -1)", row_reduction_info(static_cast<RowReduction>(n.slot)).name, argument);
+            return fmt::format("{}({}, {})", row_reduction_info(static_cast<RowReduction>(n.slot)).name, argument, along);
         case ir::NodeKind::Total:
             return fmt::format("{}({})", ir::to_string(static_cast<ir::Reduction>(n.slot)), argument);
+        // The row's length (var's C): printed as what it is in the language, so that a dump parses back.
+        case ir::NodeKind::RowLength: return fmt::format("sum(1, {})", along);
         // Only in derivatives, which dumps show but nobody parses back.
-        case ir::NodeKind::RowLength: return "size(-1)";
         case ir::NodeKind::OneHot: return fmt::format("onehot({})", print(n.args[0]));
         case ir::NodeKind::Take: {
             std::string values = print(n.args[0]);
