@@ -161,7 +161,8 @@ Layout walked_dims_first(Layout layout, std::size_t operand);
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
                        bool output_per_row, std::span<const int> row_dims = {});
 // `written` (a program's row_dims) as sorted positions in a shape of `rank` dimensions
-// (UsageError where one is out of range or two name the same); `shape` is for the message.
+// (UsageError where one is out of range or two name the same); `shape` (the largest input's) is for
+// the message.
 std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape);
 // A row layout's shape without its row dimensions (what one value per row has, keepdim=False),
 // and with them as extent 1 (keepdim=True).
@@ -189,6 +190,12 @@ struct GradientLayout {
     std::vector<std::int64_t> sizes;  // element count of each input's own shape
 };
 GradientLayout plan_gradient_layout(std::span<const OperandShape> inputs, const OperandShape* upstream);
+// The same for a differentiated program that reduces along rows: `read` is one row layout of the
+// inputs as given followed by each input again, contiguous in its own shape (an index, which has no
+// gradient, as a scalar): read.inputs[N + k] is where element j of a row adds into input k's
+// gradient, so that a per-row weight [N, 1] or class weights [C] sum what they are broadcast over.
+// `write` is unused.
+GradientLayout plan_row_gradient_layout(const ir::Program& program, std::span<const OperandShape> inputs);
 
 // ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
 // Which inputs hold one value per row in this layout: indices, and inputs of extent 1 along the

@@ -122,29 +122,105 @@ TEST_CASE("dumps print the program's dimensions as written") {
     CHECK(var.find("sum(1, (-2, -1))") != std::string::npos);  // the row's length, parseable
 }
 
+TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their own shapes, the GPU refuses") {
+    // mean over rows of r * sum(x, 1) for x [2, 3, 4], r [2, 1, 4] (one weight per row): d/dr is the
+    // row's sum over the 8 rows; d/dx the row's weight.
+    const std::vector<double> x = iota(24), r = iota(8, 0.5);
+    auto loss = compile_with("mean(r * sum(x, 1))", {"x", "r"});
+    const std::vector<TensorView> in{view(x, {2, 3, 4}), view(r, {2, 1, 4})};
+    const std::vector<std::string> wrt{"r", "x"};
+    const auto grads = loss.reference_grad(in, wrt, 1.0);
+    REQUIRE(grads.size() == 2);
+    CHECK(grads[0].shape == Shape{2, 1, 4});
+    for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t k = 0; k < 4; ++k) {
+            double row = 0;
+            for (std::int64_t j = 0; j < 3; ++j) row += x[static_cast<std::size_t>((i * 3 + j) * 4 + k)];
+            CHECK(grads[0].values[static_cast<std::size_t>(i * 4 + k)] == doctest::Approx(row / 8).epsilon(1e-14));
+            for (std::int64_t j = 0; j < 3; ++j)
+                CHECK(grads[1].values[static_cast<std::size_t>((i * 3 + j) * 4 + k)] ==
+                      doctest::Approx(r[static_cast<std::size_t>(i * 4 + k)] / 8).epsilon(1e-14));
+        }
+    // Class weights along dimension 1 ([C, 1]: the classes' dimension), summed over every row.
+    const std::vector<std::int64_t> y{0, 2, 1, 1, 2, 0, 0, 1};
+    const std::vector<double> w{0.5, 2.0, 1.5};
+    auto weighted = compile_with("mean(w[y] * (logsumexp(x, 1) - x[y]))", {"x", "y", "w"});
+    const std::vector<TensorView> wy{view(x, {2, 3, 4}), TensorView{y.data(), DType::int64, {2, 4}, {}}, view(w, {3, 1})};
+    const std::vector<std::string> by_w{"w"};
+    const auto gw = weighted.reference_grad(wy, by_w, 1.0);
+    for (std::int64_t c = 0; c < 3; ++c) {
+        double want = 0;  // the mean of the cross-entropy terms of the rows whose class is c
+        for (std::int64_t i = 0; i < 2; ++i)
+            for (std::int64_t k = 0; k < 4; ++k) {
+                if (y[static_cast<std::size_t>(i * 4 + k)] != c) continue;
+                double total = 0;
+                for (std::int64_t j = 0; j < 3; ++j) total += std::exp(x[static_cast<std::size_t>((i * 3 + j) * 4 + k)]);
+                want += std::log(total) - x[static_cast<std::size_t>((i * 3 + c) * 4 + k)];
+            }
+        CHECK(gw[0].values[static_cast<std::size_t>(c)] == doctest::Approx(want / 8).epsilon(1e-13));
+    }
+    // The GPU's kernel is refused, saying where to go.
+    std::vector<TensorView> unplaced{TensorView::contiguous(nullptr, {2, 3, 4}), TensorView::contiguous(nullptr, {2, 1, 4})};
+    const std::vector<std::string> by_r{"r"};
+    CHECK_THROWS_WITH_AS(loss.cuda_source(unplaced, by_r),
+                         doctest::Contains("the gradient of 'r' sums over a broadcast; for programs that reduce along rows, "
+                                           "the GPU computes gradients of inputs of the full shape only"),
+                         UnsupportedError);
+}
+
 TEST_CASE("what is refused, and why") {
     const std::vector<double> x = iota(24), w = iota(4);
     const std::vector<TensorView> in{view(x, {2, 3, 4})};
     CHECK_THROWS_WITH_AS(compile("sum(x, 3)").output_shape(in),
-                         doctest::Contains("reduces along dimension 3, but its inputs broadcast to [2, 3, 4]"), UsageError);
+                         doctest::Contains("reduces along dimension 3, but its inputs have 3 dimensions (the largest: [2, 3, 4])"), UsageError);
     CHECK_THROWS_WITH_AS(compile("x - sum(x, (0, -3))").output_shape(in),
                          doctest::Contains("name dimension 0 twice"), UsageError);
     // Dimensions 0 and 2 of a contiguous tensor are not one run in memory (nor 0 and 1 transposed).
-    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 2))").output_shape(in), doctest::Contains("do not lie in memory as one run"),
-                         UnsupportedError);
+    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 2))").output_shape(in),
+                         doctest::Contains("but 'x' [2, 3, 4] does not lie in memory as one run along them"), UnsupportedError);
     const TensorView transposed{x.data(), DType::float64, {4, 3, 2}, {1, 4, 12}};
     CHECK_THROWS_WITH_AS(compile("sum(x, (0, 1))").output_shape(std::vector<TensorView>{transposed}),
-                         doctest::Contains("do not lie in memory as one run"), UnsupportedError);
+                         doctest::Contains("does not lie in memory as one run"), UnsupportedError);
+    // An input broadcast along part of the row breaks the run too (g [W] beside (2, 3) of [N, C, H, W]).
+    const std::vector<double> big = iota(120), g = iota(5);
+    CHECK_THROWS_WITH_AS(compile_with("sum(mean(x * g, (2, 3)))", {"x", "g"}).reference(std::vector<TensorView>{view(big, {2, 3, 4, 5}), view(g, {5})}),
+                         doctest::Contains("but 'g' [5] does not lie in memory as one run"), UnsupportedError);
     // In memory 1 and 2 are one run, but in the other order (a row is walked in the dimensions' order).
     CHECK_THROWS_AS(compile("sum(x, (1, 2))").output_shape(std::vector<TensorView>{transposed}), UnsupportedError);
     CHECK(compile("sum(x, 2)").output_shape(std::vector<TensorView>{transposed}) == Shape{4, 3});
-    // Counted from the front, for an argument of lower rank than the inputs': torch would count its own.
+    // Counted from the front, for an argument of lower rank than the inputs' (a scalar too): torch
+    // would count its own dimensions.
     auto front = compile_with("x - sum(w, 0)", {"x", "w"});
-    CHECK_THROWS_WITH_AS(front.output_shape(std::vector<TensorView>{view(x, {6, 4}), view(w, {4})}),
+    CHECK_THROWS_WITH_AS(front.output_shape(std::vector<TensorView>{view(x, {2, 3, 4}), view(w, {4})}),
                          doctest::Contains("expr:1:5: 'sum' reduces along dimension (0) counted from the front"), UsageError);
+    CHECK_THROWS_WITH_AS(front.output_shape(std::vector<TensorView>{view(x, {6, 4}), view(w, {})}),
+                         doctest::Contains("its argument has 0 dimensions"), UsageError);
     // From the end it means the same in both.
     auto back = compile_with("x - sum(w, -1)", {"x", "w"});
     CHECK(back.output_shape(std::vector<TensorView>{view(x, {6, 4}), view(w, {4})}) == Shape{6, 4});
+    // An input of exactly the rows' shape is read from the last dimension, so not as one value per
+    // row where the row is elsewhere: refused (accuracy along dimension 1 needs y [N, 1, D]).
+    const std::vector<double> y = iota(8);
+    auto accuracy = compile_with("mean(argmax(x, 1) == y)", {"x", "y"});
+    CHECK_THROWS_WITH_AS(accuracy.reference(std::vector<TensorView>{in[0], view(y, {2, 4})}),
+                         doctest::Contains("'y' [2, 4] has the rows' shape, but inputs broadcast from the last dimension, "
+                                           "so it would be read as [1, 2, 4]; for one value per row give it the row's "
+                                           "dimensions as 1 ([2, 1, 4])"), UsageError);
+    CHECK_NOTHROW(accuracy.reference(std::vector<TensorView>{in[0], view(y, {2, 1, 4})}));
+    // x[y] of a value constant along the row (class weights w [C] aligned with D, not with C).
+    const std::vector<std::int64_t> index(8, 1);
+    const std::vector<double> w4 = iota(4);
+    auto weighted = compile_with("mean(w[y] * (logsumexp(x, 1) - x[y]))", {"x", "y", "w"});
+    CHECK_THROWS_WITH_AS(weighted.reference(std::vector<TensorView>{in[0], TensorView{index.data(), DType::int64, {2, 4}, {}}, view(w4, {4})}),
+                         doctest::Contains("expr:1:7: x[y] takes along dimension 1, but 'w' has extent 1 there"), UsageError);
+    // An index of the values' rank with extent 1 along the row is torch's gather index; one of the
+    // values' shape is refused (as rows of its own it would pair every row with every other).
+    auto ce = compile_with("mean(logsumexp(x, 1) - x[y])", {"x", "y"});
+    const std::vector<std::int64_t> wide(24, 0);
+    CHECK_THROWS_WITH_AS(ce.reference(std::vector<TensorView>{in[0], TensorView{wide.data(), DType::int64, {2, 3, 4}, {}}}),
+                         doctest::Contains("the index 'y' [2, 3, 4] has the values' shape"), UsageError);
+    CHECK(ce.reference(std::vector<TensorView>{in[0], TensorView{index.data(), DType::int64, {2, 1, 4}, {}}}) ==
+          ce.reference(std::vector<TensorView>{in[0], TensorView{index.data(), DType::int64, {2, 4}, {}}}));
 }
 
 TEST_CASE("the reference: softmax along dimension 0, K-dimensional cross-entropy, norms") {

@@ -98,7 +98,11 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
     std::vector<double> divisors;
     for (const auto& t : row_totals(program)) {
         const bool rows = per_row[static_cast<std::size_t>(t.argument)];
-        divisors.push_back(divisor_of(t.reduction, rows ? layout.rows : layout.count, layout.shape));
+        // batchmean of one value per row divides by the rows' dimension 0, as torch's of the
+        // keepdim=False result (dimension 0 of the whole shape may be the row's own); where the
+        // rows' shape is a scalar (rank-1 inputs), by dimension 0 of the whole shape, as always.
+        const Shape of_rows = rows ? rows_shape(layout) : Shape{};
+        divisors.push_back(divisor_of(t.reduction, rows ? layout.rows : layout.count, of_rows.empty() ? layout.shape : of_rows));
     }
     return divisors;
 }
@@ -108,7 +112,8 @@ void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& la
         const auto k = static_cast<std::size_t>(d.input);
         if (layout.inputs[k].elements != layout.count)
             throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
-                                               "along rows, gradients are computed for inputs of the full shape only",
+                                               "along rows, the GPU computes gradients of inputs of the full shape only "
+                                               "(the CPU reference sums this one: reference_grad, `lossjit run --cpu`)",
                                                program.inputs[k]));
     }
 }

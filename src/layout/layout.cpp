@@ -191,6 +191,39 @@ Layout walked_dims_first(Layout layout, std::size_t operand) {
     return layout;
 }
 
+namespace {
+
+// An input of exactly the rows' shape ([N, D] for x [N, C, D] along dimension 1: what torch's
+// keepdim=False gives, and what a per-row target is in torch) is aligned from the last dimension
+// like every input, as [1, N, D]: where the row is not at the end that is never one value per row,
+// and broadcasts only where N == C, silently meaning something else. Refused, saying how to write it.
+void refuse_rows_shaped_value(const OperandShape& op, std::span<const OperandShape> values,
+                              const std::vector<std::size_t>& reduced, std::size_t rank) {
+    if (op.shape.empty() || op.shape.size() >= rank) return;
+    bool trailing = true;  // the row's dimensions are the last ones: aligned from the end, it fits
+    for (std::size_t i = 0; i < reduced.size(); ++i) trailing = trailing && reduced[reduced.size() - 1 - i] == rank - 1 - i;
+    if (trailing) return;
+    Shape full(rank, 1);
+    for (const auto& v : values) {
+        if (v.shape.size() != rank) continue;
+        for (std::size_t d = 0; d < rank; ++d) full[d] = std::max(full[d], v.shape[d]);
+    }
+    Shape rows, keepdim = full;
+    for (std::size_t d = 0; d < rank; ++d) {
+        if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) rows.push_back(full[d]);
+        else keepdim[d] = 1;
+    }
+    if (op.shape != rows) return;
+    throw UsageError(fmt::format(
+        "'{}' [{}] has the rows' shape, but inputs broadcast from the last dimension, so it would be read as [{}]; "
+        "for one value per row give it the row's dimensions as 1 ([{}]), or use it as an index (x[{}])",
+        op.name, fmt::join(op.shape, ", "),
+        fmt::join([&] { Shape s(rank - op.shape.size(), 1); s.insert(s.end(), op.shape.begin(), op.shape.end()); return s; }(), ", "),
+        fmt::join(keepdim, ", "), op.name));
+}
+
+}  // namespace
+
 std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape) {
     // A scalar program's rows are one element long: its only dimension is the row.
     const std::size_t dims = std::max<std::size_t>(rank, 1);
@@ -198,13 +231,14 @@ std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::siz
     for (int d : written) {
         const long long r = d < 0 ? static_cast<long long>(dims) + d : d;
         if (r < 0 || r >= static_cast<long long>(dims)) {
-            throw UsageError(fmt::format("the program reduces along dimension {}, but its inputs broadcast to [{}], "
-                                         "which has {} dimension{}",
-                                         d, fmt::join(shape, ", "), rank, rank == 1 ? "" : "s"));
+            throw UsageError(fmt::format("the program reduces along dimension {}, but its inputs have {} dimension{} "
+                                         "(the largest: [{}])",
+                                         d, rank, rank == 1 ? "" : "s", fmt::join(shape, ", ")));
         }
         if (std::find(resolved.begin(), resolved.end(), static_cast<std::size_t>(r)) != resolved.end()) {
-            throw UsageError(fmt::format("the program's dimensions ({}) name dimension {} twice for inputs of shape [{}]",
-                                         fmt::join(written, ", "), r, fmt::join(shape, ", ")));
+            throw UsageError(fmt::format("the program's dimensions ({}) name dimension {} twice for inputs of {} "
+                                         "dimensions (the largest: [{}])",
+                                         fmt::join(written, ", "), r, rank, fmt::join(shape, ", ")));
         }
         resolved.push_back(static_cast<std::size_t>(r));
     }
@@ -216,21 +250,53 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
                        bool output_per_row, std::span<const int> row_dims) {
     const std::vector<int> last_dim{-1};
     if (row_dims.empty()) row_dims = last_dim;
-    // The rank: an index holds one value per row, so it has one dimension fewer than the values.
-    std::size_t rank = 0;
+    auto is_index = [&](std::size_t k) { return k < index.size() && index[k]; };
+    // The rank. An index holds one value per row: it has the rows' shape ([N, D] for x [N, C, D]
+    // along dimension 1), one dimension fewer than the values, or the values' rank with the row's
+    // dimension as 1 ([N, 1, D], torch's gather index).
+    std::size_t values_rank = 0;
+    std::vector<OperandShape> values;  // for messages: what the row dimensions count in
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (is_index(k)) continue;
+        values_rank = std::max(values_rank, inputs[k].shape.size());
+        values.push_back(inputs[k]);
+    }
+    // The values' shape for messages, without broadcasting them yet (refuse_rows_shaped_value
+    // explains a mismatch better than broadcasting would).
+    Shape largest;
+    for (const auto& v : values)
+        if (v.shape.size() > largest.size()) largest = v.shape;
+    // An index of the values' rank is the gather form where its extent along the row (a single
+    // dimension: takes go along one) is 1; one of exactly the values' shape is a mistake (read as
+    // rows of its own it would pair every row with every other).
+    const int single = row_dims.size() == 1 ? row_dims.front() : 0;
+    auto keepdim_index = [&](std::size_t k) {
+        const Shape& shape = inputs[k].shape;
+        if (!is_index(k) || values_rank < 2 || shape.size() != values_rank) return false;
+        const long long at = single < 0 ? static_cast<long long>(values_rank) + single : single;
+        if (at < 0 || at >= static_cast<long long>(values_rank)) return false;  // resolve_row_dims says why
+        if (shape[static_cast<std::size_t>(at)] == 1) return true;
+        if (shape == largest)
+            throw UsageError(fmt::format(
+                "the index '{}' [{}] has the values' shape; an index has the rows' shape (the values' without the "
+                "row's dimension {}), or that with the row's dimension as 1, as torch's gather index",
+                inputs[k].name, fmt::join(shape, ", "), at));
+        return false;
+    };
+    std::size_t rank = values_rank;
     for (std::size_t k = 0; k < inputs.size(); ++k)
-        rank = std::max(rank, inputs[k].shape.size() + (k < index.size() && index[k] ? 1 : 0));
+        if (is_index(k)) rank = std::max(rank, inputs[k].shape.size() + (keepdim_index(k) ? 0 : 1));
+    const auto reduced = resolve_row_dims(row_dims, rank, largest);
+    const std::size_t after = std::max<std::size_t>(rank, 1) - 1 - reduced.back();  // dimensions after the row's
     std::vector<OperandShape> operands(inputs.begin(), inputs.end());
-    std::vector<OperandShape> values;  // for the message: what the row dimensions count in
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-        if (k >= index.size() || !index[k]) values.push_back(inputs[k]);
-    const auto reduced = resolve_row_dims(row_dims, rank, broadcast_shapes(values));
-    // An index broadcasts as if it had an extent-1 dimension where the row is (x [N, C, D] with
-    // y [N, D], along dimension 1: y as [N, 1, D]).
     for (std::size_t k = 0; k < operands.size(); ++k) {
-        if (k >= index.size() || !index[k]) continue;
         auto& op = operands[k];
-        const std::size_t after = std::max<std::size_t>(rank, 1) - 1 - reduced.front();  // dimensions after the row's
+        if (!is_index(k)) {
+            refuse_rows_shaped_value(op, values, reduced, rank);
+            continue;
+        }
+        if (keepdim_index(k)) continue;
+        // The rows' shape: an extent-1 dimension inserted where the row is (y [N, D] as [N, 1, D]).
         if (op.shape.size() < after) continue;  // broadcast along the row anyway
         const auto at = static_cast<std::ptrdiff_t>(op.shape.size() - after);
         op.shape.insert(op.shape.begin() + at, 1);
@@ -313,11 +379,21 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     const Shape row_extents(ordered.begin() + static_cast<std::ptrdiff_t>(kept), ordered.end());
     auto [row_dims_merged, row_walk] = merge_dims(row_extents, row_strides, row_extents.size());
     if (row_dims_merged.size() > 1) {
+        // Name the first operand whose own walk along the row is not one run.
+        std::string which = "the output";
+        for (std::size_t k = 0; k < operands.size(); ++k) {
+            const std::vector<std::vector<std::int64_t>> one{row_strides[k]};
+            if (merge_dims(row_extents, one, row_extents.size()).first.size() > 1) {
+                which = fmt::format("'{}' [{}]", operands[k].name, fmt::join(operands[k].shape, ", "));
+                break;
+            }
+        }
         throw UnsupportedError(fmt::format(
-            "the program reduces along dimensions ({}) of [{}], which do not lie in memory as one run in every "
-            "operand (a row must be one stride apart from start to end); make the inputs contiguous, or reduce "
-            "along adjacent dimensions",
-            fmt::join(reduced, ", "), fmt::join(layout.shape, ", ")));
+            "the program reduces along dimensions ({}) of [{}], but {} does not lie in memory as one run along them "
+            "(a row is walked one stride apart from start to end: rows of two strides, as (0, 2, 3) of a contiguous "
+            "tensor or an input broadcast along part of the row, are not supported yet); make it contiguous, of the "
+            "full rank, or reduce along adjacent dimensions",
+            fmt::join(reduced, ", "), fmt::join(layout.shape, ", "), which));
     }
     dims.push_back(columns);
     for (std::size_t k = 0; k < all.size(); ++k)
@@ -383,20 +459,20 @@ void refuse_ambiguous_dims(const ir::Program& program, std::span<const OperandSh
     if (!program.derivatives.empty() || std::none_of(program.row_dims.begin(), program.row_dims.end(), [](int d) { return d >= 0; }))
         return;
     const auto index = program.index_inputs();
-    std::vector<std::size_t> rank(program.nodes.size(), 0);  // of each node's value, by its inputs
+    std::vector<long long> rank(program.nodes.size(), -1);  // of each node's value, by its inputs (-1: none)
     for (std::size_t id = 0; id < program.nodes.size(); ++id) {
         const ir::Node& n = program.nodes[id];
         if (n.kind == ir::NodeKind::Input) {
             const auto slot = static_cast<std::size_t>(n.slot);
-            if (slot < inputs.size()) rank[id] = inputs[slot].shape.size() + (index[slot] ? 1 : 0);
+            if (slot < inputs.size()) rank[id] = static_cast<long long>(inputs[slot].shape.size()) + (index[slot] ? 1 : 0);
         } else if (n.kind == ir::NodeKind::Binding) {
             rank[id] = rank[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
         } else if (n.kind != ir::NodeKind::Total) {
             for (int a = 0; a < n.arity; ++a) rank[id] = std::max(rank[id], rank[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])]);
         }
         if (n.kind != ir::NodeKind::RowReduce) continue;
-        const std::size_t own = rank[static_cast<std::size_t>(n.args[0])];
-        if (own > 0 && own < layout.shape.size()) {
+        const long long own = rank[static_cast<std::size_t>(n.args[0])];  // a scalar input's 0 too: torch keeps it
+        if (own >= 0 && own < static_cast<long long>(layout.shape.size())) {
             throw UsageError(fmt::format(
                 "{}:{}:{}: '{}' reduces along dimension{} ({}) counted from the front, but its argument has {} "
                 "dimension{} where the inputs broadcast to [{}]: which dimension is meant depends on the count "
@@ -405,6 +481,33 @@ void refuse_ambiguous_dims(const ir::Program& program, std::span<const OperandSh
                 program.source_name, n.pos.line, n.pos.column, row_reduction_info(static_cast<RowReduction>(n.slot)).name,
                 program.row_dims.size() == 1 ? "" : "s", fmt::join(program.row_dims, ", "), own, own == 1 ? "" : "s",
                 fmt::join(layout.shape, ", ")));
+        }
+    }
+}
+
+// x[y] of a value that is constant along the row because an input is (class weights `w` [C] aligned
+// with another dimension than the row's, a per-row weight, a scalar) is that value whatever y says:
+// never what is meant. Refused, naming the input.
+void refuse_takes_of_broadcasts(const ir::Program& program, const Layout& layout) {
+    if (layout.dims.back() <= 1) return;  // rows of one element: nothing is broadcast along them
+    const auto per_row = per_row_nodes(program, per_row_inputs(program, layout));
+    const auto index = program.index_inputs();
+    for (const auto& take : program.nodes) {
+        if (take.kind != ir::NodeKind::Take || !per_row[static_cast<std::size_t>(take.args[0])]) continue;
+        std::vector<int> stack{take.args[0]};
+        while (!stack.empty()) {
+            const ir::Node& n = program.node(stack.back());
+            stack.pop_back();
+            if (n.kind == ir::NodeKind::RowReduce || n.kind == ir::NodeKind::Take || n.kind == ir::NodeKind::Total) continue;
+            if (n.kind == ir::NodeKind::Binding) stack.push_back(program.bindings[static_cast<std::size_t>(n.slot)].node);
+            for (int a = 0; a < n.arity; ++a) stack.push_back(n.args[static_cast<std::size_t>(a)]);
+            if (n.kind != ir::NodeKind::Input || index[static_cast<std::size_t>(n.slot)]) continue;
+            const auto d = layout.row_dims.empty() ? 0 : layout.row_dims.front();
+            throw UsageError(fmt::format(
+                "{}:{}:{}: x[y] takes along dimension {}, but '{}' has extent 1 there (it broadcasts from the last "
+                "dimension): it would give the same value whatever y is; give it the row's extent there (class "
+                "weights along dimension 1 of [N, C, D] as [C, 1])",
+                program.source_name, take.pos.line, take.pos.column, d, program.inputs[static_cast<std::size_t>(n.slot)]));
         }
     }
 }
@@ -426,9 +529,25 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
     const auto index = program.index_inputs();
     Layout layout = plan_row_layout(inputs, index, nullptr, false, program.row_dims);
     refuse_ambiguous_dims(program, inputs, layout);
+    refuse_takes_of_broadcasts(program, layout);
     if (!output) return layout;
     const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
     return plan_row_layout(inputs, index, output, per_row, program.row_dims);
+}
+
+GradientLayout plan_row_gradient_layout(const ir::Program& program, std::span<const OperandShape> inputs) {
+    if (!program.by_rows()) throw InternalError("plan_row_gradient_layout for a program that does not reduce along rows");
+    std::vector<OperandShape> operands(inputs.begin(), inputs.end());
+    std::vector<bool> index = program.index_inputs();
+    index.resize(inputs.size(), false);
+    GradientLayout result;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        operands.push_back({inputs[k].name, index[k] ? Shape{} : inputs[k].shape, {}});
+        result.sizes.push_back(element_count(inputs[k].shape));
+    }
+    index.resize(operands.size(), false);
+    result.read = plan_row_layout(operands, index, nullptr, false, program.row_dims);
+    return result;
 }
 
 Shape rows_shape(const Layout& layout) {

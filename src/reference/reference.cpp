@@ -473,33 +473,63 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
         &threads);
 }
 
-// The gradients of a differentiated program that reduces along rows: each derivative evaluated per
-// row, into a buffer of its input's shape, which must be the whole broadcast shape (row-major; the
-// layout's output walks it, its rows in the layout's order).
-std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const Layout& layout,
+// The gradients of a differentiated program that reduces along rows, each derivative evaluated per
+// row and added into a buffer of its input's own shape (plan_row_gradient_layout: the input's own
+// walk is read.inputs[N + k]). A per-row input's derivative is one value per row, already the sum
+// along its row (differentiate()): it is added once. Where an input is broadcast, several rows add
+// into one element: each thread sums apart, then the threads' sums are added in thread order.
+std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const GradientLayout& gradient,
                                                           std::span<const HostOperand> inputs,
                                                           std::span<const double> params, double upstream) {
-    refuse_broadcast_row_gradients(program, layout);
+    const Layout& layout = gradient.read;
+    const std::size_t n = program.inputs.size();
+    if (layout.inputs.size() != 2 * n || gradient.sizes.size() != n)
+        throw InternalError("reference_gradients for rows needs plan_row_gradient_layout's layout");
     const double seed = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
-    std::vector<std::vector<double>> grads(program.derivatives.size(), std::vector<double>(static_cast<std::size_t>(layout.count)));
-    for_each_row(
+    const std::size_t count = program.derivatives.size();
+    const std::size_t last = layout.dims.size() - 1;
+    std::vector<std::vector<double>> grads(count);
+    std::vector<bool> broadcast(count);
+    for (std::size_t k = 0; k < count; ++k) {
+        const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
+        grads[k].assign(static_cast<std::size_t>(gradient.sizes[slot]), 0.0);
+        broadcast[k] = gradient.sizes[slot] < layout.count;
+    }
+    const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::vector<std::vector<double>>> partial(max_threads, std::vector<std::vector<double>>(count));
+    const std::size_t threads = for_each_row(
         program, layout, inputs, params,
-        [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
-            const std::int64_t base = eval.row_offset(row, layout.output);
-            const std::int64_t step = layout.output.strides[layout.dims.size() - 1];
-            for (std::size_t k = 0; k < grads.size(); ++k)
+        [&](const RowEvaluator& eval, std::int64_t row, std::size_t t) {
+            for (std::size_t k = 0; k < count; ++k) {
+                const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
+                const int node = program.derivatives[k].node;
+                const OperandAccess& into = layout.inputs[n + slot];
+                auto& out = broadcast[k] ? partial[t][k] : grads[k];
+                if (out.empty()) out.assign(grads[k].size(), 0.0);
+                const std::int64_t base = eval.row_offset(row, into);
+                if (layout.inputs[slot].per_row) {
+                    if (!eval.per_row(node))
+                        throw InternalError("the derivative of a per-row input is not one value per row");
+                    out[static_cast<std::size_t>(base)] += eval.at(node, 0);
+                    continue;
+                }
                 for (std::int64_t j = 0; j < eval.columns(); ++j)
-                    grads[k][static_cast<std::size_t>(base + j * step)] = eval.at(program.derivatives[k].node, j);
+                    out[static_cast<std::size_t>(base + j * into.strides[last])] += eval.at(node, j);
+            }
         },
         seed);
+    for (std::size_t k = 0; k < count; ++k) {
+        if (!broadcast[k]) continue;
+        for (std::size_t t = 0; t < threads; ++t)
+            for (std::size_t i = 0; i < partial[t][k].size(); ++i) grads[k][i] += partial[t][k][i];
+    }
     return grads;
 }
 
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const HostOperand> inputs,
                                                      std::span<const double> params, double upstream) {
-    if (program.by_rows())
-        return reference_gradients_rows(program, layout.read, inputs, params, upstream);
+    if (program.by_rows()) return reference_gradients_rows(program, layout, inputs, params, upstream);
     const Layout& read = layout.read;
     const Layout& write = layout.write;
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||

@@ -425,11 +425,14 @@ struct Loss::State {
     // input in the layout's shape (a per-row output's [N, D] as [N, 1, D] where the row is dimension 1).
     TensorView upstream_as_input(const TensorView& upstream, const Layout& value_layout) const {
         const Shape output = program_output_shape(program, value_layout);  // no second layout plan per call
+        const Shape shape = keepdim_shape(value_layout);
+        // The output's shape, or for one value per row that with the row's dimensions as 1 (an
+        // output of that shape is accepted too).
+        if (output != value_layout.shape && upstream.shape.to_vector() == shape) return upstream;
         if (upstream.shape.to_vector() != output)
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream.shape, ", "), fmt::join(output, ", ")));
         if (output == value_layout.shape) return upstream;
-        const Shape shape = keepdim_shape(value_layout);
         const Shape given = upstream.effective_strides().to_vector();
         Shape strides;
         std::size_t next = 0;
@@ -748,12 +751,8 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
         up = OperandShape{"upstream", host_upstream->shape.to_vector(), host_upstream->strides.to_vector()};
     }
     GradientLayout layout;
-    if (differentiated.by_rows()) {  // read row by row; the gradients of full-shape inputs only
-        const auto shapes = operand_shapes(differentiated.inputs, host_inputs);
-        // Written as the kernel writes them: contiguous in the broadcast shape ("output" of the walk).
-        const OperandShape written{"gradient", plan_program_layout(differentiated, shapes, nullptr).shape, {}};
-        layout.read = plan_program_layout(differentiated, shapes, &written);
-        for (const auto& s : shapes) layout.sizes.push_back(element_count(s.shape));
+    if (differentiated.by_rows()) {  // read row by row, each gradient added into its input's own shape
+        layout = plan_row_gradient_layout(differentiated, operand_shapes(differentiated.inputs, host_inputs));
     } else {
         layout = plan_gradient_layout(operand_shapes(differentiated.inputs, host_inputs), up ? &*up : nullptr);
     }
@@ -801,9 +800,7 @@ std::string Loss::derivatives(std::span<const std::string> wrt, std::span<const 
     check_count(state_->program.inputs, inputs.size());
     for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
     const Layout layout = state_->layout_for(state_->program, inputs, nullptr);
-    const ir::Program differentiated = differentiate(state_->program, slots, per_row_inputs(state_->program, layout));
-    if (differentiated.by_rows()) refuse_broadcast_row_gradients(differentiated, layout);
-    return dump_gradients(differentiated);
+    return dump_gradients(differentiate(state_->program, slots, per_row_inputs(state_->program, layout)));
 }
 
 std::string Loss::ast() const { return dump_ast(state_->compiled->syntax); }

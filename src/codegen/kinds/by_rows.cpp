@@ -114,9 +114,11 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
                                          "per access: vector width 4 is used", knobs.vector_width));
     spec.vector_width = vector ? 4 : 1;
 
-    spec.side_by_side = side_by_side;
+    // A block of rows side by side is whole warps of rows (a knob's thread count always is; a
+    // tuning record's is checked as a knob is, but no kernel is emitted that would not compile).
+    spec.side_by_side = side_by_side && spec.block_threads % kWarpThreads == 0;
     spec.team = warp_per_row ? kWarpThreads : spec.block_threads;
-    if (side_by_side) {
+    if (spec.side_by_side) {
         // A thread per row where that gives blocks enough; else as few threads per row as do (the
         // block's loads at one column stay a run of block_threads / team rows, a whole warp at least).
         const long long enough = default_value(Default::ByRowSideTeamBlocksPerSm, gpu) * sms;
@@ -124,13 +126,14 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.team < spec.block_threads / kWarpThreads &&
                (layout.rows * spec.team + spec.block_threads - 1) / spec.block_threads < enough)
             spec.team *= 2;
-        while (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0) spec.team /= 2;
+        while (spec.team > 1 && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0))
+            spec.team /= 2;
     }
     if (knobs.unroll > 0) {
         spec.unroll = knobs.unroll;
     } else if (knobs.items_per_thread > 0) {
         spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
-    } else if (side_by_side) {
+    } else if (spec.side_by_side) {
         spec.unroll = default_value(Default::ByRowSideTeamUnroll, gpu);
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * (spec.unroll / 2) >= columns) spec.unroll /= 2;
     } else {
