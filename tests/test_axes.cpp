@@ -203,10 +203,14 @@ TEST_CASE("what is refused, and why") {
     const std::vector<double> y = iota(8);
     auto accuracy = compile_with("mean(argmax(x, 1) == y)", {"x", "y"});
     CHECK_THROWS_WITH_AS(accuracy.reference(std::vector<TensorView>{in[0], view(y, {2, 4})}),
-                         doctest::Contains("'y' [2, 4] has the rows' shape, but inputs broadcast from the last dimension, "
-                                           "so it would be read as [1, 2, 4]; for one value per row give it the row's "
-                                           "dimensions as 1 ([2, 1, 4])"), UsageError);
+                         doctest::Contains("'y' [2, 4] has the rows' shape; inputs broadcast from the last dimension, "
+                                           "so it would be read as [1, 2, 4], which is not one value per row: give it "
+                                           "the shape meant, [2, 1, 4] for one value per row"), UsageError);
     CHECK_NOTHROW(accuracy.reference(std::vector<TensorView>{in[0], view(y, {2, 1, 4})}));
+    // Where the reduced dimensions lead, the rows' shape read from the end is where the rows are.
+    const std::vector<double> w5 = iota(4), x54 = iota(20);
+    auto leading = compile_with("mean(w * logsumexp(x, 0))", {"x", "w"});
+    CHECK_NOTHROW(leading.reference(std::vector<TensorView>{view(x54, {5, 4}), view(w5, {4})}));
     // x[y] of a value constant along the row (class weights w [C] aligned with D, not with C).
     const std::vector<std::int64_t> index(8, 1);
     const std::vector<double> w4 = iota(4);
@@ -219,6 +223,13 @@ TEST_CASE("what is refused, and why") {
     const std::vector<std::int64_t> wide(24, 0);
     CHECK_THROWS_WITH_AS(ce.reference(std::vector<TensorView>{in[0], TensorView{wide.data(), DType::int64, {2, 3, 4}, {}}}),
                          doctest::Contains("the index 'y' [2, 3, 4] has the values' shape"), UsageError);
+    // The values' broadcast shape, whatever input comes first (s [1, 4] before x [4, 4]).
+    const std::vector<double> s14 = iota(4), x44 = iota(16);
+    const std::vector<std::int64_t> y44(16, 0);
+    auto scaled = compile_with("mean(logsumexp(s * x, -1) - x[y])", {"s", "x", "y"});
+    CHECK_THROWS_WITH_AS(scaled.reference(std::vector<TensorView>{view(s14, {1, 4}), view(x44, {4, 4}),
+                                                                  TensorView{y44.data(), DType::int64, {4, 4}, {}}}),
+                         doctest::Contains("the index 'y' [4, 4] has the values' shape"), UsageError);
     CHECK(ce.reference(std::vector<TensorView>{in[0], TensorView{index.data(), DType::int64, {2, 1, 4}, {}}}) ==
           ce.reference(std::vector<TensorView>{in[0], TensorView{index.data(), DType::int64, {2, 4}, {}}}));
 }

@@ -195,14 +195,19 @@ namespace {
 
 // An input of exactly the rows' shape ([N, D] for x [N, C, D] along dimension 1: what torch's
 // keepdim=False gives, and what a per-row target is in torch) is aligned from the last dimension
-// like every input, as [1, N, D]: where the row is not at the end that is never one value per row,
-// and broadcasts only where N == C, silently meaning something else. Refused, saying how to write it.
+// like every input, as [1, N, D]. Where the reduced dimensions are the leading ones that is where
+// the rows are (fine); where the row is the last it is the documented NumPy reading ([N, 1] is one
+// value per row there); anywhere else the shape reads two ways (it broadcasts only where extents
+// coincide, N == C): refused, asking for the one meant.
 void refuse_rows_shaped_value(const OperandShape& op, std::span<const OperandShape> values,
                               const std::vector<std::size_t>& reduced, std::size_t rank) {
     if (op.shape.empty() || op.shape.size() >= rank) return;
-    bool trailing = true;  // the row's dimensions are the last ones: aligned from the end, it fits
-    for (std::size_t i = 0; i < reduced.size(); ++i) trailing = trailing && reduced[reduced.size() - 1 - i] == rank - 1 - i;
-    if (trailing) return;
+    bool leading = true, trailing = true;
+    for (std::size_t i = 0; i < reduced.size(); ++i) {
+        leading = leading && reduced[i] == i;
+        trailing = trailing && reduced[reduced.size() - 1 - i] == rank - 1 - i;
+    }
+    if (leading || trailing) return;
     Shape full(rank, 1);
     for (const auto& v : values) {
         if (v.shape.size() != rank) continue;
@@ -214,12 +219,13 @@ void refuse_rows_shaped_value(const OperandShape& op, std::span<const OperandSha
         else keepdim[d] = 1;
     }
     if (op.shape != rows) return;
+    Shape aligned(rank - op.shape.size(), 1);
+    aligned.insert(aligned.end(), op.shape.begin(), op.shape.end());
     throw UsageError(fmt::format(
-        "'{}' [{}] has the rows' shape, but inputs broadcast from the last dimension, so it would be read as [{}]; "
-        "for one value per row give it the row's dimensions as 1 ([{}]), or use it as an index (x[{}])",
-        op.name, fmt::join(op.shape, ", "),
-        fmt::join([&] { Shape s(rank - op.shape.size(), 1); s.insert(s.end(), op.shape.begin(), op.shape.end()); return s; }(), ", "),
-        fmt::join(keepdim, ", "), op.name));
+        "'{}' [{}] has the rows' shape; inputs broadcast from the last dimension, so it would be read as [{}], "
+        "which is not one value per row: give it the shape meant, [{}] for one value per row, or [{}] for the "
+        "last dimensions",
+        op.name, fmt::join(op.shape, ", "), fmt::join(aligned, ", "), fmt::join(keepdim, ", "), fmt::join(aligned, ", ")));
 }
 
 }  // namespace
@@ -276,7 +282,7 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         const long long at = single < 0 ? static_cast<long long>(values_rank) + single : single;
         if (at < 0 || at >= static_cast<long long>(values_rank)) return false;  // resolve_row_dims says why
         if (shape[static_cast<std::size_t>(at)] == 1) return true;
-        if (shape == largest)
+        if (shape == broadcast_shapes(values))
             throw UsageError(fmt::format(
                 "the index '{}' [{}] has the values' shape; an index has the rows' shape (the values' without the "
                 "row's dimension {}), or that with the row's dimension as 1, as torch's gather index",
