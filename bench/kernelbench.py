@@ -18,7 +18,7 @@ problem's own shapes; lossjit's GPU kernels on the float32 inputs against the Mo
 alternating, and the memory floor (bytes read and written / the GPU's measured copy rate).
 
 Usage:
-    python3 bench/kernelbench.py --kernelbench PATH [--device cpu|cuda] [--only 23 95] [--json OUT]
+    python3 bench/kernelbench.py --kernelbench PATH [--device cpu|cuda] [--only 23 95] [--json OUT] [--time-limit S]
 PATH: the KernelBench checkout (or its KernelBench/level1 folder). Exits 1 if any problem is off.
 """
 import argparse
@@ -184,6 +184,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="--device cuda: alternating timing rounds")
     ap.add_argument("--reps", type=int, default=10, help="--device cuda: timed calls per round")
     ap.add_argument("--json", type=pathlib.Path, default=None)
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds: start no new problem after this (the summary says how many ran)")
     args = ap.parse_args()
 
     level1 = args.kernelbench
@@ -195,7 +197,11 @@ def main():
     rate = copy_rate("cuda") if cuda else None
     device_name = torch.cuda.get_device_name(0) if cuda else "cpu (lossjit's float64 reference)"
     rows, failures = [], 0
+    started = time.monotonic()
     for number, path, text, clauses in problems(args.only):
+        if args.time_limit is not None and time.monotonic() - started > args.time_limit:
+            print(f"kernelbench: the time limit ({args.time_limit:g} s) stops the run before {path.stem}")
+            break
         names, params = clauses["inputs"], clauses.get("params", [])
         module = problem_module(level1, path)
         torch.manual_seed(number)
