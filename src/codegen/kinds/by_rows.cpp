@@ -34,7 +34,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // enough: a block of neighbouring rows, a thread each or a few (lj::SideTeam), so that a warp's
     // loads are of 32 neighbouring elements, where a team on one strided row would read a sector per
     // element.
-    const long long sms = gpu.multiprocessors > 0 ? gpu.multiprocessors : 132;  // emitted without a GPU: an H100's
+    const long long sms = gpu.multiprocessors > 0 ? gpu.multiprocessors : default_value(Default::AssumedMultiprocessors, gpu);
     bool side_by_side = inner >= 1 && columns > 1 && layout.rows >= default_value(Default::ByRowSideTeamMinRowsPerSm, gpu) * sms;
     bool reads_along = false;
     for (int slot : slots) {

@@ -61,6 +61,9 @@ constexpr std::array kTable = {
     DefaultRow{D::ByRowSideTeamBlocksPerSm, G::Any, 4,
                "16384 rows: a thread per row (64 blocks) 11.5%, 8 threads per row 44.9%, as many as give 4 blocks a "
                "SM 81.6%", kAxisRows},
+    DefaultRow{D::AssumedMultiprocessors, G::Any, 132,
+               "an H100's SMs: the source printed without a GPU is the one an H100 would get where the count matters",
+               kAxisRows},
     DefaultRow{D::ByRowWarpMaxColumns, G::Any, 8192,
                "a warp per row while a row is a few thousand elements (no block barrier per row); the block beyond", kRows},
     DefaultRow{D::SmallGradientProgramNodes, G::Any, 64,
@@ -155,6 +158,7 @@ std::string_view to_string(Default what) {
         case D::ByRowSideTeamThreads: return "by-row side-by-side threads";
         case D::ByRowSideTeamMinRowsPerSm: return "by-row side-by-side min rows per SM";
         case D::ByRowSideTeamBlocksPerSm: return "by-row side-by-side blocks per SM";
+        case D::AssumedMultiprocessors: return "assumed multiprocessors";
         case D::ByRowSideTeamUnroll: return "by-row side-by-side unroll";
         case D::SmallGradientProgramNodes: return "small gradient program nodes";
         case D::ShortElementProgram: return "short element program";

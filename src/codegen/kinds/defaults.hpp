@@ -49,6 +49,7 @@ enum class Default : unsigned char {
     ByRowWarpMaxColumns,            // rows up to this long get a warp each, longer ones the block
     ByRowSideTeamMinRowsPerSm,      // strided rows side by side are taken side by side from this many per SM
     ByRowSideTeamBlocksPerSm,       // ... with as few threads per row as give this many blocks per SM
+    AssumedMultiprocessors,         // the SMs a kernel emitted without a GPU (lossjit emit) is planned for
     SmallGradientProgramNodes,      // a gradient program of at most this many nodes (and two
                                     // derivatives, three streams) counts as small
     ShortElementProgram,            // function applications up to which a reduction's program is short
