@@ -335,4 +335,21 @@ TEST_CASE("strided rows side by side where they lie so; the kernels compile with
     }
 }
 
+TEST_CASE("side by side with several threads per row, the accumulators' shared memory stays within a block's") {
+    // Six kinds of accumulator (sum, amax, amin, logsumexp, argmax, argmin) along dimension 0: at 1024
+    // threads (the knob) or 512 (the default) their shared arrays would pass the 48 KB ptxas allows.
+    const char* text = "logsumexp(x, 0) + amax(x, 0) + amin(x, 0) + argmax(x, 0) + argmin(x, 0) + var(x, 0)";
+    for (int block : {0, 1024}) {
+        CAPTURE(block);
+        Options options;
+        options.knobs.block_threads = block;
+        options.use_tuning = false;
+        auto loss = compile(text, options);
+        const std::vector<TensorView> views{TensorView::contiguous(nullptr, {64, 5000}, DType::float32)};
+        const KernelBuild build = loss.compile_kernel(views, "sm_90");  // CUBIN: ptxas checks shared memory
+        CHECK(build.image_bytes > 0);
+        CHECK(build.source.find("using Team = lj::SideTeam<256, 8>") != std::string::npos);
+    }
+}
+
 }  // TEST_SUITE

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -122,12 +124,35 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         // A thread per row where that gives blocks enough; else as few threads per row as do (the
         // block's loads at one column stay a run of block_threads / team rows, a whole warp at least).
         const long long enough = default_value(Default::ByRowSideTeamBlocksPerSm, gpu) * sms;
-        spec.team = 1;
-        while (spec.team < spec.block_threads / kWarpThreads &&
-               (layout.rows * spec.team + spec.block_threads - 1) / spec.block_threads < enough)
-            spec.team *= 2;
-        while (spec.team > 1 && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0))
-            spec.team /= 2;
+        auto choose_team = [&] {
+            spec.team = 1;
+            while (spec.team < spec.block_threads / kWarpThreads &&
+                   (layout.rows * spec.team + spec.block_threads - 1) / spec.block_threads < enough)
+                spec.team *= 2;
+            while (spec.team > 1 && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0))
+                spec.team /= 2;
+        };
+        choose_team();
+        // With several threads per row, lj::SideTeam's all_reduce keeps an accumulator per thread in
+        // shared memory for each kind of accumulator the program uses (at most 16 bytes each): past
+        // 40 KB of the 48 a block may have statically, NVRTC refuses the kernel (block 1024 with four
+        // kinds: 64 KB). Fewer threads then.
+        std::set<std::string_view> kinds;
+        for (const auto& n : program.nodes)
+            if (n.kind == ir::NodeKind::RowReduce)
+                kinds.insert(row_reduction_info(static_cast<RowReduction>(n.slot)).cuda_accumulator);
+        constexpr long long kSharedBudget = 40 * 1024, kAccumulatorBytes = 16;
+        const long long bytes = spec.block_threads * kAccumulatorBytes * static_cast<long long>(kinds.size());
+        if (spec.team > 1 && bytes > kSharedBudget) {
+            const long long fits = kSharedBudget / (kAccumulatorBytes * static_cast<long long>(kinds.size()));
+            int smaller = kWarpThreads;  // a power of 2: the threads per row can still grow by halves
+            while (smaller * 2 <= fits) smaller *= 2;
+            spec.notes.push_back(fmt::format("rows side by side with {} kinds of accumulator would keep {} KB of shared "
+                                             "memory at {} threads a block: {} threads are used",
+                                             kinds.size(), bytes / 1024, spec.block_threads, smaller));
+            spec.block_threads = smaller;
+            choose_team();
+        }
     }
     if (knobs.unroll > 0) {
         spec.unroll = knobs.unroll;
