@@ -160,14 +160,12 @@ Layout walked_dims_first(Layout layout, std::size_t operand);
 // with the row's dimensions kept as 1.
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
                        bool output_per_row, std::span<const int> row_dims = {});
-// `written` (a program's row_dims) as sorted positions in a shape of `rank` dimensions
-// (UsageError where one is out of range or two name the same); `shape` (the largest input's) is for
-// the message.
-std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape);
 // A row layout's shape without its row dimensions (what one value per row has, keepdim=False),
-// and with them as extent 1 (keepdim=True).
+// and with them as extent 1 (keepdim=True); and the strides of a view of the rows' shape as a view
+// of the keepdim shape (0 along the row's dimensions).
 Shape rows_shape(const Layout& layout);
 Shape keepdim_shape(const Layout& layout);
+std::vector<std::int64_t> keepdim_strides(const Layout& layout, std::span<const std::int64_t> rows_strides);
 
 // The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
 // by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
@@ -216,8 +214,9 @@ struct RowTotal {
 };
 std::vector<RowTotal> row_totals(const ir::Program& program);
 std::vector<double> total_divisors(const ir::Program& program, const Layout& layout);
-// UnsupportedError where a differentiated program that reduces along rows asks for the gradient of
-// an input broadcast in `layout` (its elements would have to be summed: not done yet).
+// UnsupportedError where a differentiated program that reduces along rows asks the GPU for the
+// gradient of an input broadcast in `layout` (its elements would have to be summed: the CPU
+// reference does, reference_gradients; the kernels do not yet).
 void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout);
 
 // ---- emit --------------------------------------------------------------------------------------

@@ -67,6 +67,8 @@ struct SideTeam {
     template <class Acc>
     __device__ __forceinline__ static Acc all_reduce(Acc a) {
         if constexpr (TEAM > 1) {
+            // choose_by_rows budgets the shared memory at 16 bytes per accumulator and thread.
+            static_assert(sizeof(Acc) <= 16, "an accumulator larger than choose_by_rows' shared-memory budget assumes");
             __shared__ Acc parts[TEAM][kPerBlock];
             __syncthreads();  // the previous use of `parts` is over
             parts[lane()][row_in_block()] = a;

@@ -228,8 +228,9 @@ void refuse_rows_shaped_value(const OperandShape& op, std::span<const OperandSha
         op.name, fmt::join(op.shape, ", "), fmt::join(aligned, ", "), fmt::join(keepdim, ", "), fmt::join(aligned, ", ")));
 }
 
-}  // namespace
-
+// `written` (a program's row_dims) as sorted positions in a shape of `rank` dimensions
+// (UsageError where one is out of range or two name the same); `shape` (the largest input's) is for
+// the message.
 std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::size_t rank, const Shape& shape) {
     // A scalar program's rows are one element long: its only dimension is the row.
     const std::size_t dims = std::max<std::size_t>(rank, 1);
@@ -251,6 +252,8 @@ std::vector<std::size_t> resolve_row_dims(std::span<const int> written, std::siz
     std::sort(resolved.begin(), resolved.end());
     return resolved;
 }
+
+}  // namespace
 
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
                        bool output_per_row, std::span<const int> row_dims) {
@@ -276,22 +279,23 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     // dimension: takes go along one) is 1; one of exactly the values' shape is a mistake (read as
     // rows of its own it would pair every row with every other).
     const int single = row_dims.size() == 1 ? row_dims.front() : 0;
-    auto keepdim_index = [&](std::size_t k) {
-        const Shape& shape = inputs[k].shape;
-        if (!is_index(k) || values_rank < 2 || shape.size() != values_rank) return false;
-        const long long at = single < 0 ? static_cast<long long>(values_rank) + single : single;
-        if (at < 0 || at >= static_cast<long long>(values_rank)) return false;  // resolve_row_dims says why
-        if (shape[static_cast<std::size_t>(at)] == 1) return true;
-        if (shape == broadcast_shapes(values))
-            throw UsageError(fmt::format(
-                "the index '{}' [{}] has the values' shape; an index has the rows' shape (the values' without the "
-                "row's dimension {}), or that with the row's dimension as 1, as torch's gather index",
-                inputs[k].name, fmt::join(shape, ", "), at));
-        return false;
-    };
+    const long long gather_at = single < 0 ? static_cast<long long>(values_rank) + single : single;
+    std::vector<bool> gather_form(inputs.size(), false);
     std::size_t rank = values_rank;
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-        if (is_index(k)) rank = std::max(rank, inputs[k].shape.size() + (keepdim_index(k) ? 0 : 1));
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (!is_index(k)) continue;
+        const Shape& shape = inputs[k].shape;
+        // (A dimension out of range is resolve_row_dims' to report.)
+        if (values_rank >= 2 && shape.size() == values_rank && gather_at >= 0 && gather_at < static_cast<long long>(values_rank)) {
+            gather_form[k] = shape[static_cast<std::size_t>(gather_at)] == 1;
+            if (!gather_form[k] && shape == broadcast_shapes(values))
+                throw UsageError(fmt::format(
+                    "the index '{}' [{}] has the values' shape; an index has the rows' shape (the values' without the "
+                    "row's dimension {}), or that with the row's dimension as 1, as torch's gather index",
+                    inputs[k].name, fmt::join(shape, ", "), gather_at));
+        }
+        rank = std::max(rank, shape.size() + (gather_form[k] ? 0 : 1));
+    }
     const auto reduced = resolve_row_dims(row_dims, rank, largest);
     const std::size_t after = std::max<std::size_t>(rank, 1) - 1 - reduced.back();  // dimensions after the row's
     std::vector<OperandShape> operands(inputs.begin(), inputs.end());
@@ -301,7 +305,7 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
             refuse_rows_shaped_value(op, values, reduced, rank);
             continue;
         }
-        if (keepdim_index(k)) continue;
+        if (gather_form[k]) continue;
         // The rows' shape: an extent-1 dimension inserted where the row is (y [N, D] as [N, 1, D]).
         if (op.shape.size() < after) continue;  // broadcast along the row anyway
         const auto at = static_cast<std::ptrdiff_t>(op.shape.size() - after);
@@ -323,23 +327,20 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         if (!is_reduced(d)) order.push_back(d);
     const std::size_t kept = order.size();
     for (std::size_t d : reduced) order.push_back(d);
-    Shape row_shape, ordered;
+    Shape ordered;
     std::int64_t columns = 1;
     for (std::size_t i = 0; i < full_rank; ++i) {
         ordered.push_back(full[order[i]]);
-        if (i < kept) row_shape.push_back(full[order[i]]);
-        else columns *= full[order[i]];
+        if (i >= kept) columns *= full[order[i]];
     }
-    if (layout.shape.empty()) row_shape.clear();
+    const Shape row_shape = rows_shape(layout);
 
     std::vector<std::vector<std::int64_t>> all;
     for (const auto& op : operands) all.push_back(aligned_strides(op, full_rank));
     if (output) {
         // Per row: the rows' shape (torch's keepdim=False), or with the reduced dimensions kept as 1;
         // else the full shape.
-        Shape keepdim = full;
-        for (std::size_t d : reduced) keepdim[d] = 1;
-        if (layout.shape.empty()) keepdim.clear();
+        const Shape keepdim = keepdim_shape(layout);
         const bool fits = output_per_row ? output->shape == row_shape || output->shape == keepdim
                                          : output->shape == layout.shape;
         if (!fits) {
@@ -350,13 +351,8 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         }
         OperandShape out = *output;
         if (output_per_row && out.shape == row_shape && !layout.shape.empty()) {
-            // Reinsert the reduced dimensions (extent 1; their stride is never used).
-            const auto strides = strides_of(out);
+            out.strides = keepdim_strides(layout, strides_of(out));
             out.shape = keepdim;
-            out.strides.assign(full_rank, 0);
-            std::size_t next = 0;
-            for (std::size_t d = 0; d < full_rank; ++d)
-                if (!is_reduced(d)) out.strides[d] = strides[next++];
         }
         if (out.shape.size() < full_rank) out.shape.insert(out.shape.begin(), full_rank - out.shape.size(), 1);
         if (!out.strides.empty() && out.strides.size() < full_rank) out.strides.insert(out.strides.begin(), full_rank - out.strides.size(), 0);
@@ -496,6 +492,8 @@ void refuse_ambiguous_dims(const ir::Program& program, std::span<const OperandSh
 // never what is meant. Refused, naming the input.
 void refuse_takes_of_broadcasts(const ir::Program& program, const Layout& layout) {
     if (layout.dims.back() <= 1) return;  // rows of one element: nothing is broadcast along them
+    if (std::none_of(program.nodes.begin(), program.nodes.end(), [](const ir::Node& n) { return n.kind == ir::NodeKind::Take; }))
+        return;
     const auto per_row = per_row_nodes(program, per_row_inputs(program, layout));
     const auto index = program.index_inputs();
     for (const auto& take : program.nodes) {
@@ -568,6 +566,16 @@ Shape keepdim_shape(const Layout& layout) {
     for (std::size_t d : layout.row_dims)
         if (d < shape.size()) shape[d] = 1;
     return shape;
+}
+
+std::vector<std::int64_t> keepdim_strides(const Layout& layout, std::span<const std::int64_t> rows_strides) {
+    std::vector<std::int64_t> strides;
+    std::size_t next = 0;
+    for (std::size_t d = 0; d < layout.shape.size(); ++d) {
+        const bool row = std::find(layout.row_dims.begin(), layout.row_dims.end(), d) != layout.row_dims.end();
+        strides.push_back(row ? 0 : rows_strides[next++]);
+    }
+    return strides;
 }
 
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs) {

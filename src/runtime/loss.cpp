@@ -433,16 +433,9 @@ struct Loss::State {
             throw UsageError(fmt::format("the upstream gradient has shape [{}], but the output's shape is [{}]",
                                          fmt::join(upstream.shape, ", "), fmt::join(output, ", ")));
         if (output == value_layout.shape) return upstream;
-        const Shape given = upstream.effective_strides().to_vector();
-        Shape strides;
-        std::size_t next = 0;
-        for (std::size_t d = 0; d < shape.size(); ++d) {
-            const bool row = std::find(value_layout.row_dims.begin(), value_layout.row_dims.end(), d) != value_layout.row_dims.end();
-            strides.push_back(row ? 0 : given.at(next++));
-        }
         TensorView per_row = upstream;
         per_row.shape = Dims(shape);
-        per_row.strides = Dims(strides);
+        per_row.strides = Dims(keepdim_strides(value_layout, upstream.effective_strides().to_vector()));
         return per_row;
     }
 

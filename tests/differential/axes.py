@@ -104,6 +104,9 @@ def choose(p, rng):
         return None
     rank, c = len(shape), shape[-1]
     takes = any(n.kind == "take" for n in p.nodes())
+    # Indices are shown unmoved: one of fewer dimensions than the rows' is broadcast from the front,
+    # and lossjit refuses a dimension counted from the front over it (torch would count its own).
+    short_index = any(i.role == "index" and len(i.shape) + 1 < rank for i in p.inputs)
     factors = [f for f in range(2, c) if c % f == 0]
     if factors and not takes and rng.random() < 0.35:
         c1 = rng.choice(factors)
@@ -115,5 +118,5 @@ def choose(p, rng):
             d2 = d1 + 1
         # A copy keeps the two row dimensions one run in memory only if they are adjacent.
         copy = d2 == d1 + 1 and rng.random() < 0.5
-        return Axes(rank, (d1, d2), (c1, c // c1), copy, rng.random() < 0.3)
-    return Axes(rank, (rng.randrange(rank),), None, rng.random() < 0.5, rng.random() < 0.3)
+        return Axes(rank, (d1, d2), (c1, c // c1), copy, short_index or rng.random() < 0.3)
+    return Axes(rank, (rng.randrange(rank),), None, rng.random() < 0.5, short_index or rng.random() < 0.3)
