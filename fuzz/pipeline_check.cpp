@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -95,6 +97,9 @@ ir::Program canonical_twin(const ir::Program& program) {
     zero.value = 0.0;
     twin.nodes.push_back(zero);
     twin.body = 0;
+    // A statistic's value (ir/statistics.cpp) where the program reads one: the kernel's parameter
+    // list then ends alike.
+    if (program.reads_statistics()) twin.params.push_back({"s0", 0.0, 0});
     // The twin reads the inputs the program reads, so the kernel's input list has the same shape.
     for (int slot : read_inputs(program)) {
         ir::Node input;
@@ -131,7 +136,7 @@ const NameSet& emitter_identifiers() {
         NameSet s{"const", "float", "bool", "long", "c", "lj", "coords", "offset", "ptr", "strides",
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
                                 "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "lj_div_by", "double",
-                                "lj_div_by_param", "lj_div_reciprocal",
+                                "lj_div_by_param", "lj_div_reciprocal", "statistics",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
                                 "__device__", "__forceinline__", "inner_stride", "same_every_row", "k", "return", "using",
@@ -253,7 +258,8 @@ std::vector<std::size_t> risky_counts(const std::string& text) {
 
 const TemplateFacts& template_facts(const ir::Program& program, const KernelSpec& spec) {
     static std::unordered_map<std::string, TemplateFacts> cache;
-    std::string key = fmt::format("{}|{}|{}|", static_cast<int>(program.reduction), program.inputs.size(), spec.signature());
+    std::string key = fmt::format("{}|{}|{}|{}|", static_cast<int>(program.reduction), program.inputs.size(),
+                                  program.reads_statistics(), spec.signature());
     for (Builtin fn : applied_builtins(program)) key += fmt::format("{},", static_cast<int>(fn));
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
@@ -301,6 +307,24 @@ std::string after(const std::string& line, std::string_view prefix) {
     return line.substr(prefix.size());
 }
 
+// `text` with each whole word that names a statistic replaced by its definition, parenthesized.
+std::string inline_statistics(const std::string& text, const std::map<std::string, std::string>& statistics) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        if (identifier_start(text[i]) && (i == 0 || !identifier_char(text[i - 1]))) {
+            std::size_t j = i;
+            while (j < text.size() && identifier_char(text[j])) ++j;
+            const std::string word = text.substr(i, j - i);
+            const auto it = statistics.find(word);
+            out += it != statistics.end() ? "(" + it->second + ")" : word;
+            i = j;
+        } else {
+            out += text[i++];
+        }
+    }
+    return out;
+}
+
 std::string program_from_dump(const std::string& dump) {
     const auto lines = split_lines(dump);
     if (lines.size() < 5 || !lines.back().empty()) finding("dump_checked has an unexpected form:\n" + dump);
@@ -315,9 +339,19 @@ std::string program_from_dump(const std::string& dump) {
             start = end + 2;
         }
     }
-    const std::string reduction = after(lines[2], "reduction: ");
-    for (std::size_t i = 3; i + 2 < lines.size(); ++i) text += lines[i] + ";\n";
-    const std::string body = after(lines[lines.size() - 2], "body: ");
+    // Statistics (ir/statistics.cpp) are written back where they are read: the split finds them again.
+    std::size_t line = 2;
+    std::map<std::string, std::string> statistics;
+    static constexpr std::string_view kStatistic = "statistic (a pass of its own, first): ";
+    for (; line < lines.size() && lines[line].rfind(kStatistic, 0) == 0; ++line) {
+        const std::string definition = lines[line].substr(kStatistic.size());
+        const auto eq = definition.find(" = ");
+        if (eq == std::string::npos) finding("unexpected dump line: " + lines[line]);
+        statistics[definition.substr(0, eq)] = inline_statistics(definition.substr(eq + 3), statistics);
+    }
+    const std::string reduction = after(lines[line], "reduction: ");
+    for (std::size_t i = line + 1; i + 2 < lines.size(); ++i) text += inline_statistics(lines[i], statistics) + ";\n";
+    const std::string body = inline_statistics(after(lines[lines.size() - 2], "body: "), statistics);
     // A map's body, and a composite one (its reductions are in it), stand alone.
     const bool alone = reduction.rfind("none", 0) == 0 || reduction == "composite";
     text += alone ? body : reduction + "(" + body + ")";
@@ -375,8 +409,10 @@ TinyInputs tiny_inputs(const ir::Program& program, std::uint64_t seed) {
 }
 
 std::vector<double> evaluate(const ir::Program& program, const TinyInputs& inputs) {
-    std::vector<double> params;
-    for (const auto& p : program.params) params.push_back(p.default_value);
+    std::vector<double> caller;
+    for (std::size_t i = 0; i < program.caller_params(); ++i) caller.push_back(program.params[i].default_value);
+    const auto statistics = reference_statistics(program, inputs.shapes, inputs.operands(), caller);
+    const std::vector<double> params = parameter_values(program, caller, statistics);
     if (!program.is_map()) {
         const Layout layout = plan_program_layout(program, inputs.shapes, nullptr);
         return {reference_reduce(program, layout, inputs.operands(), params)};

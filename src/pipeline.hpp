@@ -2,6 +2,7 @@
 //
 //   parse.cpp      program text               -> ast::Program   (syntax, positions)
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
+//   statistics.cpp ir::Program                -> ir::Program + the whole-tensor statistics it reads
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims; src/layout/)
 //   kinds/         ir::Program + Layout + Knobs + GPU -> KernelSpec, its grid, its CUDA C++ and its
@@ -52,6 +53,19 @@ struct CheckOptions {
 };
 ir::Program check(const ast::Program& program, const CheckOptions& options);
 
+// ---- statistics (ir/statistics.cpp) ------------------------------------------------------------
+// The program with each whole-tensor reduction that is used per element, per row or inside another
+// reduction (`x / sqrt(sum(x^2))`, `mean((x - mean(x))^2)`) split off into a program of its own
+// (ir::Program::statistics) and read through a parameter: the two-phase rule of docs/language.md.
+// A program without one comes back as it is. check() ends with this; SourceError past
+// kMaxStatistics statistics.
+constexpr int kMaxStatistics = lj::kMaxStatistics;
+ir::Program split_statistics(ir::Program program);
+// A statistic's program in the language (`mean(x)`, `sqrt(sum(x ^ 2))`), and where `program` (or a
+// statistic of it) first reads statistic `index`: the position of the expression it was written as.
+std::string statistic_text(const ir::Program& statistic);
+ast::Pos statistic_position(const ir::Program& program, int index);
+
 // Every word the language gives a meaning (functions, reductions, constants, `param`), for
 // completion and suggestions outside the checker.
 std::vector<std::string_view> reserved_words();
@@ -94,6 +108,15 @@ double reduction_divisor(const ir::Program& program, const Shape& shape);
 
 // What every element's derivative of a reduction is multiplied by: 1 / reduction_divisor.
 double gradient_scale(const ir::Program& program, const Shape& shape);
+
+// The nodes `roots` reach (themselves too), through arguments and through bindings to what they bind.
+std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots);
+
+// A program's parameter values: the caller's (`caller`, in the order of ir::Program::params, which
+// starts with them), then each statistic's from `statistics` (its values, in the order of
+// ir::Program::statistics).
+std::vector<double> parameter_values(const ir::Program& program, std::span<const double> caller,
+                                     std::span<const double> statistics);
 
 // The inputs a program reads: its input slots in program order. Inputs the program lists but never
 // reads are not passed to its kernel, nor walked by the reference.
@@ -258,6 +281,12 @@ double reference_reduce(const ir::Program& program, const Layout& layout, std::s
                         std::span<const double> params);
 void reference_map(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                    std::span<const double> params, HostOutput output);
+
+// The values of a program's statistics (ir::Program::statistics), each computed in turn (with those
+// before it) from the inputs (in program input order, as `inputs` and `data`) and the caller's
+// parameter values: what parameter_values() takes.
+std::vector<double> reference_statistics(const ir::Program& program, std::span<const OperandShape> inputs,
+                                         std::span<const HostOperand> data, std::span<const double> params);
 
 // The gradients of a differentiated program (differentiate()), one buffer per entry of
 // program.derivatives, in its input's own shape, row-major, float64. Reductions: each element's

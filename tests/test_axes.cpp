@@ -14,8 +14,11 @@
 #include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
+#include "host_views.hpp"
 
 using namespace lossjit;
+using lossjit_test::map_of;
+using lossjit_test::view;
 
 namespace {
 
@@ -29,16 +32,6 @@ std::vector<double> iota(std::size_t n, double scale = 1.0) {
     std::vector<double> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(0.7 * static_cast<double>(i) + 0.3) * scale;
     return v;
-}
-
-TensorView view(const std::vector<double>& v, Shape shape) { return TensorView{v.data(), DType::float64, shape, {}}; }
-
-// The map's output on the CPU reference, as a flat vector.
-std::vector<double> map_of(const Loss& loss, std::span<const TensorView> inputs) {
-    const Shape shape = loss.output_shape(inputs);
-    std::vector<double> out(static_cast<std::size_t>(element_count(shape)));
-    loss.reference_map(inputs, OutputView{out.data(), DType::float64, shape, {}});
-    return out;
 }
 
 }  // namespace

@@ -139,6 +139,25 @@ int reduction_differentiated(const ir::Program& program, std::span<const int> wr
     return reached.empty() ? 0 : reached[0];
 }
 
+// A statistic's value is computed before the pass that uses it, as a number: no gradient passes
+// back through it. Refused where it reads an input differentiated, rather than silently missing
+// that path.
+void refuse_gradients_through_statistics(const ir::Program& program, std::span<const int> wrt) {
+    for (std::size_t i = 0; i < program.statistics.size(); ++i) {
+        const ir::Program& statistic = *program.statistics[i];
+        for (const auto& n : statistic.nodes) {
+            if (n.kind != ir::NodeKind::Input || std::find(wrt.begin(), wrt.end(), n.slot) == wrt.end()) continue;
+            const ast::Pos at = statistic_position(program, static_cast<int>(i));
+            throw UnsupportedError(fmt::format(
+                "{}:{}:{}: no gradient through '{}', a whole-tensor statistic used inside an expression, with respect to "
+                "'{}' (it reads it): statistics are computed before the pass that uses them and pass no gradient; "
+                "differentiate with respect to inputs no statistic reads",
+                program.source_name, at.line, at.column, statistic_text(statistic),
+                program.inputs[static_cast<std::size_t>(n.slot)]));
+        }
+    }
+}
+
 // Every row reduction's derivative formula (RowReductionInfo::derivative), parsed once.
 const ast::Expr* row_derivative_formula(RowReduction how) {
     static const std::vector<ast::Program> parsed = [] {
@@ -165,13 +184,7 @@ const ast::Expr* row_derivative_formula(RowReduction how) {
 class Differentiator {
 public:
     Differentiator(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs)
-        : source_(program), wrt_(wrt.begin(), wrt.end()), input_per_row_(per_row_inputs) {
-        out_.source_name = program.source_name;
-        out_.source = program.source;
-        out_.reduction = program.reduction;
-        out_.inputs = program.inputs;
-        out_.params = program.params;
-        out_.row_dims = program.row_dims;
+        : source_(program), wrt_(wrt.begin(), wrt.end()), out_(program.header()), input_per_row_(per_row_inputs) {
         const auto index = program.index_inputs();
         input_per_row_.resize(program.inputs.size(), false);
         for (std::size_t k = 0; k < index.size(); ++k) input_per_row_[k] = input_per_row_[k] || index[k];
@@ -230,16 +243,9 @@ private:
     NodeBuilder& builder() { return *builder_; }
 
     void copy_primal() {
-        std::vector<bool> live(source_.nodes.size(), false);
-        auto mark = [&](auto&& self, int id) -> void {
-            if (live[static_cast<std::size_t>(id)]) return;
-            live[static_cast<std::size_t>(id)] = true;
-            const ir::Node& n = source_.node(id);
-            if (n.kind == ir::NodeKind::Binding) self(self, source_.bindings[static_cast<std::size_t>(n.slot)].node);
-            for (int i = 0; i < n.arity; ++i) self(self, n.args[static_cast<std::size_t>(i)]);
-        };
-        mark(mark, source_.body);
-        for (const auto& binding : source_.bindings) mark(mark, binding.node);  // the emitter prints every binding
+        std::vector<int> roots{source_.body};
+        for (const auto& binding : source_.bindings) roots.push_back(binding.node);  // the emitter prints every binding
+        const std::vector<bool> live = reached_nodes(source_, roots);
 
         builder_ = std::make_unique<NodeBuilder>(out_);
         std::vector<int> map(source_.nodes.size(), -1);
@@ -318,13 +324,9 @@ private:
 
     // The body's derivative by the differentiated reduction, as a Composite program of its own.
     std::shared_ptr<const ir::Program> factor_program() {
-        auto factor = std::make_shared<ir::Program>();
-        factor->source_name = out_.source_name;
-        factor->source = out_.source;
+        auto factor = std::make_shared<ir::Program>(out_.header());
         factor->reduction = ir::Reduction::Composite;
-        factor->inputs = out_.inputs;
-        factor->params = out_.params;
-        factor->row_dims = out_.row_dims;
+        factor->indices = out_.index_inputs();
         factor->bindings = out_.bindings;
         factor->nodes = out_.nodes;
         factor->body = *factor_;
@@ -592,6 +594,7 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, 
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
+    refuse_gradients_through_statistics(program, wrt);
     if (program.reduction == ir::Reduction::Composite) {
         // The gradient of f(T1, ..., Tk) is the sum over the reductions of df/dTi times Ti's gradient;
         // df/dTi is known only once every reduction is. One reduction may depend on the inputs

@@ -47,6 +47,10 @@ struct Node {
 struct ParamDecl {
     std::string name;
     double default_value;
+    // A statistic's value (its index in Program::statistics), computed on the device by that program
+    // before this one runs and read from there; -1: the caller's parameter (a kernel argument).
+    // Statistics come after every parameter of the caller's.
+    int statistic = -1;
 };
 
 struct BindingDef {
@@ -86,21 +90,63 @@ struct Program {
     // value (a Composite program of its own, launched first: its value scales the gradients).
     int gradient_total = 0;
     std::shared_ptr<const Program> gradient_factor;
+    // Whole-tensor reductions used per element or inside another reduction (`x / sqrt(sum(x^2))`,
+    // `mean((x - mean(x))^2)`), split off by split_statistics: each a program of its own (a
+    // reduction, or Composite) whose value a parameter with its index (ParamDecl::statistic) reads.
+    // In the order they are computed: one's statistic parameters name earlier entries of this list
+    // (the statistics' own `statistics` are empty). Every program that reads one (this one, its
+    // gradient programs, the statistics themselves) shares this list.
+    std::vector<std::shared_ptr<const Program>> statistics;
+    // A statistic's program is planned by rows as a Composite program is (so that its reduction of a
+    // value per row runs over the rows, as a Composite's would), with the indices of the program it
+    // was split from: they keep the rows' shape though it takes nothing.
+    bool statistic = false;
+    std::vector<bool> indices;
+
+    // This program without its nodes, bindings, body and derivatives: what a pass that builds a
+    // program from this one starts from.
+    Program header() const {
+        Program p;
+        p.source_name = source_name;
+        p.source = source;
+        p.reduction = reduction;
+        p.inputs = inputs;
+        p.params = params;
+        p.row_dims = row_dims;
+        p.statistics = statistics;
+        p.statistic = statistic;
+        p.indices = indices;
+        return p;
+    }
 
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
     bool is_map() const { return reduction == Reduction::None; }
     // Reduces along rows (RowReduce, Take) or is Composite: the kernel walks row by row
     // (kinds/by_rows_emit.cpp), and the layout walks the row dimensions last (plan_row_layout).
     bool by_rows() const {
-        if (reduction == Reduction::Composite) return true;
+        if (reduction == Reduction::Composite || statistic) return true;
+        for (bool index : indices)
+            if (index) return true;
         for (const auto& n : nodes)  // a Total too: even in a binding the body never uses
             if (n.kind == NodeKind::RowReduce || n.kind == NodeKind::Take || n.kind == NodeKind::Total) return true;
+        return false;
+    }
+    // The caller's parameters (kernel arguments, Loss::set_param) come first, then the statistics'.
+    std::size_t caller_params() const {
+        std::size_t n = 0;
+        while (n < params.size() && params[n].statistic < 0) ++n;
+        return n;
+    }
+    bool reads_statistics() const {
+        for (const auto& p : params)
+            if (p.statistic >= 0) return true;
         return false;
     }
     std::vector<int> reduced_dims() const { return row_dims.empty() ? std::vector<int>{-1} : row_dims; }
     // Input slots used as an index (`x[y]`): integers, one per row (shape: the rows' shape).
     std::vector<bool> index_inputs() const {
         std::vector<bool> index(inputs.size(), false);
+        for (std::size_t k = 0; k < indices.size() && k < index.size(); ++k) index[k] = indices[k];
         for (const auto& n : nodes)
             if (n.kind == NodeKind::Take) index[static_cast<std::size_t>(nodes[static_cast<std::size_t>(n.args[1])].slot)] = true;
         return index;

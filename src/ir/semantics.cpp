@@ -118,6 +118,34 @@ void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& la
     }
 }
 
+std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots) {
+    std::vector<bool> reached(program.nodes.size(), false);
+    std::vector<int> stack(roots.begin(), roots.end());
+    while (!stack.empty()) {
+        const int id = stack.back();
+        stack.pop_back();
+        if (reached[static_cast<std::size_t>(id)]) continue;
+        reached[static_cast<std::size_t>(id)] = true;
+        const ir::Node& n = program.node(id);
+        if (n.kind == ir::NodeKind::Binding) stack.push_back(program.bindings[static_cast<std::size_t>(n.slot)].node);
+        for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
+    }
+    return reached;
+}
+
+std::vector<double> parameter_values(const ir::Program& program, std::span<const double> caller,
+                                     std::span<const double> statistics) {
+    std::vector<double> values;
+    for (std::size_t i = 0; i < program.params.size(); ++i) {
+        const int statistic = program.params[i].statistic;
+        if (statistic >= 0 && static_cast<std::size_t>(statistic) >= statistics.size())
+            throw InternalError("a statistic read before it is computed");
+        if (statistic < 0 && i >= caller.size()) throw InternalError("fewer parameter values than parameters");
+        values.push_back(statistic >= 0 ? statistics[static_cast<std::size_t>(statistic)] : caller[i]);
+    }
+    return values;
+}
+
 double gradient_scale(const ir::Program& program, const Shape& shape) { return 1.0 / reduction_divisor(program, shape); }
 
 DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs) {

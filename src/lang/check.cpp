@@ -91,10 +91,7 @@ public:
         if (body.kind == ast::ExprKind::Call && body.args.size() == 1) {
             if (const auto reduction = find_whole_reduction(body.text)) {  // the whole body reduces once
                 out_.reduction = *reduction;
-                ++inside_reduction_;
                 out_.body = lower(*body.args[0]);
-                --inside_reduction_;
-                check_levels();
                 check_takes();
                 check_caller_params_read();
                 return std::move(out_);
@@ -308,11 +305,7 @@ private:
         const auto row = find_row_reduction(e.text);
         if (!whole && !row) return std::nullopt;
         const std::size_t given = e.args.size();
-        if (given == 1 && whole) {
-            if (inside_reduction_ > 0)
-                fail(e.pos, fmt::format("'{}' of a whole tensor cannot be inside another reduction", e.text));
-            return reduction_node(ir::NodeKind::Total, static_cast<int>(*whole), e);
-        }
+        if (given == 1 && whole) return reduction_node(ir::NodeKind::Total, static_cast<int>(*whole), e);
         if (given == 2 && row) {
             // A definition's own reductions (var's mean(x, -1)) go along the call's dimensions.
             const std::vector<int> dims = formula_ ? definition_dims_ : reduced_dims(*e.args[1], e.text);
@@ -393,9 +386,7 @@ private:
     // lowered once, not a binding of the program), every node at the call's position. Its value,
     // derivative and kernel are then those of the reductions it is made of.
     int expand_definition(const RowReductionInfo& info, const ast::Expr& call) {
-        ++inside_reduction_;
         const int argument = lower(*call.args[0]);
-        --inside_reduction_;
         const ast::Program definition = parse(info.definition, fmt::format("the definition of '{}'", info.name));
         ir::Node length;
         length.kind = ir::NodeKind::RowLength;
@@ -420,9 +411,7 @@ private:
     // A Total or RowReduce node (`slot`: which reduction) of the call's first argument, lowered
     // inside the reduction.
     int reduction_node(ir::NodeKind kind, int slot, const ast::Expr& call) {
-        ++inside_reduction_;
         const int argument = lower(*call.args[0]);
-        --inside_reduction_;
         ir::Node n;
         n.kind = kind;
         n.slot = slot;
@@ -435,9 +424,7 @@ private:
     // x[y]: y must name an input (integer class indices, one per row).
     int lower_index(const ast::Expr& e) {
         const ast::Expr& index = *e.args[1];
-        ++inside_reduction_;
         const int values = lower(*e.args[0]);
-        --inside_reduction_;
         const int slot_node = index.kind == ast::ExprKind::Name ? lower(index) : -1;
         if (slot_node < 0 || out_.node(slot_node).kind != ir::NodeKind::Input)
             fail(index.pos, "an index must be an input: a tensor of integer class indices, one per row (x[y])");
@@ -451,9 +438,8 @@ private:
     }
 
     // Where a node's value lives: Constant (params and literals too), Data (one per element or row),
-    // Total (derived from whole-tensor reductions only). Data and Total never meet: a whole
-    // tensor's reduction is one number, and combining it with per-element values would need a second
-    // pass over the data.
+    // Total (derived from whole-tensor reductions only). A body of Total level is a Composite
+    // program; where a Total meets Data, or is reduced again, split_statistics makes it a statistic.
     enum class Level { Constant, Data, Total };
     Level level(int id) const { return levels_[static_cast<std::size_t>(id)]; }
 
@@ -464,38 +450,18 @@ private:
             Level& mine = levels_[id];
             switch (n.kind) {
                 case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
-                case ir::NodeKind::Input: mine = Level::Data; break;
                 case ir::NodeKind::Binding:
                     mine = level(out_.bindings[static_cast<std::size_t>(n.slot)].node);
                     break;
-                case ir::NodeKind::RowLength:
-                case ir::NodeKind::OneHot:
-                case ir::NodeKind::Seed:  // only derivatives have these
-                    mine = Level::Data;
-                    break;
-                case ir::NodeKind::Total:
-                case ir::NodeKind::RowReduce:
-                case ir::NodeKind::Take:
-                    for (int i = 0; i < n.arity; ++i)
-                        if (level(n.args[static_cast<std::size_t>(i)]) == Level::Total)
-                            fail(n.pos, "a reduction of the whole tensor is one number: it cannot be reduced again");
-                    mine = n.kind == ir::NodeKind::Total ? Level::Total : Level::Data;
-                    break;
-                case ir::NodeKind::Apply: {
-                    const ast::Pos* data = nullptr;
-                    const ast::Pos* total = nullptr;
+                case ir::NodeKind::Total: mine = Level::Total; break;
+                case ir::NodeKind::Apply:
                     for (int i = 0; i < n.arity; ++i) {
-                        const int arg = n.args[static_cast<std::size_t>(i)];
-                        if (level(arg) == Level::Data) data = &out_.node(arg).pos;
-                        if (level(arg) == Level::Total) total = &out_.node(arg).pos;
+                        const Level arg = level(n.args[static_cast<std::size_t>(i)]);
+                        if (arg == Level::Data) mine = Level::Data;
+                        else if (arg == Level::Total && mine == Level::Constant) mine = Level::Total;
                     }
-                    if (data && total)
-                        fail(n.pos, fmt::format("a reduction of the whole tensor (at {}:{}) is one number: it cannot be "
-                                                "combined with values per element or per row (at {}:{})",
-                                                total->line, total->column, data->line, data->column));
-                    mine = total ? Level::Total : data ? Level::Data : Level::Constant;
                     break;
-                }
+                default: mine = Level::Data; break;  // Input, RowReduce, Take (RowLength, OneHot, Seed: derivatives)
             }
         }
     }
@@ -544,7 +510,6 @@ private:
     std::vector<int> definition_dims_;  // while expanding a definition: its call's dimensions
     ast::Pos row_dims_pos_;             // where the program's row dimensions were first written
     std::vector<Level> levels_;  // parallel to out_.nodes, after check_levels
-    int inside_reduction_ = 0;   // how many reductions (of any kind) the node being lowered is inside
     std::map<std::string, int> binding_slots_;
     std::map<std::string, ast::Pos> later_bindings_;
 };
@@ -596,7 +561,7 @@ ir::Program check(const ast::Program& program, const CheckOptions& options) {
         for (const auto& q : options.params)
             if (&q < &p && q.name == p.name) throw UsageError(fmt::format("parameter '{}' is given twice", p.name));
     }
-    return Checker(program, options).run();
+    return split_statistics(Checker(program, options).run());
 }
 
 }  // namespace lossjit

@@ -44,8 +44,19 @@ std::string dump_checked(const ir::Program& program) {
     std::string out;
     out += fmt::format("inputs: {}\n", program.inputs.empty() ? "(none)" : fmt::format("{}", fmt::join(program.inputs, ", ")));
     std::vector<std::string> params;
-    for (const auto& p : program.params) params.push_back(fmt::format("{} = {}", p.name, number_text(p.default_value)));
+    for (std::size_t i = 0; i < program.caller_params(); ++i)
+        params.push_back(fmt::format("{} = {}", program.params[i].name, number_text(program.params[i].default_value)));
     out += fmt::format("params: {}\n", params.empty() ? "(none)" : fmt::format("{}", fmt::join(params, ", ")));
+    // Each statistic under the name the program reads it by (the two-phase rule: one pass each, first).
+    for (std::size_t i = 0; i < program.statistics.size(); ++i) {
+        std::string name = fmt::format("statistic {}", i);
+        for (const auto& statistic : program.statistics)
+            for (const auto& p : statistic->params)
+                if (p.statistic == static_cast<int>(i)) name = p.name;
+        for (const auto& p : program.params)
+            if (p.statistic == static_cast<int>(i)) name = p.name;
+        out += fmt::format("statistic (a pass of its own, first): {} = {}\n", name, statistic_text(*program.statistics[i]));
+    }
     out += fmt::format("reduction: {}\n", ir::to_string(program.reduction));
     const ExpressionPrinter printer(program, PrintStyle::Language);
     for (const auto& b : program.bindings) out += fmt::format("{} = {}\n", b.name, printer.define(b.node));

@@ -591,4 +591,15 @@ std::vector<std::vector<double>> reference_gradients(const ir::Program& program,
     return grads;
 }
 
+std::vector<double> reference_statistics(const ir::Program& program, std::span<const OperandShape> inputs,
+                                         std::span<const HostOperand> data, std::span<const double> params) {
+    std::vector<double> values;
+    for (const auto& statistic : program.statistics) {
+        const Layout layout = plan_program_layout(*statistic, inputs.first(statistic->inputs.size()), nullptr);
+        values.push_back(reference_reduce(*statistic, layout, data.first(statistic->inputs.size()),
+                                          parameter_values(*statistic, params, values)));
+    }
+    return values;
+}
+
 }  // namespace lossjit

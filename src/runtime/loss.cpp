@@ -62,12 +62,18 @@ struct Loss::Compiled {
 struct Loss::State {
     State(std::shared_ptr<const Compiled> shared, int device_ordinal)
         : compiled(std::move(shared)), options(compiled->options), program(compiled->program),
-          device_ordinal(device_ordinal), param_values(compiled->program.params.size()) {
-        for (std::size_t i = 0; i < program.params.size(); ++i) param_values[i] = program.params[i].default_value;
+          device_ordinal(device_ordinal), param_values(compiled->program.caller_params()) {
+        for (std::size_t i = 0; i < param_values.size(); ++i) param_values[i] = program.params[i].default_value;
         timings.parse_ms = compiled->parse_ms;
         timings.check_ms = compiled->check_ms;
         loss.program = &program;
         loss.operands = &operand_names(program);
+        statistics.resize(program.statistics.size());
+        for (std::size_t i = 0; i < statistics.size(); ++i) {
+            statistics[i].program = program.statistics[i].get();
+            statistics[i].operands = &program.statistics[i]->inputs;
+            statistics[i].label = fmt::format("statistic{} ", i);
+        }
     }
 
     const std::shared_ptr<const Compiled> compiled;
@@ -86,6 +92,7 @@ struct Loss::State {
     DeviceFacts device;  // written once, under `mutex`, before device_open is set
     KernelMap kernels;
     Launchable loss;
+    std::vector<Launchable> statistics;  // program.statistics', run before any kernel that reads them
     std::map<const Launchable*, PlanCache> plans;
 
     struct GradientProgram {  // the program differentiated for one list of inputs
@@ -123,6 +130,13 @@ struct Loss::State {
         std::vector<double> values;
         for (const auto& v : param_values) values.push_back(v.load());
         return values;
+    }
+
+    // The values of the program's statistics, on the CPU (each with those before it).
+    std::vector<double> reference_statistics(std::span<const TensorView> host_inputs) const {
+        const auto views = host_inputs.first(program.inputs.size());  // not a map backward's upstream
+        return lossjit::reference_statistics(program, operand_shapes(program.inputs, views), host_operands(views),
+                                             params_now());
     }
 
     // The names of what a kernel of `prog` reads: the program's inputs, and a map's upstream gradient.
@@ -208,6 +222,12 @@ struct Loss::State {
         return *slot;
     }
 
+    // A call's views as planning sees them, and where a reduction's value goes (null: the workspace).
+    struct Call {
+        CallViews views;
+        const OutputView* result = nullptr;
+    };
+
     // A launch holds its stream's lock until the caller drops this (operator() first queues the
     // copy of the result).
     struct Launched {
@@ -215,25 +235,80 @@ struct Loss::State {
         StreamState* stream = nullptr;
     };
 
+    // Where a call keeps the float64 values one kernel leaves for the next (a Composite program's
+    // gradient factor, the statistics): the caller's lent scratch, or the stream's workspace. The
+    // caller holds the stream's lock (hold()) from the first of those kernels to the last, so that
+    // no other call on the stream writes them in between.
+    struct BetweenKernels {
+        double* factor = nullptr;
+        double* statistics = nullptr;
+    };
+    BetweenKernels between_kernels(StreamState& here, Stream stream) {
+        cuda::ScopedContext scope(*device.context);
+        const ReduceScratch area(workspace_slots());
+        if (const auto lent = lent_scratch()) {  // ReduceScratch's layout, as the Workspace's
+            if (lent->bytes < reduce_scratch_bytes(workspace_slots()))
+                throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch, but {} were lent",
+                                                  reduce_scratch_bytes(workspace_slots()), lent->bytes),
+                                      reduce_scratch_bytes(workspace_slots()));
+            return {area.factor(lent->data), area.statistics(lent->data)};
+        }
+        here.workspace.ensure(device.context, workspace_slots(), stream);
+        return {here.workspace.factor(), here.workspace.statistics()};
+    }
+
+    // The statistics' values on the device, each computed by its own kernel on `stream` into
+    // `values`, in order; null where the program has none. `held`: the stream's lock.
+    const double* run_statistics(Launched& held, std::span<const TensorView> inputs, double* values, Stream stream) {
+        if (statistics.empty()) return nullptr;
+        const auto views = inputs.first(program.inputs.size());  // not a map backward's upstream
+        for (std::size_t i = 0; i < statistics.size(); ++i) {
+            const OutputView value{values + i, DType::float64, {}, {}};
+            launch_held(held, statistics[i], validate(statistics[i], views, nullptr, &value, {}), stream, {}, {}, nullptr,
+                        values);
+        }
+        return values;
+    }
+
     Launched run(std::span<const TensorView> inputs, const OutputView* output, const OutputView* result,
                  Stream stream) {
-        return run(loss, inputs, output, result, stream, {}, {});
+        if (statistics.empty()) return run(loss, inputs, output, result, stream, {}, {});
+        const Call call = validate(loss, inputs, output, result, {});
+        Launched held = hold(stream);
+        const double* values = run_statistics(held, inputs, between_kernels(*held.stream, stream).statistics, stream);
+        launch_held(held, loss, call, stream, {}, {}, nullptr, values);
+        return held;
+    }
+
+    // The stream's lock (and the device open): a call holds it from its first launch to its last.
+    Launched hold(Stream stream) {
+        ensure_device();
+        StreamState& here = stream_state(stream);
+        return Launched{std::unique_lock(here.mutex), &here};
     }
 
     // One launch, in four steps: validate the caller's views, find (or make) the plan for their
     // layout, bind this call's pointers, parameters and scratch into the plan's arguments, launch.
     // `output` is a map's output or, with gradients, the layout the full-shape gradients share (no
     // data). `result`: where a reduction's value goes (null: the stream's workspace, as float32).
-    // `inputs` ends with the upstream gradient for a map's backward. `factor`: a Composite program's
-    // gradient factor, on the device (its own kernel's result).
+    // `inputs` ends with the upstream gradient for a map's backward.
     Launched run(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
-                 const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream,
-                 const double* factor = nullptr) {
+                 const OutputView* result, Stream stream, std::span<const OutputView> grads, Upstream upstream) {
         const Call call = validate(what, inputs, output, result, grads);
+        Launched held = hold(stream);
+        launch_held(held, what, call, stream, grads, upstream, nullptr, nullptr);
+        return held;
+    }
+
+    // The launch of a validated call, its stream's lock held (hold()). `factor`: a Composite
+    // program's gradient factor, on the device (its own kernel's result); `statistics`: the values
+    // of the statistics the program reads (run_statistics).
+    void launch_held(Launched& held, const Launchable& what, const Call& call, Stream stream,
+                     std::span<const OutputView> grads, Upstream upstream, const double* factor,
+                     const double* statistics) {
         const DeviceFacts& dev = ensure_device();
         cuda::ScopedContext scope(*dev.context);
-        StreamState& here = stream_state(stream);
-        Launched launched{std::unique_lock(here.mutex), &here};
+        StreamState& here = *held.stream;
         StreamState::Binding& binding = plan(what, call.views, here, stream, dev);
         const Plan& p = *binding.args.plan();
         const ir::Program& prog = *what.program;
@@ -247,18 +322,14 @@ struct Loss::State {
                                                static_cast<std::size_t>(g.numel()) * size_of(g.dtype), stream));
         }
         // An empty map has nothing to write (one of rows of no elements still writes a value per row).
-        if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return launched;
+        if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return;
 
+        if (prog.reads_statistics() && !statistics) throw InternalError("a kernel launched before its statistics");
         bind(what, binding, call, stream, here, upstream, factor);
+        binding.args.statistics = statistics;
         launch(p, binding.args, stream);
-        return launched;
     }
 
-    // A call's views as planning sees them, and where a reduction's value goes (null: the workspace).
-    struct Call {
-        CallViews views;
-        const OutputView* result = nullptr;
-    };
 
     // The caller's views, before anything touches the device.
     Call validate(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
@@ -475,33 +546,27 @@ struct Loss::State {
             operands.push_back(*upstream_tensor);
             inputs = operands;
         }
-        if (differentiated.factor.program) {
-            // The factor first, into this stream's workspace, in float64; the gradient kernel reads it
-            // there (stream order: no host sync).
-            if (upstream.device)
-                throw UnsupportedError("an upstream gradient in device memory is not supported for a program that "
-                                       "combines several whole-tensor reductions");
-            const DeviceFacts& dev = ensure_device();
-            cuda::ScopedContext scope(*dev.context);
-            double* factor = nullptr;
-            if (const auto lent = lent_scratch()) {  // ReduceScratch's layout, as the Workspace's
-                if (lent->bytes < reduce_scratch_bytes(workspace_slots()))
-                    throw ScratchTooSmall(fmt::format("this call needs {} bytes of scratch, but {} were lent",
-                                                      reduce_scratch_bytes(workspace_slots()), lent->bytes),
-                                          reduce_scratch_bytes(workspace_slots()));
-                factor = ReduceScratch(workspace_slots()).factor(lent->data);
-            } else {
-                StreamState& here = stream_state(stream);
-                std::lock_guard lock(here.mutex);
-                here.workspace.ensure(device.context, workspace_slots(), stream);
-                factor = here.workspace.factor();
-            }
-            const OutputView factor_view{factor, DType::float64, {}, {}};
-            run(differentiated.factor, inputs, nullptr, &factor_view, stream, {}, {});
-            run(what, inputs, &layout_view, device_value, stream, grads, upstream, factor);
+        if (!differentiated.factor.program && statistics.empty()) {
+            run(what, inputs, &layout_view, device_value, stream, grads, upstream);
             return;
         }
-        run(what, inputs, &layout_view, device_value, stream, grads, upstream);
+        // Kernels before the gradient kernel: the statistics, then a Composite program's factor (its
+        // gradient kernel reads it where it left it, in stream order: no host sync).
+        if (differentiated.factor.program && upstream.device)
+            throw UnsupportedError("an upstream gradient in device memory is not supported for a program that "
+                                   "combines several whole-tensor reductions");
+        const Call call = validate(what, inputs, &layout_view, device_value, grads);
+        Launched held = hold(stream);
+        const BetweenKernels area = between_kernels(*held.stream, stream);
+        const double* values = run_statistics(held, inputs, area.statistics, stream);
+        const double* factor = nullptr;
+        if (differentiated.factor.program) {
+            const OutputView factor_view{area.factor, DType::float64, {}, {}};
+            launch_held(held, differentiated.factor, validate(differentiated.factor, inputs, nullptr, &factor_view, {}),
+                        stream, {}, {}, nullptr, values);
+            factor = area.factor;
+        }
+        launch_held(held, what, call, stream, grads, upstream, factor, values);
     }
 };
 
@@ -581,31 +646,36 @@ const std::vector<std::string>& Loss::inputs() const { return state_->program.in
 std::vector<Param> Loss::params() const {
     std::vector<Param> out;
     const std::vector<double> values = state_->params_now();
-    for (std::size_t i = 0; i < state_->program.params.size(); ++i)
-        out.push_back({state_->program.params[i].name, values[i]});
+    for (std::size_t i = 0; i < values.size(); ++i) out.push_back({state_->program.params[i].name, values[i]});
     return out;
 }
 
 void Loss::set_param(std::string_view name, double value) {
-    for (std::size_t i = 0; i < state_->program.params.size(); ++i) {
+    for (std::size_t i = 0; i < state_->param_values.size(); ++i) {
         if (state_->program.params[i].name == name) {
             state_->param_values[i] = value;
             return;
         }
     }
     std::vector<std::string> names;
-    for (const auto& p : state_->program.params) names.push_back(p.name);
+    for (std::size_t i = 0; i < state_->param_values.size(); ++i) names.push_back(state_->program.params[i].name);
     throw UsageError(fmt::format("the program has no parameter '{}' (its parameters: {})", printable(name),
                                  names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 bool Loss::uses(std::string_view name) const {
+    auto reads = [&](const ir::Program& program) {
+        for (const auto& n : program.nodes) {
+            if (n.kind == ir::NodeKind::Input && program.inputs[static_cast<std::size_t>(n.slot)] == name) return true;
+            const auto slot = static_cast<std::size_t>(n.slot);
+            if (n.kind == ir::NodeKind::Param && program.params[slot].statistic < 0 && program.params[slot].name == name)
+                return true;
+        }
+        return false;
+    };
     const auto& program = state_->program;
-    for (const auto& n : program.nodes) {
-        if (n.kind == ir::NodeKind::Input && program.inputs[static_cast<std::size_t>(n.slot)] == name) return true;
-        if (n.kind == ir::NodeKind::Param && program.params[static_cast<std::size_t>(n.slot)].name == name) return true;
-    }
-    return false;
+    return reads(program) || std::any_of(program.statistics.begin(), program.statistics.end(),
+                                         [&](const auto& statistic) { return reads(*statistic); });
 }
 
 DType Loss::output_dtype(std::span<const TensorView> inputs) const {
@@ -706,7 +776,9 @@ double Loss::reference(std::span<const TensorView> host_inputs) const {
     check_views(state_->program.inputs, host_inputs);
     check_indices(state_->program, host_inputs);
     const Layout layout = state_->layout_for(state_->program, host_inputs, nullptr);
-    return reference_reduce(state_->program, layout, host_operands(host_inputs), state_->params_now());
+    const auto statistics = state_->reference_statistics(host_inputs);
+    return reference_reduce(state_->program, layout, host_operands(host_inputs),
+                            parameter_values(state_->program, state_->params_now(), statistics));
 }
 
 void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const {
@@ -715,7 +787,9 @@ void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputVi
     check_indices(state_->program, host_inputs);
     check_data("output", host_output.dtype, host_output.data, host_output.numel(), true);
     const Layout layout = state_->layout_for(state_->program, host_inputs, &host_output);
-    lossjit::reference_map(state_->program, layout, host_operands(host_inputs), state_->params_now(),
+    const auto statistics = state_->reference_statistics(host_inputs);
+    lossjit::reference_map(state_->program, layout, host_operands(host_inputs),
+                           parameter_values(state_->program, state_->params_now(), statistics),
                            {host_output.data, host_output.dtype});
 }
 
@@ -751,11 +825,13 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     }
     std::vector<HostOperand> data = host_operands(host_inputs);
     if (host_upstream) data.push_back({host_upstream->data, host_upstream->dtype});
+    const auto statistics = reference_statistics(host_inputs);
     if (const auto& factor = differentiated.gradient_factor) {  // d body / d the reduction differentiated
         const Layout factor_layout = plan_program_layout(*factor, operand_shapes(factor->inputs, host_inputs), nullptr);
-        upstream *= reference_reduce(*factor, factor_layout, data, params_now());
+        upstream *= reference_reduce(*factor, factor_layout, data, parameter_values(*factor, params_now(), statistics));
     }
-    auto values = reference_gradients(differentiated, layout, data, params_now(), upstream);
+    auto values = reference_gradients(differentiated, layout, data, parameter_values(differentiated, params_now(), statistics),
+                                      upstream);
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {
         const auto slot = static_cast<std::size_t>(differentiated.derivatives[k].input);

@@ -144,7 +144,8 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     } else {
         plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
     }
-    plan->params = program.params.size();
+    plan->params = static_cast<std::size_t>(
+        std::count_if(program.params.begin(), program.params.end(), [](const ir::ParamDecl& d) { return d.statistic < 0; }));
     plan->derivatives = program.derivatives.size();
     plan->map_forward = program.is_map() && program.derivatives.empty();
     plan->parameters = kernel_parameters(program, plan->spec);
@@ -243,6 +244,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
             case Parameter::RowsOut: args_.push_back(&rows); break;
             case Parameter::Grads: args_.push_back(grads.data()); break;
             case Parameter::SumScratch: args_.push_back(&sums); break;
+            case Parameter::Statistics: args_.push_back(&statistics); break;
         }
     }
     if (param != params.size()) throw InternalError("the plan's parameters and the kernel's disagree");

@@ -89,7 +89,7 @@ struct Plan {
     std::vector<int> slots;  // program input slot of each kernel input (a map's upstream: one past them)
     double divisor = 1;      // what a reduction's sum is divided by (reduction_divisor)
     std::vector<double> scales;  // by-row programs: 1 / each total's divisor (total_divisors)
-    std::size_t params = 0;
+    std::size_t params = 0;       // the caller's parameters the kernel takes (statistics: from `statistics`)
     std::size_t derivatives = 0;  // gradients the kernel writes
     bool map_forward = false;     // writes a map's output (else a reduction's result, or gradients)
     std::vector<Parameter> parameters;  // the kernel's, in order (kernel_parameters)
@@ -126,6 +126,8 @@ public:
     float* result() const { return layout().result(base()); }  // float32
     // The factor a Composite program's gradients are scaled by (ir::Program::gradient_factor), float64.
     double* factor() const { return layout().factor(base()); }
+    // The values of a program's statistics (ir::Program::statistics), float64, kMaxStatistics of them.
+    double* statistics() const { return layout().statistics(base()); }
 
     // The arrival counters and partial sums of summed gradients (lj::SumScratch), at least this many.
     // Kernels leave every counter at 0, and the counters never move, so plans of other sizes share
@@ -167,6 +169,7 @@ public:
     abi::RowsOut rows{};  // a by-row reduction's (several totals)
     std::vector<std::int64_t> grads;  // lj::Grads<G>: G pointers, kMaxRank strides, upstream and factor pointers, scale (double)
     abi::SumScratch sums{};  // summed gradients' scratch (KernelSpec::sums())
+    const double* statistics = nullptr;  // the statistics' values (ir::Program::statistics), on the device
 
 private:
     std::shared_ptr<const Plan> plan_;

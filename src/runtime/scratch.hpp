@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "lossjit/lossjit.hpp"
+#include "../templates/abi.cuh"
 
 namespace lossjit {
 
@@ -19,19 +20,22 @@ std::optional<LentScratch> lent_scratch();
 
 // A reduction's scratch, the one layout the stream's Workspace and lent scratch share: `slots`
 // float64 partials (one per block), then the arrival counter, the float32 result where the caller
-// gives no place for it, and a Composite program's float64 gradient factor (its own kernel's
-// result, which the gradient kernel reads).
+// gives no place for it, a Composite program's float64 gradient factor (its own kernel's
+// result, which the gradient kernel reads), and the float64 values of a program's statistics
+// (ir::Program::statistics: each its own kernel's result, which the later kernels read).
 struct ReduceScratch {
     explicit ReduceScratch(int slots) : slots(static_cast<std::size_t>(slots)) {}
     std::size_t slots;
     std::size_t arrivals_offset() const { return sizeof(double) * slots; }
     std::size_t result_offset() const { return arrivals_offset() + 16; }
     std::size_t factor_offset() const { return arrivals_offset() + 24; }
-    std::size_t bytes() const { return arrivals_offset() + 32; }
+    std::size_t statistics_offset() const { return arrivals_offset() + 32; }
+    std::size_t bytes() const { return statistics_offset() + sizeof(double) * lj::kMaxStatistics; }
     double* partials(void* base) const { return static_cast<double*>(base); }
     unsigned int* arrivals(void* base) const { return reinterpret_cast<unsigned int*>(at(base, arrivals_offset())); }
     float* result(void* base) const { return reinterpret_cast<float*>(at(base, result_offset())); }
     double* factor(void* base) const { return reinterpret_cast<double*>(at(base, factor_offset())); }
+    double* statistics(void* base) const { return reinterpret_cast<double*>(at(base, statistics_offset())); }
 
 private:
     static unsigned char* at(void* base, std::size_t offset) { return static_cast<unsigned char*>(base) + offset; }

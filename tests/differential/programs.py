@@ -257,7 +257,65 @@ class Program:
         return out
 
     def is_by_rows(self):
-        return self.form == "composite" or any(n.kind in ("row", "take", "total") for n in self.nodes())
+        """Whether lossjit walks the program (not its statistics) by rows: a composite program; one
+        with a row reduction or take outside its statistics; one with an index anywhere (a statistic's
+        index keeps the rows' shape in the program too)."""
+        if self.form == "composite" or any(n.kind == "take" for n in self.nodes()):
+            return True
+        return any(n.kind == "row" for n in self.outside_statistics())
+
+    def outside_statistics(self):
+        """The nodes of the body and of the bindings lossjit keeps, not those only statistics read
+        (a value of class T, a whole-tensor statistic, is computed apart: ir/statistics.cpp)."""
+        out, seen = [], set()
+
+        def visit(n):
+            if id(n) in seen or n.cls == "T":
+                return
+            seen.add(id(n))
+            for a in n.args:
+                visit(a)
+            out.append(n)
+
+        for root in self.bindings + [self.body]:
+            visit(root)
+        return out
+
+    def statistics(self):
+        """The whole-tensor reductions used per element, per row or reduced again: lossjit's
+        statistics (each a pass of its own, no gradient through it)."""
+        found = []
+        for root in self.statistic_roots():
+            found.extend(t for t in walk(root) if t.kind == "total" and t not in found)
+        return found
+
+    def statistic_roots(self):
+        """The values of class T used where data is (ir/statistics.cpp: each one number computed
+        first, which a kernel reads in its own type)."""
+        found, seen = [], set()
+
+        def visit(n, inside_data):
+            if (id(n), inside_data) in seen:
+                return
+            seen.add((id(n), inside_data))
+            if n.cls == "T" and inside_data:  # a number used where data is
+                if n not in found:
+                    found.append(n)
+                for t in walk(n):  # its reductions' arguments are data again
+                    if t.kind == "total":
+                        visit(t.args[0], True)
+                return
+            # A number of class T among numbers stays in its user's value (a composite body); a
+            # reduction's argument is data.
+            data = n.kind != "apply" or n.cls != "T"
+            for a in n.args:
+                visit(a, data)
+
+        for root in self.bindings + [self.body]:
+            if root.cls == "T" and root is not self.body and self.form != "composite":
+                continue  # a binding of one number no value uses: left out
+            visit(root, self.form == "reduce" and root is self.body)
+        return found
 
 
 def _num(v):
@@ -327,6 +385,7 @@ class Profile:
         # broadcast gradients) than the CPU reference does: it gets more of them.
         self.forms = (22, 50, 28) if name == "cpu" else (25, 55, 20)
         self.rows = 0.55 if name == "cpu" else 0.35
+        self.statistics = 3  # the weight of a whole-tensor statistic among an expression's kinds
         self.input_classes = (50, 15, 12, 8, 15) if name == "cpu" else (38, 22, 22, 8, 10)
         if name == "cpu":
             self.extents = (1, 2, 3, 4, 5)
@@ -376,6 +435,8 @@ class Generator:
             body = self.expr(r.choice((2, 3, 4)))
             if self.rows and not any(n.kind in ("row", "take") for n in walk(body)):
                 body = self.combine(body, self.row_value(2))
+            if body.cls == "T":  # one number: the program would be a reduction (or composite)
+                body = self.combine(body, self.input_leaf())
             p.body = body
             if form == "reduce":
                 p.reduction = r.choice(TOTALS) if p.shape else r.choice(("sum", "mean"))
@@ -500,12 +561,14 @@ class Generator:
         self.budget -= 1
         if depth <= 0 or self.budget <= 0 or r.random() < 0.15:
             return self.leaf()
-        kinds = ["unary", "binary", "where", "minmax", "clamp"]
-        weights = [34, 34, 10, 6, 4]
+        kinds = ["unary", "binary", "where", "minmax", "clamp", "statistic"]
+        weights = [34, 34, 10, 6, 4, self.profile.statistics]
         if self.rows:
             kinds += ["row", "take"]
             weights += [10, 6 if self.index_names else 0]
         kind = r.choices(kinds, weights=weights)[0]
+        if kind == "statistic":  # a whole-tensor reduction inside an expression (ir/statistics.cpp)
+            return self.total()
         if kind == "row":
             return self.row_value(depth)
         if kind == "take":
@@ -613,8 +676,7 @@ class Generator:
             args[self.rng.randrange(len(args))] = self.input_leaf()
         row = OPERATORS.get(fn) or FUNCTIONS.get(fn)
         classes = {a.cls for a in args}
-        cls = "S" if "S" in classes else "T" if "T" in classes else "R"
-        return Node("apply", fn=fn, args=args, cls=cls, type_=row[2])
+        return Node("apply", fn=fn, args=args, cls=combined_class(classes), type_=row[2])
 
     # -- composite programs: arithmetic over whole-tensor reductions --
     def composite(self):
@@ -641,6 +703,12 @@ class Generator:
             arg = self.apply("where", [self.apply("!=", [Node("input", name=y, cls="R"), Node("const", value=-1.0, cls="K")]),
                                        arg, Node("const", value=0.0, cls="K")])
         return Node("total", fn=fn, args=[arg], cls="T")
+
+
+def combined_class(classes):
+    """The class of a value computed from values of these classes: per element if any is, else per
+    row, else a whole-tensor number, else (constants alone) per row."""
+    return "S" if "S" in classes else "R" if "R" in classes else "T" if "T" in classes else "R"
 
 
 def settle(p):
@@ -734,6 +802,8 @@ class Oracle:
         self.S = tuple(p.broadcast) if p.broadcast else (1,)
         self.R = self.S[:-1] + (1,)
         self.by_rows = p.is_by_rows()
+        # The noise floor (nudge) also rounds each statistic to float32, as a float32 kernel reads it.
+        self.rounded = {id(n) for n in p.statistic_roots()} if nudge else set()
         self.leaves = {}
         for spec, a in zip(p.inputs, arrays):
             if spec.role == "index":
@@ -812,6 +882,8 @@ class Oracle:
                 v = self.take(values[id(n.args[0])].expand(self.S), leaves[n.name])
             elif n.kind == "total":
                 v = self.total_of(n.fn, values[id(n.args[0])], n.args[0].cls)
+            if id(n) in self.rounded:
+                v = v.to(torch.float32).to(F64)
             values[id(n)] = v
             finite = v.detach()[torch.isfinite(v.detach())]
             if finite.numel():
@@ -1069,6 +1141,8 @@ def expected_refusal(p):
                    if any(n.kind == "input" and n.name in p.wrt for n in walk(t))}
         if len(reached) > 1:
             reasons.append("two reductions")
+    if any(n.kind == "input" and n.name in p.wrt for t in p.statistics() for n in walk(t)):
+        reasons.append("statistic")
     if trigamma_differentiated(p):
         reasons.append("trigamma")
     return reasons or None
@@ -1151,7 +1225,7 @@ def rebuilt(p, target, replacement):
         m.binding = n.binding
         if m.kind == "apply":
             classes = {a.cls for a in m.args}
-            m.cls = "S" if "S" in classes else "T" if "T" in classes else "R"
+            m.cls = combined_class(classes)
             if m.spelling == "variadic" and (m.args[0].kind != "apply" or m.args[0].fn != m.fn):
                 m.spelling = None
         memo[id(n)] = m
@@ -1162,7 +1236,7 @@ def rebuilt(p, target, replacement):
     q.body = copy(p.body)
     if q.form == "composite" and not totals_reached(q.body):
         return None
-    if q.form != "composite" and any(n.kind == "total" for n in walk(q.body)):
+    if q.form != "composite" and q.body.cls == "T":
         return None
     q.bindings = []
     used = {id(n) for n in walk(q.body)}

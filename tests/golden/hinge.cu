@@ -16,6 +16,7 @@ namespace lj {
 
 constexpr int kMaxRank = 8;    // dimensions left after collapsing (the host's layouts keep within it)
 constexpr int kMaxTotals = 8;  // whole-tensor reductions one program may combine (RowsOut::scale)
+constexpr int kMaxStatistics = 8;  // whole-tensor statistics one program may use inside expressions
 
 struct Extents {
     long long count;            // elements in the broadcast shape

@@ -475,8 +475,8 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
 
     // RowProgram holds each parameter twice: in the compute type, then as passed (for the final value).
     std::vector<std::string> parameter_values;
-    for (const auto& p : program.params) parameter_values.push_back(fmt::format("(RowProgram::Value){}", cuda_param_name(p.name)));
-    for (const auto& p : program.params) parameter_values.push_back(cuda_param_name(p.name));
+    for (const auto& p : program.params) parameter_values.push_back(fmt::format("(RowProgram::Value){}", parameter_source(p)));
+    for (const auto& p : program.params) parameter_values.push_back(parameter_source(p));
     std::string prelude = kernel_prelude(program);
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;

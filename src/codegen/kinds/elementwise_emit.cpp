@@ -157,7 +157,7 @@ std::string emit_elementwise(const ir::Program& program, const KernelSpec& spec)
 
     std::string parameter_values;
     for (const auto& p : program.params)
-        parameter_values += (parameter_values.empty() ? "" : ", ") + fmt::format("(Element::Value){}", cuda_param_name(p.name));
+        parameter_values += (parameter_values.empty() ? "" : ", ") + fmt::format("(Element::Value){}", parameter_source(p));
     if (seeded) parameter_values += std::string(parameter_values.empty() ? "" : ", ") + "(Element::Value)grads.total_scale()";
 
     std::string loop;

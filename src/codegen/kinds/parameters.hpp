@@ -23,7 +23,13 @@ enum class Parameter : unsigned char {
     RowsOut,     // lj::RowsOut out: the same for a program of several totals, per total
     Grads,       // lj::Grads<G> grads: where the gradients go, and their scale
     SumScratch,  // lj::SumScratch sums: the partial sums of summed gradients
+    Statistics,  // const double* statistics: the values of the statistics a program reads
+                 // (ir::Program::statistics), computed on the device by their own kernels first
 };
+
+// Where a kernel takes a program parameter's value from: the caller's parameter's own kernel
+// argument, or a statistic's slot of `statistics`.
+std::string parameter_source(const ir::ParamDecl& param);
 
 // The parameters of the kernel `spec` selects for `program`.
 std::vector<Parameter> kernel_parameters(const ir::Program& program, const KernelSpec& spec);
