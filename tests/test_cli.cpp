@@ -196,6 +196,28 @@ TEST_CASE("emit and dumps show every stage") {
     CHECK(dumps.output.find(".entry lossjit_kernel") != std::string::npos);
 }
 
+TEST_CASE("emit, compile and warm show and build a program's statistics' kernels first") {
+    TempDir dir;
+    const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();
+    const auto cuda = run("emit 'x / sqrt(sum(x^2))' -i x=64x32");
+    CHECK(cuda.status == 0);
+    const auto statistic = cuda.output.find("1 whole-tensor reductions combined");  // sqrt(sum(x^2)), a Composite
+    const auto map = cuda.output.find("an elementwise map");
+    CHECK(statistic != std::string::npos);
+    CHECK(map != std::string::npos);
+    CHECK(statistic < map);
+    const auto built = run("compile 'x - mean(x)' -i x=64x32 --arch sm_90", env);
+    CHECK(built.status == 0);
+    CHECK(built.output.find("statistic 0: sm_90:") != std::string::npos);
+    const auto json = run("compile 'x - mean(x)' -i x=64x32 --arch sm_90 --json", env);
+    CHECK(json.output.find("\"statistics\": [") != std::string::npos);
+    const auto file = dir.path / "programs.txt";
+    std::ofstream(file) << "x - mean(x)\n";
+    const auto warm = run("warm " + file.string() + " --arch sm_90", env);
+    CHECK(warm.status == 0);
+    CHECK(warm.output.find("statistic 0 sm_90") != std::string::npos);
+}
+
 TEST_CASE("two processes compiling the same loss compile once (shared disk cache)") {
     TempDir dir;
     const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();

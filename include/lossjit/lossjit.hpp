@@ -261,6 +261,11 @@ public:
     KernelBuild compile_kernel(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                const std::string& target) const;
     std::string ptx(std::span<const TensorView> inputs, const std::string& arch) const;
+    // The kernels of the program's statistics (whole-tensor reductions used inside expressions: the
+    // two-phase rule of docs/language.md), in the order they run before the program's own; none
+    // where it has none. Empty `inputs`: as compile_kernel's.
+    std::vector<std::string> statistic_sources(std::span<const TensorView> inputs) const;
+    std::vector<KernelBuild> compile_statistics(std::span<const TensorView> inputs, const std::string& target) const;
 
     Timings timings() const;  // a snapshot: later calls do not change it
     // The kernel of the most recent GPU call (any of operator(), evaluate, map, value_and_grad):

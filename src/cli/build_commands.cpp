@@ -16,23 +16,44 @@ namespace {
 
 int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) {
     Prepared prepared = prepare(args);
-    std::cout << prepared.loss.cuda_source(shape_views(prepared.inputs), grads);
+    const auto shapes = shape_views(prepared.inputs);
+    // The statistics' kernels first, in the order they run (docs/language.md, the two-phase rule).
+    for (const auto& source : prepared.loss.statistic_sources(shapes)) std::cout << source << "\n";
+    std::cout << prepared.loss.cuda_source(shapes, grads);
     return 0;
+}
+
+std::string describe(const KernelBuild& build) {
+    return fmt::format("{}: {} bytes for {}, key {} ({}{})", build.target, build.image_bytes,
+                       build.target.rfind("sm_", 0) == 0 ? "CUBIN" : "PTX", build.key, lossjit::to_string(build.cache),
+                       build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "");
+}
+
+nlohmann::json to_json(const KernelBuild& build) {
+    return nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
+                          {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}};
 }
 
 int compile_command(const CommonArgs& args, const std::vector<std::string>& grads, const std::string& arch, bool json) {
     Prepared prepared = prepare(args);
     require_writable_cache("compile");
-    const auto build = prepared.loss.compile_kernel(shape_views(prepared.inputs), grads, arch);
+    const auto shapes = shape_views(prepared.inputs);
+    const auto statistics = prepared.loss.compile_statistics(shapes, arch);
+    const auto build = prepared.loss.compile_kernel(shapes, grads, arch);
     if (json) {
-        std::cout << lossjit::json_text(nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
-                                    {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}})
-                  << "\n";
+        nlohmann::json out = to_json(build);
+        if (!statistics.empty()) {  // the kernels that run first (docs/language.md, the two-phase rule)
+            out["statistics"] = nlohmann::json::array();
+            for (const auto& s : statistics) out["statistics"].push_back(to_json(s));
+        }
+        std::cout << lossjit::json_text(out) << "\n";
     } else {
-        std::cout << fmt::format("{}: {} bytes for {}, key {} ({}{})\n", build.target, build.image_bytes,
-                                 build.target.rfind("sm_", 0) == 0 ? "CUBIN" : "PTX", build.key, lossjit::to_string(build.cache),
-                                 build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "");
+        for (std::size_t i = 0; i < statistics.size(); ++i)
+            std::cout << fmt::format("statistic {}: {}\n", i, describe(statistics[i]));
+        std::cout << describe(build) << "\n";
     }
+    for (const auto& s : statistics)
+        if (!s.warning.empty()) std::cerr << "lossjit: warning: " << s.warning << "\n";
     if (!build.warning.empty()) std::cerr << "lossjit: warning: " << build.warning << "\n";
     require_no_write_failures("compile");
     return 0;

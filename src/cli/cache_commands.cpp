@@ -194,14 +194,22 @@ int warm_command(const std::string& file, std::vector<std::string> archs) {
             options.source_name = file;
             const Loss loss = compile(program, options);
             for (const auto& arch : archs) {
-                // No inputs: the kernel for inputs that all share one contiguous shape (see --help).
-                const KernelBuild build = loss.compile_kernel({}, arch);
-                (build.cache == lossjit::CacheOutcome::Compiled ? compiled : hits)++;
-                std::cout << fmt::format("{}:{}: {} {}{}\n", file, line_number, build.target, lossjit::to_string(build.cache),
-                                         build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(" (NVRTC {:.1f} ms)", build.nvrtc_ms) : "");
-                if (!build.warning.empty()) {
-                    std::cout << std::flush;
-                    std::cerr << "lossjit: warning: " << build.warning << "\n";
+                // No inputs: the kernel for inputs that all share one contiguous shape (see --help),
+                // after its statistics' (the kernels that run first).
+                auto builds = loss.compile_statistics({}, arch);
+                builds.push_back(loss.compile_kernel({}, arch));
+                for (std::size_t i = 0; i < builds.size(); ++i) {
+                    const KernelBuild& build = builds[i];
+                    (build.cache == lossjit::CacheOutcome::Compiled ? compiled : hits)++;
+                    const std::string which = i + 1 < builds.size() ? fmt::format(" statistic {}", i) : "";
+                    std::cout << fmt::format("{}:{}:{} {} {}{}\n", file, line_number, which, build.target,
+                                             lossjit::to_string(build.cache),
+                                             build.cache == lossjit::CacheOutcome::Compiled
+                                                 ? fmt::format(" (NVRTC {:.1f} ms)", build.nvrtc_ms) : "");
+                    if (!build.warning.empty()) {
+                        std::cout << std::flush;
+                        std::cerr << "lossjit: warning: " << build.warning << "\n";
+                    }
                 }
             }
         } catch (const SourceError& e) {

@@ -110,7 +110,10 @@ void dump_stages(lossjit::Loss& loss, const std::vector<std::string>& stages, co
         if (stage == "ast") std::cout << loss.ast();
         else if (stage == "checked") std::cout << loss.checked();
         else if (stage == "grad") std::cout << derivatives_to_dump(loss, grads, shapes);
-        else if (stage == "cuda") std::cout << loss.cuda_source(shapes);
+        else if (stage == "cuda") {
+            for (const auto& source : loss.statistic_sources(shapes)) std::cout << source << "\n";  // run first
+            std::cout << loss.cuda_source(shapes);
+        }
         else if (stage == "ptx") std::cout << trim_nul(loss.ptx(shapes, arch));
     }
 }

@@ -162,8 +162,23 @@ struct Loss::State {
         std::string source;
         bool fast_math = false;
     };
+    // An emitted kernel compiled through the cache for `target` ("sm_90", "compute_90"); no GPU needed.
+    static KernelBuild build_kernel(const Emitted& emitted, const std::string& target) {
+        KernelBuild build;
+        build.source = emitted.source;
+        build.target = normalize_target(target);
+        const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
+        build.key = lookup.key;
+        build.cache = lookup.outcome;
+        build.image_bytes = lookup.image->data.size();
+        build.nvrtc_ms = lookup.compile_ms;
+        build.warning = lookup.warning;
+        return build;
+    }
     // The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
     Emitted emit_for(std::span<const TensorView> inputs) const;
+    // Statistic `index`'s kernel for these inputs (its value goes to a float64 result).
+    Emitted emit_statistic_for(std::size_t index, std::span<const TensorView> inputs) const;
     // The fused value-and-gradient kernel value_and_grad() (a map: grad()) would run.
     Emitted emit_gradient_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
     std::vector<ReferenceGradient> gradients_on_cpu(std::span<const TensorView> host_inputs,
@@ -890,6 +905,33 @@ Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) c
 
 std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return state_->emit_for(inputs).source; }
 
+Loss::State::Emitted Loss::State::emit_statistic_for(std::size_t index, std::span<const TensorView> inputs) const {
+    const ir::Program& statistic = *program.statistics.at(index);
+    const auto views = inputs.first(std::min(inputs.size(), statistic.inputs.size()));
+    const Layout layout = layout_for(statistic, views, nullptr);
+    const KernelSpec spec = spec_for(statistic, layout, CallViews{views, nullptr, DType::float64, {}}, false);
+    return {emit_cuda(statistic, spec), spec.fast_math};
+}
+
+std::vector<std::string> Loss::statistic_sources(std::span<const TensorView> inputs) const {
+    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    check_count(state_->program.inputs, shapes.size());
+    std::vector<std::string> sources;
+    for (std::size_t i = 0; i < state_->program.statistics.size(); ++i) sources.push_back(state_->emit_statistic_for(i, shapes).source);
+    return sources;
+}
+
+std::vector<KernelBuild> Loss::compile_statistics(std::span<const TensorView> inputs, const std::string& target) const {
+    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    check_count(state_->program.inputs, shapes.size());
+    std::vector<KernelBuild> builds;
+    for (std::size_t i = 0; i < state_->program.statistics.size(); ++i)
+        builds.push_back(State::build_kernel(state_->emit_statistic_for(i, shapes), target));
+    return builds;
+}
+
 Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> inputs,
                                                     std::span<const std::string> wrt) const {
     const auto slots = gradient_slots(program, wrt);
@@ -930,19 +972,9 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                  const std::string& target) const {
-    KernelBuild build;
     const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
     const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
-    const State::Emitted emitted = wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt);
-    build.source = emitted.source;
-    build.target = normalize_target(target);
-    const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
-    build.key = lookup.key;
-    build.cache = lookup.outcome;
-    build.image_bytes = lookup.image->data.size();
-    build.nvrtc_ms = lookup.compile_ms;
-    build.warning = lookup.warning;
-    return build;
+    return State::build_kernel(wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt), target);
 }
 
 std::string Loss::ptx(std::span<const TensorView> inputs, const std::string& arch) const {
