@@ -67,6 +67,8 @@ enum class Default : unsigned char {
     ByRowUnrollOneInput,            // by rows, one input read along the row (cross-entropy)
     ByRowUnrollSeveralInputs,       // by rows, two or more (cosine, triplet)
     ByRowSideTeamUnroll,            // by rows, side by side: elements of its row a thread loads at once
+    ByRowSideAloneUnroll,           // ... where each row has one thread (it steps through its rows alone)
+    ByRowSideAloneIndexUnroll,      // ... the same for a program with argmax or argmin (larger accumulators)
     Count_,
 };
 
