@@ -132,6 +132,15 @@ TEST_CASE("the reference computes each statistic first, as torch would in two st
         const auto out = map_of(loss, views);
         const double total = 4.0 * std::accumulate(t.begin(), t.end(), 0.0);  // t.expand(4, 7).sum()
         for (std::size_t i = 0; i < n; ++i) CHECK(out[i] == doctest::Approx(x[i] - total).epsilon(1e-13));
+        // A per-row value's statistic runs over the rows, as a Composite program's reduction does.
+        auto per_row = compile("x - sum(w)", Options{.inputs = {"x", "w"}});
+        const std::vector<double> w = wave(4, 2.1);
+        const TensorView with_w[] = {xv, view(w, {4, 1})};
+        const auto by_rows = map_of(per_row, with_w);
+        const double rows_total = std::accumulate(w.begin(), w.end(), 0.0);
+        for (std::size_t i = 0; i < n; ++i) CHECK(by_rows[i] == doctest::Approx(x[i] - rows_total).epsilon(1e-13));
+        auto composite = compile("sum(w) + 0 * sum(x)", Options{.inputs = {"x", "w"}});
+        CHECK(composite.reference(with_w) == doctest::Approx(rows_total).epsilon(1e-14));
     }
     SUBCASE("per row, beside a statistic") {
         auto loss = compile("x - logsumexp(x, -1) + mean(x)");
