@@ -44,7 +44,8 @@ enum class Default : unsigned char {
     CommonPathReductionThreads,     // a reduction with the logs' common path (KL)
     ByRowWarpTeamThreads,           // by rows, a warp per row: warps per block x 32
     ByRowBlockTeamThreads,          // by rows, the block per row
-    ByRowSideTeamThreads,           // by rows, strided rows side by side (lj::SideTeam)
+    ByRowSideTeamThreads,           // by rows, strided rows side by side (lj::SideTeam), a thread a row
+    ByRowSideSharedThreads,         // ... where several threads share a row (fewer rows)
     // Shapes and thresholds
     ByRowWarpMaxColumns,            // rows up to this long get a warp each, longer ones the block
     ByRowSideTeamMinRowsPerSm,      // strided rows side by side are taken side by side from this many per SM
