@@ -57,12 +57,7 @@ public:
 
     ir::Program run() {
         const std::vector<bool> escapes = escaping();
-        // A binding of one number that nothing uses per element is left out of a program that is
-        // not Composite too (it would make the program walk rows for nothing), statistics or not.
-        const bool unused_totals = p_.reduction != ir::Reduction::Composite &&
-                                   std::any_of(p_.bindings.begin(), p_.bindings.end(),
-                                               [&](const ir::BindingDef& b) { return level(b.node) == Level::Total; });
-        if (!unused_totals && std::none_of(escapes.begin(), escapes.end(), [](bool e) { return e; })) return p_;
+        if (std::none_of(escapes.begin(), escapes.end(), [](bool e) { return e; })) return p_;
         // Each escaping node's statistic, in node order (an inner one's program is split in turn).
         std::map<int, int> statistic_of;  // node -> index in statistics_
         for (std::size_t id = 0; id < p_.nodes.size(); ++id)
@@ -79,13 +74,10 @@ private:
 
     // Total-level nodes whose number is used where it is not one number among others: by a value per
     // element or row, by a row reduction or take, reduced again, or as the argument of the program's
-    // own reduction.
+    // own reduction. Every binding counts, used or not (the kernels evaluate each).
     std::vector<bool> escaping() const {
-        // Only what the program keeps counts: its body and bindings, but for a program that is not
-        // Composite a binding of one number (left out unless a value uses it).
         std::vector<int> roots{p_.body};
-        for (const auto& b : p_.bindings)
-            if (p_.reduction == ir::Reduction::Composite || level(b.node) != Level::Total) roots.push_back(b.node);
+        for (const auto& b : p_.bindings) roots.push_back(b.node);
         const std::vector<bool> live = reached_nodes(p_, roots);
 
         std::vector<bool> escapes(p_.nodes.size(), false);
@@ -158,8 +150,9 @@ private:
         return static_cast<int>(keys.size()) - 1;
     }
 
-    // The program with each escaping node read from its statistic's parameter; nodes and bindings only
-    // the statistics need are left out.
+    // The program with each escaping node read from its statistic's parameter; nodes only the
+    // statistics need are left out. Every binding stays (one of a number the program never uses per
+    // element still makes it walk rows, as before statistics).
     ir::Program rebuilt(const std::map<int, int>& statistic_of) const {
         ir::Program out = p_.header();
         out.row_dims.clear();  // below, where it walks rows
@@ -168,9 +161,6 @@ private:
         std::map<int, int> param_of;  // statistic index -> parameter slot
         std::map<int, int> copied;
         std::vector<int> binding_slot(p_.bindings.size(), -1);
-        // Bindings whose value is still one number of reductions after the rewrite belong to the
-        // statistics alone (a Total left in a map would make it a reduction).
-        std::vector<bool> kept(p_.bindings.size(), false);
         auto copy_node = [&](auto&& self, int id) -> int {
             if (auto it = copied.find(id); it != copied.end()) return it->second;
             ir::Node n = p_.node(id);
@@ -188,7 +178,7 @@ private:
             } else if (n.kind == ir::NodeKind::Binding) {
                 const auto b = static_cast<std::size_t>(n.slot);
                 self(self, p_.bindings[b].node);
-                if (binding_slot[b] < 0) throw InternalError("a binding used before it is kept");
+                if (binding_slot[b] < 0) throw InternalError("a binding used before its definition");
                 n.slot = binding_slot[b];
                 out.nodes.push_back(n);
                 mine = static_cast<int>(out.nodes.size()) - 1;
@@ -200,14 +190,7 @@ private:
             copied[id] = mine;
             return mine;
         };
-        // Which bindings stay: those whose value is not one number of reductions, or is a statistic.
         for (std::size_t b = 0; b < p_.bindings.size(); ++b) {
-            const int node = p_.bindings[b].node;
-            kept[b] = level(node) != Level::Total || statistic_of.count(resolved(node)) > 0 ||
-                      p_.reduction == ir::Reduction::Composite;
-        }
-        for (std::size_t b = 0; b < p_.bindings.size(); ++b) {
-            if (!kept[b]) continue;
             const int node = copy_node(copy_node, p_.bindings[b].node);
             binding_slot[b] = static_cast<int>(out.bindings.size());
             out.bindings.push_back({p_.bindings[b].name, node, p_.bindings[b].pos});

@@ -229,6 +229,10 @@ def compile_kernels(p, arrays, cli, refused, stats):
     value-and-gradient kernel, for these inputs' shapes and dtypes (`lossjit compile`, PTX; no GPU).
     An UnsupportedError of the GPU's (a broadcast it does not sum) is fine; a kernel NVRTC refuses,
     or an internal error, is a failure."""
+    if p.axes is not None:
+        # The CLI gets contiguous copies, not the views the presentation moved the row with (a row of
+        # two strides there is refused by the layout); test_axes.cpp compiles those kernels.
+        return
     with tempfile.TemporaryDirectory() as tmp:
         args = [cli, "compile", "--arch", "compute_90", p.text()]
         for spec, a in zip(p.inputs, arrays):
@@ -237,12 +241,18 @@ def compile_kernels(p, arrays, cli, refused, stats):
             args += ["-i", f"{spec.name}={path}"]
         for k, v in params_for(p).items():
             args += ["-p", f"{k}={v!r}"]
-        env = dict(os.environ, LOSSJIT_CACHE="off")
+        # A cache of its own (`compile` stores what it builds; with the cache off it would refuse, and
+        # nothing would be compiled at all).
+        env = dict(os.environ, LOSSJIT_CACHE_DIR=os.path.join(tmp, "cache"))
+        env.pop("LOSSJIT_CACHE", None)
         runs = [args] + ([args + sum((["--grad", n] for n in p.wrt), [])] if p.wrt and not refused else [])
         for run in runs:
             r = subprocess.run(run, capture_output=True, text=True, env=env)
             text = r.stdout + r.stderr
-            if r.returncode != 0 and ("NVRTC" in text or "internal error" in text or r.returncode != 2):
+            # Only the fused gradient kernel may be refused, and only for what the GPU does not do yet
+            # (its messages say "the GPU"); the program's own kernel always compiles.
+            gpu_refusal = run is not args and r.returncode == 2 and "GPU" in text and "internal error" not in text
+            if r.returncode != 0 and not gpu_refusal:
                 raise Failure("NVRTC", f"`lossjit compile{' --grad' if run is not args else ''}` failed "
                                        f"(exit {r.returncode}): {text.strip()[-1500:]}")
     stats.compiled += 1

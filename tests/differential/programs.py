@@ -259,8 +259,12 @@ class Program:
     def is_by_rows(self):
         """Whether lossjit walks the program (not its statistics) by rows: a composite program; one
         with a row reduction or take outside its statistics; one with an index anywhere (a statistic's
-        index keeps the rows' shape in the program too)."""
+        index keeps the rows' shape in the program too); one with a binding of a whole-tensor number
+        that no value uses (its reduction stays in the program)."""
         if self.form == "composite" or any(n.kind == "take" for n in self.nodes()):
+            return True
+        roots = self.statistic_roots()
+        if any(b.cls == "T" and b not in roots for b in self.bindings):
             return True
         return any(n.kind == "row" for n in self.outside_statistics())
 
@@ -312,8 +316,6 @@ class Program:
                 visit(a, data)
 
         for root in self.bindings + [self.body]:
-            if root.cls == "T" and root is not self.body and self.form != "composite":
-                continue  # a binding of one number no value uses: left out
             visit(root, self.form == "reduce" and root is self.body)
         return found
 

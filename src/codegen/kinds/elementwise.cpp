@@ -109,7 +109,7 @@ KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, 
             else
                 throw UnsupportedError(fmt::format(
                     "the gradient of '{}' sums over a broadcast whose dimensions another summed input orders "
-                    "differently (one kernel sums inputs broadcast along the same dimensions): ask for these "
+                    "differently (one GPU kernel sums inputs broadcast along the same dimensions): ask for these "
                     "gradients in two calls (reference_grad computes any)",
                     program.inputs[static_cast<std::size_t>(d.input)]));
         }
@@ -135,14 +135,16 @@ KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, 
         if (batch_dims >= 0 && kept != batch_dims)
             throw UnsupportedError(fmt::format(
                 "the gradients of {} are summed over different sets of rows ([C] and [N, 1, C] against [N, M, C], or "
-                "[N, 1] and [1, M, 1]), which one kernel does not do: ask for them in two calls",
+                "[N, 1] and [1, M, 1]), which one GPU kernel does not do: ask for them in two calls (reference_grad "
+                "computes any)",
                 summed_names([](int s) { return s == OverRows || s == AlongRows; })));
         batch_dims = kept;
     }
     if (over_rows && other_sums)
         throw UnsupportedError(fmt::format(
             "the gradients of {} are summed over rows (an input of one row, [C]) and along rows or over everything "
-            "(an input [N, 1], or a scalar), which one kernel does not do: ask for them in two calls",
+            "(an input [N, 1], or a scalar), which one GPU kernel does not do: ask for them in two calls (reference_grad "
+            "computes any)",
             summed_names([](int s) { return s != NotSummed; })));
     const bool any_summed = over_rows || other_sums;
     if (!rows) {
