@@ -115,7 +115,7 @@ TEST_CASE("dumps print the program's dimensions as written") {
     CHECK(var.find("sum(1, (-2, -1))") != std::string::npos);  // the row's length, parseable
 }
 
-TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their own shapes, the GPU refuses") {
+TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their own shapes; the GPU writes per-row ones") {
     // mean over rows of r * sum(x, 1) for x [2, 3, 4], r [2, 1, 4] (one weight per row): d/dr is the
     // row's sum over the 8 rows; d/dx the row's weight.
     const std::vector<double> x = iota(24), r = iota(8, 0.5);
@@ -152,12 +152,19 @@ TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their o
             }
         CHECK(gw[0].values[static_cast<std::size_t>(c)] == doctest::Approx(want / 8).epsilon(1e-13));
     }
-    // The GPU's kernel is refused, saying where to go.
+    // On the GPU: r holds one value for each row, so its gradient is written once per row (and
+    // compiles); the class weights' would be summed across rows, which the GPU refuses, saying where to go.
     std::vector<TensorView> unplaced{TensorView::contiguous(nullptr, {2, 3, 4}), TensorView::contiguous(nullptr, {2, 1, 4})};
-    const std::vector<std::string> by_r{"r"};
-    CHECK_THROWS_WITH_AS(loss.cuda_source(unplaced, by_r),
-                         doctest::Contains("the gradient of 'r' sums over a broadcast; for programs that reduce along rows, "
-                                           "the GPU computes gradients of inputs of the full shape only"),
+    const std::string per_row = loss.cuda_source(unplaced, wrt);
+    CHECK(per_row.find("gradients per row [1 0]") != std::string::npos);
+    CHECK(!compile_cuda(per_row, "compute_90").data.empty());
+    std::vector<TensorView> classes{TensorView::contiguous(nullptr, {2, 3, 4}),
+                                    TensorView::contiguous(nullptr, {2, 4}, DType::int64),
+                                    TensorView::contiguous(nullptr, {3, 1})};
+    CHECK_THROWS_WITH_AS(weighted.cuda_source(classes, by_w),
+                         doctest::Contains("the gradient of 'w' sums over a broadcast; for programs that reduce along rows, "
+                                           "the GPU computes gradients of inputs of the full shape and of one value for "
+                                           "each row ([N, 1] against [N, C]) only"),
                          UnsupportedError);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -203,6 +204,59 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 // float32: within 1e-5 of the largest (the bound); bfloat16: its rounding.
                 CHECK(d.worst <= (dtype == DType::float32 ? 1e-5 : 8e-3) * d.largest);
             }
+        }
+    }
+}
+
+TEST_CASE("row programs: the gradient of an input of one value per row ([N, 1]) matches the reference" *
+          doctest::skip(!have_gpu())) {
+    // Written once per row, beside the logits' gradient; along the last dimension (warp, block and
+    // one-block teams) and along dimension 0 (rows side by side: several threads a row, and one).
+    struct Case {
+        const char* program;
+        std::string x_shape, w_shape, y_shape;  // y_shape empty: no index
+    };
+    std::vector<Case> cases;
+    for (const auto& problem : kProblems) {
+        const std::string rows = std::to_string(problem.rows);
+        cases.push_back({"mean(w * (logsumexp(x, -1) - x[y]))", problem.shape, rows + "x1", rows});
+        cases.push_back({"sum(w * amax(x, -1) + w * w * mean(x, -1))", problem.shape, rows + "x1", ""});
+    }
+    cases.push_back({"mean(w * logsumexp(x, 0))", "64x8192", "1x8192", ""});             // several threads a row
+    cases.push_back({"mean(w * sum(x, 0) + amax(x, 0))", "4x300000", "1x300000", ""});  // a thread a row
+    for (const auto& c : cases) {
+        for (DType dtype : {DType::float32, DType::bfloat16}) {
+            CAPTURE(c.program);
+            CAPTURE(c.x_shape);
+            CAPTURE(to_string(dtype));
+            const bool indexed = !c.y_shape.empty();
+            const Typed x(c.x_shape + ":normal", dtype, 31), w(c.w_shape + ":uniform[0.5,1.5]", dtype, 32);
+            const std::int64_t columns = x.host.shape.back();
+            Options options;
+            options.inputs = indexed ? std::vector<std::string>{"x", "w", "y"} : std::vector<std::string>{"x", "w"};
+            auto loss = compile(c.program, options);
+            std::vector<TensorView> views{x.view(), w.view()}, host{x.host.view(), w.host.view()};
+            std::optional<Typed> y;
+            if (indexed) {
+                y.emplace(c.y_shape + ":integers[0," + std::to_string(columns - 1) + "]", DType::int64, 33);
+                views.push_back(y->view());
+                host.push_back(y->host.view());
+            }
+            const std::vector<std::string> wrt{"w", "x"};
+            HostTensor gw(w.host.shape, dtype), gx(x.host.shape, dtype);
+            DeviceBuffer dw(gw.bytes.size()), dx(gx.bytes.size());
+            dw.fill_bytes(0xFF);  // every element must be written
+            const std::vector<OutputView> grads{OutputView{dw.data(), dtype, w.host.shape, {}},
+                                                OutputView{dx.data(), dtype, x.host.shape, {}}};
+            loss.grad(views, wrt, grads);
+            synchronize();
+            dw.download(gw.bytes.data(), gw.bytes.size());
+            dx.download(gx.bytes.data(), gx.bytes.size());
+            const auto ref = loss.reference_grad(host, wrt);
+            const double bound = dtype == DType::float32 ? 1e-5 : 8e-3;
+            const Spread sw = spread(gw, ref[0].values), sx = spread(gx, ref[1].values);
+            CHECK(sw.worst <= bound * sw.largest);
+            CHECK(sx.worst <= bound * sx.largest);
         }
     }
 }

@@ -74,10 +74,14 @@ std::string KernelSpec::signature() const {
         if (compute == DType::float64) knobs += ", float64 arithmetic";
     }
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
-    if (loop == Loop::ByRow)
-        return fmt::format("by row, rank {}, {} threads per row{}, inner strides [{}], vector {}, unroll {}, {} threads/block{}",
-                           rank, team, side_by_side ? fmt::format(" ({} rows side by side)", block_threads / team) : std::string(), fmt::join(inner_strides, " "),
-                           vector_width, unroll, block_threads, knobs);
+    if (loop == Loop::ByRow) {
+        const bool per_row = std::find(grad_per_row.begin(), grad_per_row.end(), true) != grad_per_row.end();
+        std::vector<int> flags(grad_per_row.begin(), grad_per_row.end());
+        const std::string once = per_row ? fmt::format(", gradients per row [{}]", fmt::join(flags, " ")) : "";
+        return fmt::format("by row, rank {}, {} threads per row{}, inner strides [{}]{}, vector {}, unroll {}, {} threads/block{}",
+                           rank, team, side_by_side ? fmt::format(" ({} rows side by side)", block_threads / team) : std::string(),
+                           fmt::join(inner_strides, " "), once, vector_width, unroll, block_threads, knobs);
+    }
     const std::string same_text =
         same_every_row.empty() ? "" : fmt::format(", same every row [{}]", fmt::join(same_every_row, " "));
     if (loop == Loop::Columns)

@@ -68,6 +68,9 @@ struct KernelSpec {
     int team = 32;                   // ByRow: threads per row: a warp (32) or the block (block_threads),
                                      // or 1 to block_threads / 32 where the rows lie side by side
     bool side_by_side = false;       // ByRow: a block takes block_threads / team neighbouring strided rows (lj::SideTeam)
+    // ByRow: per derivative, whether its input holds one value per row, one for each row ([N, 1]
+    // against [N, C]): its gradient, summed along the row, is written once per row, at the row's index.
+    std::vector<bool> grad_per_row;
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
     int min_blocks_per_sm = 1;

@@ -107,13 +107,24 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
     return divisors;
 }
 
-void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout) {
+std::vector<bool> row_gradients_per_row(const ir::Program& program, const Layout& layout) {
+    std::vector<bool> once;
     for (const auto& d : program.derivatives) {
-        const auto k = static_cast<std::size_t>(d.input);
-        if (layout.inputs[k].elements != layout.count)
+        const OperandAccess& input = layout.inputs[static_cast<std::size_t>(d.input)];
+        once.push_back(input.elements != layout.count && input.per_row && input.elements == layout.rows);
+    }
+    return once;
+}
+
+void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout) {
+    const auto once = row_gradients_per_row(program, layout);
+    for (std::size_t g = 0; g < program.derivatives.size(); ++g) {
+        const auto k = static_cast<std::size_t>(program.derivatives[g].input);
+        if (layout.inputs[k].elements != layout.count && !once[g])
             throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
-                                               "along rows, the GPU computes gradients of inputs of the full shape only "
-                                               "(the CPU reference sums this one: reference_grad, `lossjit run --cpu`)",
+                                               "along rows, the GPU computes gradients of inputs of the full shape and "
+                                               "of one value for each row ([N, 1] against [N, C]) only (the CPU "
+                                               "reference sums this one: reference_grad, `lossjit run --cpu`)",
                                                program.inputs[k]));
     }
 }

@@ -159,11 +159,20 @@ private:
             any = true;
             pass = std::max(pass, stage_[static_cast<std::size_t>(t.argument)] + 1);
         }
-        for (const auto& d : program_.derivatives) {  // written per element, even where one per row
+        for (std::size_t g : element_gradients()) {  // written per element, even where one per row
             any = true;
-            pass = std::max(pass, stage_[static_cast<std::size_t>(d.node)] + 1);
+            pass = std::max(pass, stage_[static_cast<std::size_t>(program_.derivatives[g].node)] + 1);
         }
         return any ? pass : 0;
+    }
+
+    // The derivatives written at every element (the others, of an input of one value for each row,
+    // once per row: KernelSpec::grad_per_row).
+    std::vector<std::size_t> element_gradients() const {
+        std::vector<std::size_t> out;
+        for (std::size_t g = 0; g < program_.derivatives.size(); ++g)
+            if (g >= spec_.grad_per_row.size() || !spec_.grad_per_row[g]) out.push_back(g);
+        return out;
     }
 
     std::string final_function() const {
@@ -299,8 +308,8 @@ private:
         for (int id : reductions) roots.push_back(program_.node(id).args[0]);
         const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
         std::vector<std::size_t> element_totals;
-        const std::size_t grads = elements ? program_.derivatives.size() : 0;
-        for (std::size_t g = 0; g < grads; ++g) roots.push_back(program_.derivatives[g].node);
+        const std::vector<std::size_t> grads = elements ? element_gradients() : std::vector<std::size_t>{};
+        for (std::size_t g : grads) roots.push_back(program_.derivatives[g].node);
         if (elements) {
             if (map_elements) roots.push_back(program_.body);
             for (std::size_t k = 0; k < totals_.size(); ++k) {
@@ -339,7 +348,7 @@ private:
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
         out += fmt::format("{}if (j >= C) continue;\n", in3);
         if (map_elements) out += fmt::format("{}Value r[VW];\n", in3);
-        if (grads > 0) out += fmt::format("{}Value rg[{}][VW];\n", in3, grads);
+        if (!grads.empty()) out += fmt::format("{}Value rg[{}][VW];\n", in3, grads.size());
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in3, in3);
         out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in4, in4);
         for (std::size_t s = 0; s < loaded.size(); ++s)
@@ -350,14 +359,14 @@ private:
         if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
-        for (std::size_t g = 0; g < grads; ++g)
-            out += fmt::format("{}rg[{}][q] = (Value)({});\n", in4, g, print(program_.derivatives[g].node));
+        for (std::size_t i = 0; i < grads.size(); ++i)
+            out += fmt::format("{}rg[{}][q] = (Value)({});\n", in4, i, print(program_.derivatives[grads[i]].node));
         out += fmt::format("{}}}\n", in3);
         if (map_elements)
             out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
-        for (std::size_t g = 0; g < grads; ++g)
+        for (std::size_t i = 0; i < grads.size(); ++i)
             out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
-                               in3, g, g, g);
+                               in3, grads[i], grads[i], i);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
         for (int id : reductions) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
         // The accumulators leave the block scope as values.
@@ -384,7 +393,8 @@ private:
         const bool map = program_.is_map();
         if (map) out += fmt::format("{}const long long out_base = lj::offset<R - 1>(c, out.strides);\n", kIndent);
         if (!program_.derivatives.empty()) {
-            out += fmt::format("{}const long long grad_base = lj::offset<R - 1>(c, grads.strides);\n", kIndent);
+            if (!element_gradients().empty())
+                out += fmt::format("{}const long long grad_base = lj::offset<R - 1>(c, grads.strides);\n", kIndent);
             // The derivatives' seed (ir::NodeKind::Seed): upstream / divisor, times the factor.
             out += fmt::format("{}const Value seed_ = (Value)grads.total_scale();\n", kIndent);
         }
@@ -439,6 +449,16 @@ private:
         for (std::size_t k = 0; k < totals_.size(); ++k)
             if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
                 once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
+        // A gradient of an input of one value for each row: summed along the row by its derivative,
+        // at the row's index in the input's own (contiguous) shape.
+        for (std::size_t g = 0; g < program_.derivatives.size(); ++g) {
+            if (g >= spec_.grad_per_row.size() || !spec_.grad_per_row[g]) continue;
+            const int node = program_.derivatives[g].node;
+            if (!per_row_[static_cast<std::size_t>(node)])
+                throw InternalError("the derivative of an input of one value per row is not one value per row");
+            once += fmt::format("{}    lj::store1<Value>(grad_dtype({}), grads.ptr[{}], row, (Value)({}));\n", kIndent, g, g,
+                                print(node));
+        }
         // `active`: false only for a side-by-side team's lanes past the last row (by_rows.cu).
         if (!once.empty()) out += fmt::format("{}if (active && Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
         else out += fmt::format("{}(void)active;\n", kIndent);
