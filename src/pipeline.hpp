@@ -61,6 +61,11 @@ ir::Program check(const ast::Program& program, const CheckOptions& options);
 // kMaxStatistics statistics.
 constexpr int kMaxStatistics = lj::kMaxStatistics;
 ir::Program split_statistics(ir::Program program);
+// Where each node's value lives: Constant (literals, parameters), Data (one per element or per row),
+// Total (one number, from whole-tensor reductions and constants alone). A body of Total level is a
+// Composite program; a Total used where Data is, or reduced again, is a statistic.
+enum class ValueLevel { Constant, Data, Total };
+std::vector<ValueLevel> value_levels(const ir::Program& program);
 // A statistic's program in the language (`mean(x)`, `sqrt(sum(x ^ 2))`), and where `program` (or a
 // statistic of it) first reads statistic `index`: the position of the expression it was written as.
 std::string statistic_text(const ir::Program& statistic);

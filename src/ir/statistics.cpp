@@ -17,31 +17,7 @@
 namespace lossjit {
 namespace {
 
-// Where a node's value lives: Constant (literals, parameters), Data (one per element or per row),
-// Total (one number, from whole-tensor reductions).
-enum class Level { Constant, Data, Total };
-
-std::vector<Level> levels_of(const ir::Program& p) {
-    std::vector<Level> levels(p.nodes.size(), Level::Constant);
-    for (std::size_t id = 0; id < p.nodes.size(); ++id) {
-        const ir::Node& n = p.nodes[id];
-        Level& mine = levels[id];
-        switch (n.kind) {
-            case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
-            case ir::NodeKind::Binding: mine = levels[static_cast<std::size_t>(p.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
-            case ir::NodeKind::Total: mine = Level::Total; break;
-            case ir::NodeKind::Apply:
-                for (int i = 0; i < n.arity; ++i) {
-                    const Level arg = levels[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
-                    if (arg == Level::Data) mine = Level::Data;
-                    else if (arg == Level::Total && mine == Level::Constant) mine = Level::Total;
-                }
-                break;
-            default: mine = Level::Data; break;  // Input, RowReduce, Take (and derivatives' leaves)
-        }
-    }
-    return levels;
-}
+using Level = ValueLevel;
 
 // The statistics split off so far, shared by the splits of a program and of its statistics.
 struct Statistics {
@@ -53,7 +29,7 @@ struct Statistics {
 class Splitter {
 public:
     Splitter(const ir::Program& program, Statistics& statistics)
-        : p_(program), statistics_(statistics), levels_(levels_of(program)) {}
+        : p_(program), statistics_(statistics), levels_(value_levels(program)) {}
 
     ir::Program run() {
         const std::vector<bool> escapes = escaping();
@@ -206,6 +182,28 @@ private:
 };
 
 }  // namespace
+
+std::vector<ValueLevel> value_levels(const ir::Program& p) {
+    std::vector<ValueLevel> levels(p.nodes.size(), ValueLevel::Constant);
+    for (std::size_t id = 0; id < p.nodes.size(); ++id) {
+        const ir::Node& n = p.nodes[id];
+        ValueLevel& mine = levels[id];
+        switch (n.kind) {
+            case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
+            case ir::NodeKind::Binding: mine = levels[static_cast<std::size_t>(p.bindings[static_cast<std::size_t>(n.slot)].node)]; break;
+            case ir::NodeKind::Total: mine = ValueLevel::Total; break;
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i) {
+                    const ValueLevel arg = levels[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+                    if (arg == ValueLevel::Data) mine = ValueLevel::Data;
+                    else if (arg == ValueLevel::Total && mine == ValueLevel::Constant) mine = ValueLevel::Total;
+                }
+                break;
+            default: mine = ValueLevel::Data; break;  // Input, RowReduce, Take (and derivatives' leaves)
+        }
+    }
+    return levels;
+}
 
 std::string statistic_text(const ir::Program& statistic) {
     const std::string body = ExpressionPrinter(statistic, PrintStyle::Language).define(statistic.body);

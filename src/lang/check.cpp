@@ -98,13 +98,12 @@ public:
             }
         }
         out_.body = lower(body);
-        check_levels();
         check_takes();
         const ir::Node& top = out_.node(out_.body);
         if (top.kind == ir::NodeKind::Total) {  // `+mean(e)`: the same program as `mean(e)`
             out_.reduction = static_cast<ir::Reduction>(top.slot);
             out_.body = top.args[0];
-        } else if (level(out_.body) == Level::Total) {
+        } else if (value_levels(out_)[static_cast<std::size_t>(out_.body)] == ValueLevel::Total) {
             out_.reduction = ir::Reduction::Composite;
         }
         check_caller_params_read();
@@ -437,35 +436,6 @@ private:
         return add(n);
     }
 
-    // Where a node's value lives: Constant (params and literals too), Data (one per element or row),
-    // Total (derived from whole-tensor reductions only). A body of Total level is a Composite
-    // program; where a Total meets Data, or is reduced again, split_statistics makes it a statistic.
-    enum class Level { Constant, Data, Total };
-    Level level(int id) const { return levels_[static_cast<std::size_t>(id)]; }
-
-    void check_levels() {
-        levels_.assign(out_.nodes.size(), Level::Constant);
-        for (std::size_t id = 0; id < out_.nodes.size(); ++id) {
-            const ir::Node& n = out_.nodes[id];
-            Level& mine = levels_[id];
-            switch (n.kind) {
-                case ir::NodeKind::Constant: case ir::NodeKind::Param: break;
-                case ir::NodeKind::Binding:
-                    mine = level(out_.bindings[static_cast<std::size_t>(n.slot)].node);
-                    break;
-                case ir::NodeKind::Total: mine = Level::Total; break;
-                case ir::NodeKind::Apply:
-                    for (int i = 0; i < n.arity; ++i) {
-                        const Level arg = level(n.args[static_cast<std::size_t>(i)]);
-                        if (arg == Level::Data) mine = Level::Data;
-                        else if (arg == Level::Total && mine == Level::Constant) mine = Level::Total;
-                    }
-                    break;
-                default: mine = Level::Data; break;  // Input, RowReduce, Take (RowLength, OneHot, Seed: derivatives)
-            }
-        }
-    }
-
     int lower_call(const ast::Expr& e) {
         if (const auto reduced = lower_reduction(e)) return *reduced;
         const auto signature = find_function(e.text);
@@ -509,7 +479,6 @@ private:
     std::optional<std::map<std::string, int>> formula_;
     std::vector<int> definition_dims_;  // while expanding a definition: its call's dimensions
     ast::Pos row_dims_pos_;             // where the program's row dimensions were first written
-    std::vector<Level> levels_;  // parallel to out_.nodes, after check_levels
     std::map<std::string, int> binding_slots_;
     std::map<std::string, ast::Pos> later_bindings_;
 };

@@ -345,7 +345,6 @@ struct Loss::State {
         launch(p, binding.args, stream);
     }
 
-
     // The caller's views, before anything touches the device.
     Call validate(const Launchable& what, std::span<const TensorView> inputs, const OutputView* output,
                   const OutputView* result, std::span<const OutputView> grads) const {
