@@ -244,12 +244,10 @@ std::vector<RowTotal> row_totals(const ir::Program& program);
 std::vector<double> total_divisors(const ir::Program& program, const Layout& layout);
 // Per derivative of a differentiated program that reduces along rows: whether its input holds one
 // value for each row of `layout` ([N, 1] against [N, C]), so that the kernel writes its gradient,
-// summed along the row, once per row.
+// summed along the row, once per row. UnsupportedError for another input broadcast in `layout`
+// (its elements would have to be summed across rows: the CPU reference does, reference_gradients;
+// the kernels do not yet).
 std::vector<bool> row_gradients_per_row(const ir::Program& program, const Layout& layout);
-// UnsupportedError where such a program asks the GPU for the gradient of another input broadcast in
-// `layout` (its elements would have to be summed across rows: the CPU reference does,
-// reference_gradients; the kernels do not yet).
-void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout);
 
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";

@@ -137,11 +137,7 @@ struct Program {
         while (n < params.size() && params[n].statistic < 0) ++n;
         return n;
     }
-    bool reads_statistics() const {
-        for (const auto& p : params)
-            if (p.statistic >= 0) return true;
-        return false;
-    }
+    bool reads_statistics() const { return caller_params() < params.size(); }
     std::vector<int> reduced_dims() const { return row_dims.empty() ? std::vector<int>{-1} : row_dims; }
     // Input slots used as an index (`x[y]`): integers, one per row (shape: the rows' shape).
     std::vector<bool> index_inputs() const {

@@ -110,23 +110,18 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
 std::vector<bool> row_gradients_per_row(const ir::Program& program, const Layout& layout) {
     std::vector<bool> once;
     for (const auto& d : program.derivatives) {
-        const OperandAccess& input = layout.inputs[static_cast<std::size_t>(d.input)];
-        once.push_back(input.elements != layout.count && input.per_row && input.elements == layout.rows);
-    }
-    return once;
-}
-
-void refuse_broadcast_row_gradients(const ir::Program& program, const Layout& layout) {
-    const auto once = row_gradients_per_row(program, layout);
-    for (std::size_t g = 0; g < program.derivatives.size(); ++g) {
-        const auto k = static_cast<std::size_t>(program.derivatives[g].input);
-        if (layout.inputs[k].elements != layout.count && !once[g])
+        const auto k = static_cast<std::size_t>(d.input);
+        const OperandAccess& input = layout.inputs[k];
+        const bool broadcast = input.elements != layout.count;
+        once.push_back(broadcast && input.per_row && input.elements == layout.rows);
+        if (broadcast && !once.back())
             throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
                                                "along rows, the GPU computes gradients of inputs of the full shape and "
                                                "of one value for each row ([N, 1] against [N, C]) only (the CPU "
                                                "reference sums this one: reference_grad, `lossjit run --cpu`)",
                                                program.inputs[k]));
     }
+    return once;
 }
 
 std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots) {

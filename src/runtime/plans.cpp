@@ -144,8 +144,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     } else {
         plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
     }
-    plan->params = static_cast<std::size_t>(
-        std::count_if(program.params.begin(), program.params.end(), [](const ir::ParamDecl& d) { return d.statistic < 0; }));
+    plan->params = program.caller_params();
     plan->derivatives = program.derivatives.size();
     plan->map_forward = program.is_map() && program.derivatives.empty();
     plan->parameters = kernel_parameters(program, plan->spec);

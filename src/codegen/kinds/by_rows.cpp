@@ -82,8 +82,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     }
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
-    refuse_broadcast_row_gradients(program, layout);
-    spec.grad_per_row = row_gradients_per_row(program, layout);
+    spec.grad_per_row = row_gradients_per_row(program, layout);  // refuses what the GPU cannot sum
 
     // Four elements per access where every row of every operand walked along the row starts
     // aligned and steps by 1.
