@@ -136,6 +136,7 @@ DType default_output_dtype(const ir::Program& program, std::span<const TensorVie
 // (sum(a) / sum(b)): as many as the kernel ABI holds (templates/abi.cuh, their one definition).
 constexpr int kMaxRank = lj::kMaxRank;
 constexpr int kMaxTotals = lj::kMaxTotals;
+constexpr int kMaxResults = lj::kMaxResults;  // `loss, z, acc`: results one program may list
 
 struct OperandShape {
     std::string_view name;
@@ -286,6 +287,9 @@ struct HostOutput {
 };
 double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params);
+// A reduction's results (ir::Program::result_count of them; the first is reference_reduce's).
+std::vector<double> reference_results(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                                      std::span<const double> params);
 void reference_map(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                    std::span<const double> params, HostOutput output);
 

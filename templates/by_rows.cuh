@@ -106,10 +106,18 @@ __device__ __forceinline__ void for_each_row(long long rows, long long columns, 
     }
 }
 
+template <int R, int kResultDType, int K, class Final>
+__device__ __forceinline__ void store_results(const double (&t)[K], const RowsOut& out, const Final& final) {
+    double r[R];
+    final(t, r);
+#pragma unroll
+    for (int k = 0; k < R; ++k) store1<double>(kResultDType, out.result, k, r[k]);
+}
+
 // The end of a program's whole-tensor reductions: each block's partial sum of each total, then the
-// last block adds them in block order, scales them, computes the final value (Final, from the
-// totals) and stores it. Deterministic, as finish_reduction.
-template <int BLOCK, int K, bool kOneBlock, int kResultDType, class Final>
+// last block adds them in block order, scales them, computes the R results (Final, from the
+// totals) and stores them in order. Deterministic, as finish_reduction.
+template <int BLOCK, int K, int R, bool kOneBlock, int kResultDType, class Final>
 __device__ __forceinline__ void finish_totals(const double (&acc)[K], const RowsOut& out, const Final& final) {
     __shared__ double scratch[32];
     __shared__ bool is_last;
@@ -124,7 +132,7 @@ __device__ __forceinline__ void finish_totals(const double (&acc)[K], const Rows
             double t[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) t[k] = block_total[k] * out.scale[k];
-            store1<double>(kResultDType, out.result, 0, final(t));
+            store_results<R, kResultDType>(t, out, final);
         }
         return;
     }
@@ -145,7 +153,7 @@ __device__ __forceinline__ void finish_totals(const double (&acc)[K], const Rows
         t[k] = total * out.scale[k];
     }
     if (threadIdx.x == 0) {
-        store1<double>(kResultDType, out.result, 0, final(t));
+        store_results<R, kResultDType>(t, out, final);
         leave_arrivals_at_zero(out.arrivals);
     }
 }

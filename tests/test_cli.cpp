@@ -119,6 +119,17 @@ TEST_CASE("run evaluates on the CPU reference where asked or where there is no G
     const auto b = run("run " + example("smooth_l1.loss") + " -i p=100:normal -i t=100:normal --cpu -p beta=0.25");
     CHECK(a.output != b.output);
 
+    // A program of several results prints each by name; --json adds "outputs".
+    const std::string several = "run " + example("cross_entropy_z_acc.loss") + " -i x=64x10:normal -i y=64:integers[0,9]:i64 --cpu";
+    const auto listed = run(several);
+    CHECK(listed.status == 0);
+    CHECK(listed.output.rfind("loss = ", 0) == 0);
+    CHECK(listed.output.find("\nz = ") != std::string::npos);
+    CHECK(listed.output.find("\nacc = ") != std::string::npos);
+    const auto listed_json = run(several + " --json");
+    CHECK(listed_json.output.find("\"outputs\": {") != std::string::npos);
+    CHECK(listed_json.output.find("\"acc\": ") != std::string::npos);
+
     // Options may come before the program; each --input takes exactly one value.
     CHECK(std::stod(run("run -i p=3:const[2] 'mean(p)' --cpu").output) == 2.0);
 

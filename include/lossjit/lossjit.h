@@ -127,6 +127,10 @@ LOSSJIT_C_EXPORT int32_t lossjit_kind_of(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT const char* lossjit_reduction(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT size_t lossjit_input_count(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT const char* lossjit_input_name(const lossjit_loss* loss, size_t index);  /* NULL past the end */
+/* A program's several results (`loss, z, acc`): how many (1 for a program of one result) and each
+ * name (NULL for a program of one result, or past the end). */
+LOSSJIT_C_EXPORT size_t lossjit_result_count(const lossjit_loss* loss);
+LOSSJIT_C_EXPORT const char* lossjit_result_name(const lossjit_loss* loss, size_t index);
 LOSSJIT_C_EXPORT size_t lossjit_param_count(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT lossjit_status lossjit_param_at(const lossjit_loss* loss, size_t index, const char** name, double* value);
 /* Takes effect for calls that start after it returns, on every device; no recompile. */
@@ -170,13 +174,15 @@ LOSSJIT_C_EXPORT lossjit_status lossjit_output_dtype(const lossjit_loss* loss, c
 
 /* ---- on the GPU: inputs are device memory in input order; every call only queues work on the stream ---- */
 
-/* A reduction's value into one element (`result`: rank 0 or one element, any floating dtype). */
+/* A reduction's value into one element (`result`: rank 0 or one element, any floating dtype); a
+ * program of several results into a contiguous vector of lossjit_result_count elements. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_evaluate(lossjit_loss* loss, const lossjit_view* inputs, size_t count,
                                                  const lossjit_view* result, const lossjit_exec* exec);
 /* A map into `output` (the broadcast shape; any floating dtype; may be strided). */
 LOSSJIT_C_EXPORT lossjit_status lossjit_map(lossjit_loss* loss, const lossjit_view* inputs, size_t count,
                                             const lossjit_view* output, const lossjit_exec* exec);
-/* A reduction's value (into `value`, NULL to drop it) and d(upstream * loss)/d input for each input
+/* A reduction's value (into `value`, as lossjit_evaluate's `result`; NULL to drop it) and
+ * d(upstream * loss)/d input (of the first result) for each input
  * named in `wrt`, into `grads[k]` (contiguous, that input's shape, any floating dtype), in one
  * kernel. The upstream gradient is `upstream`, times the float32 at `upstream_device` if not NULL. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_value_and_grad(lossjit_loss* loss, const lossjit_view* inputs, size_t count,
@@ -192,6 +198,10 @@ LOSSJIT_C_EXPORT lossjit_status lossjit_map_grad(lossjit_loss* loss, const lossj
 /* ---- the CPU reference: host memory, float64 arithmetic; needs no GPU ---- */
 LOSSJIT_C_EXPORT lossjit_status lossjit_reference(const lossjit_loss* loss, const lossjit_view* inputs, size_t count,
                                                   double* value);
+/* Every result of a program that lists several (`loss, z, acc`), into values[0 .. n): n must be
+ * lossjit_result_count. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_reference_values(const lossjit_loss* loss, const lossjit_view* inputs,
+                                                         size_t count, double* values, size_t n);
 LOSSJIT_C_EXPORT lossjit_status lossjit_reference_map(const lossjit_loss* loss, const lossjit_view* inputs,
                                                       size_t count, const lossjit_view* output);
 /* Gradients of a reduction (`upstream_tensor` NULL; scaled by `upstream`) or a map's vector-Jacobian

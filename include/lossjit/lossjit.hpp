@@ -164,6 +164,11 @@ public:
 
     Kind kind() const;
     std::string_view reduction() const;        // "sum", "mean", "batchmean"; "" for a map
+    // The names of a program's several results (`loss, z, acc`), in order; empty for a program of one
+    // result. Every call computes all of them in one pass; the first is the value operator() returns
+    // and what gradients are of.
+    std::vector<std::string> results() const;
+    std::size_t result_count() const;          // results().size(), or 1
     const std::vector<std::string>& inputs() const;
     std::vector<Param> params() const;         // current values
     void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile
@@ -186,9 +191,13 @@ public:
     // Reduction: launch, wait, return the value.
     float operator()(std::span<const TensorView> inputs, Stream stream = nullptr);
     float operator()(std::initializer_list<TensorView> inputs) { return (*this)(std::span(inputs.begin(), inputs.size())); }
-    // Reduction: launch only; the float lands in device memory at `device_result` when `stream` gets there.
+    // Reduction: every result (result_count() of them, in order), launched, waited for, returned.
+    std::vector<float> values(std::span<const TensorView> inputs, Stream stream = nullptr);
+    // Reduction: launch only; the float lands in device memory at `device_result` when `stream` gets
+    // there. A program of several results needs the OutputView overload (UsageError here).
     void evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream = nullptr);
-    // The same into one element of any floating dtype (a bfloat16 loss for bfloat16 inputs, say).
+    // The same into elements of any floating dtype (a bfloat16 loss for bfloat16 inputs, say): a view
+    // of result_count() elements.
     void evaluate(std::span<const TensorView> inputs, const OutputView& device_result, Stream stream = nullptr);
     // Map: launch only; writes every element of `output` (its shape must be the broadcast shape).
     void map(std::span<const TensorView> inputs, const OutputView& output, Stream stream = nullptr);
@@ -202,6 +211,7 @@ public:
     // ---- the CPU reference: float64 arithmetic on host tensors of any dtype, widened and rounded
     // exactly as the GPU widens and rounds them ----
     double reference(std::span<const TensorView> host_inputs) const;
+    std::vector<double> reference_values(std::span<const TensorView> host_inputs) const;  // every result
     void reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const;
     // Reduction: d (upstream * loss) / d input for each input named in `wrt`, in that order.
     // Parameters are constants (no gradient); an input the program never reads gets zeros. At kinks
@@ -220,8 +230,9 @@ public:
     // integer or bool input has no gradient: UsageError). An input broadcast as one
     // row against all the others (hinge's t: [C] against [N, C]) gets its per-element derivatives
     // summed over the rows, deterministically; other broadcast patterns are refused (UsageError; the
-    // CPU reference_grad computes any). The loss lands at `device_value` (may be null). Asynchronous
-    // on `stream`, like evaluate().
+    // CPU reference_grad computes any). The loss lands at `device_value` (may be null; a program of
+    // several results needs the OutputView overload, which receives them all). Asynchronous on
+    // `stream`, like evaluate().
     void value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                         std::span<const OutputView> grads, float* device_value, Stream stream = nullptr,
                         Upstream upstream = {});

@@ -7,6 +7,7 @@
 
 NumPy arrays (and host __dlpack__ objects) run on the float64 CPU reference. docs/python.md has the rest.
 """
+import collections
 import ctypes
 import itertools
 import sys
@@ -133,6 +134,10 @@ class Loss:
         self.kind = "map" if lib.lossjit_kind_of(handle) == 2 else "reduction"
         self.reduction = lib.lossjit_reduction(handle).decode() or None
         self.inputs = tuple(lib.lossjit_input_name(handle, i).decode() for i in range(lib.lossjit_input_count(handle)))
+        # A program's several results (`loss, z, acc`); () for one. Calls return them as a Results tuple.
+        self.results = tuple(lib.lossjit_result_name(handle, i).decode()
+                             for i in range(lib.lossjit_result_count(handle)) if lib.lossjit_result_name(handle, i))
+        self._Results = collections.namedtuple("Results", self.results) if self.results else None
         self._param_names = []
         for i in range(lib.lossjit_param_count(handle)):
             name = ctypes.c_char_p()
@@ -198,8 +203,9 @@ class Loss:
         return self._torch
 
     def __call__(self, *args):
-        """Reduction: the value (a 0-dim tensor for torch tensors, differentiable; a float for NumPy).
-        Map: the output tensor (or array)."""
+        """Reduction: the value (a 0-dim tensor for torch tensors, differentiable; a float for NumPy);
+        a program of several results gives a named tuple of them (`out.loss`, `out.z`), whose gradient
+        is of the first. Map: the output tensor (or array)."""
         side = self._torch
         if side is not None and args and isinstance(args[0], side.Tensor):
             return side(args)
@@ -227,10 +233,16 @@ class Loss:
 
     def reference(self, *arrays):
         """The float64 CPU reference on NumPy arrays (or host __dlpack__ objects): a float for a
-        reduction, a NumPy array of the output's shape (float64) for a map."""
+        reduction (a named tuple of floats for several results), a NumPy array of the output's shape
+        (float64) for a map."""
         self._check_count(arrays)
         host = _HostViews(arrays, self.inputs)
         lib = _lib.lib
+        if self.kind == "reduction" and self.results:
+            values = (ctypes.c_double * len(self.results))()
+            _lib.check(lib.lossjit_reference_values(self._handle, ctypes.addressof(host.views), len(arrays),
+                                                    ctypes.addressof(values), len(self.results)))
+            return self._Results(*values)
         if self.kind == "reduction":
             value = ctypes.c_double()
             _lib.check(lib.lossjit_reference(self._handle, ctypes.addressof(host.views), len(arrays), ctypes.byref(value)))

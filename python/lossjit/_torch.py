@@ -15,7 +15,7 @@ from typing import List
 import torch
 
 from . import _lib, _registry
-from ._lib import SCRATCH_TOO_SMALL, UsageError
+from ._lib import SCRATCH_TOO_SMALL, UnsupportedError, UsageError
 
 lib = _lib.lib
 # The GPU entry points through PyDLL: the GIL stays held during the call (the host side of a
@@ -147,7 +147,7 @@ class _Layout:
                  "out_dtype", "out_code", "out_shape", "device", "torch_device", "keep", "check", "state",
                  "stream", "generation", "scratch", "results")
 
-    def __init__(self, handle, tensors, device, state):
+    def __init__(self, handle, tensors, device, state, results=1):
         n = self.count = len(tensors)
         self.buffer = bytearray(_VIEW_BYTES * (n + 1))  # n input views, then the result's
         self.views = (_lib.View * (n + 1)).from_buffer(self.buffer)
@@ -168,7 +168,12 @@ class _Layout:
         _lib.check(lib.lossjit_output_dtype(handle, self.address, n, ctypes.byref(out)))
         self.out_code, self.out_dtype = out.value, _DTYPES[out.value]
         self.out_shape = _output_shape_of(handle, self.address, n)
-        self.views[n] = _lib.View(None, self.out_code, 0, None, None)  # a reduction's 0-dim result
+        if results == 1:
+            self.views[n] = _lib.View(None, self.out_code, 0, None, None)  # a reduction's 0-dim result
+        else:  # a vector of a program's several results
+            shape = _lib.shape_array([results])
+            self.keep.append(shape)
+            self.views[n] = _lib.View(None, self.out_code, 1, shape, None)
         self.device = device
         self.torch_device = torch.device("cuda", device)
         self.check = _not_yet
@@ -253,6 +258,7 @@ class TorchLoss:
         self.id = loss._id
         self.n = len(loss.inputs)
         self.is_map = loss.kind == "map"
+        self.results = max(1, len(loss.results))  # how many numbers a reduction gives
         self.local = threading.local()
         _sides[self.id] = weakref.ref(self, _forget(self.id))
 
@@ -280,7 +286,7 @@ class TorchLoss:
                     raise UsageError(f"input {i} ('{self.loss.inputs[i]}') is on {t.device}, input 0 on {tensors[0].device}")
             if device < 0:
                 raise UsageError("CPU tensors: lossjit runs torch tensors on CUDA devices (Loss.reference takes host data)")
-            lay = st.layouts[key] = _Layout(self.handle, tensors, device, st)
+            lay = st.layouts[key] = _Layout(self.handle, tensors, device, st, self.results)
         if lay.check is _not_yet and not _any_requires_grad(tensors):
             # Made from tensors that need no gradient, the check also proves that a call's tensors
             # need none: the direct path then skips looking at requires_grad.
@@ -296,6 +302,12 @@ class TorchLoss:
             if _grad_enabled() and _any_requires_grad(tensors):
                 return self.through_ops(tensors)
             return self.run_map(tensors, None)
+        if self.results > 1:
+            if _grad_enabled() and _any_requires_grad(tensors):
+                return self.through_ops(tensors)
+            if tensors and tensors[0].get_device() < 0:
+                return self._on_cpu(tensors)
+            return self.loss._Results(*self.evaluate(tensors).unbind())
         # The eager fast path (no autograd, no dispatcher): the layout's views get the pointers,
         # the result is the next of a buffer's 0-dim views, one C call launches.
         try:
@@ -354,6 +366,10 @@ class TorchLoss:
                     mask |= 1 << i
         if self.is_map:
             return torch.ops.lossjit.map(self.id, list(tensors))
+        if self.results > 1:
+            if mask:
+                return self.loss._Results(*torch.ops.lossjit.reduce(self.id, list(tensors), mask)[:self.results])
+            return self.loss._Results(*torch.ops.lossjit.value.default(self.id, list(tensors)).unbind())
         if mask:
             return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
         return torch.ops.lossjit.value.default(self.id, list(tensors))
@@ -361,19 +377,24 @@ class TorchLoss:
     def _on_cpu(self, tensors):
         arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
         out = self.loss.reference(*arrays)
+        if self.results > 1:
+            return self.loss._Results(*(torch.tensor(v, dtype=torch.float64) for v in out))
         return torch.tensor(out, dtype=torch.float64) if not self.is_map else torch.from_numpy(out)
 
     def evaluate(self, tensors):
         """The value into a fresh tensor (inside the ops; the eager path in __call__ does the same
-        with a result from a buffer)."""
+        with a result from a buffer): 0-dim, or a vector of a program's several results."""
         lay = self.layout(tensors, self.state())
         words = lay.words
         for slot, t in zip(lay.slots, tensors):
             words[slot] = t.data_ptr()
-        out = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
+        out = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=lay.torch_device)
         words[lay.result_slot] = out.data_ptr()
         self._launch(_evaluate, lay, lay.result_address)
         return out
+
+    def value_shape(self):
+        return (self.results,) if self.results > 1 else ()
 
     def run_map(self, tensors, out):
         lay = self.layout(tensors, self.state())
@@ -391,7 +412,8 @@ class TorchLoss:
         return self(tensors)
 
     def value_and_grad_masked(self, tensors, mask):
-        """[value, gradient of each input whose bit is set in mask] (fresh tensors)."""
+        """[value, gradient of each input whose bit is set in mask] (fresh tensors); a program of several
+        results gives each of them first, as 0-dim tensors of their own."""
         lay = self.layout(tensors, self.state())
         wrt, grads = [], []
         for i, t in enumerate(tensors):
@@ -399,16 +421,23 @@ class TorchLoss:
                 wrt.append(self.loss.inputs[i])
                 grads.append(torch.empty(t.shape, dtype=t.dtype, device=lay.torch_device))
         if not grads:
-            return [self.evaluate(tensors)]
+            return self.split(self.evaluate(tensors))
         lay.set_data(tensors)
-        value = torch.empty((), dtype=lay.out_dtype, device=lay.torch_device)
+        value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=lay.torch_device)
         keep = []
         grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
         names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
         value_view = _tensor_view(value, keep)
         self._launch(_value_and_grad, lay, ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views),
                      ctypes.addressof(value_view), 1.0, None)
-        return [value, *grads]
+        return [*self.split(value), *grads]
+
+    def split(self, value):
+        """A program's results as the ops return them: one tensor each (copies: an op's outputs may not
+        alias each other)."""
+        if self.results == 1:
+            return [value]
+        return [v.clone() for v in value.unbind()]
 
     def value_and_grad(self, tensors, wrt):
         if self.is_map:
@@ -423,12 +452,13 @@ class TorchLoss:
             mask |= 1 << self.loss.inputs.index(n)
         out = self.value_and_grad_masked(tuple(t.detach() for t in tensors), mask)
         by_input = {}
-        k = 1
+        k = self.results
         for i, n in enumerate(self.loss.inputs):
             if mask >> i & 1:
                 by_input[n] = out[k]
                 k += 1
-        return out[0], tuple(by_input[n] for n in names)
+        value = self.loss._Results(*out[:k]) if self.results > 1 else out[0]
+        return value, tuple(by_input[n] for n in names)
 
     def map_grad(self, tensors, upstream, mask):
         lay = self.layout(tensors, self.state())
@@ -507,7 +537,7 @@ _ops.impl("value", _value_kernel, "CompositeExplicitAutograd")
 
 @torch.library.register_fake("lossjit::value", lib=_ops)
 def _(loss_id, inputs):
-    return inputs[0].new_empty((), dtype=_fake_dtype(loss_id, inputs))
+    return inputs[0].new_empty(_side(loss_id).value_shape(), dtype=_fake_dtype(loss_id, inputs))
 
 
 @torch.library.custom_op("lossjit::reduce", mutates_args=())
@@ -516,25 +546,35 @@ def reduce(loss_id: int, inputs: List[torch.Tensor], wrt_mask: int) -> List[torc
     side = _side(loss_id)
     if wrt_mask:
         return side.value_and_grad_masked(inputs, wrt_mask)
-    return [side.evaluate(inputs)]
+    return side.split(side.evaluate(inputs))
 
 
 @reduce.register_fake
 def _(loss_id, inputs, wrt_mask):
     lay_dtype = _fake_dtype(loss_id, inputs)
-    out = [inputs[0].new_empty((), dtype=lay_dtype)]
+    out = [inputs[0].new_empty((), dtype=lay_dtype) for _ in range(_side(loss_id).results)]
     for i in _set_bits(inputs, wrt_mask):
         out.append(inputs[i].new_empty(inputs[i].shape))
     return out
 
 
 def _reduce_setup(ctx, inputs, output):
-    _, tensors, wrt_mask = inputs
+    loss_id, tensors, wrt_mask = inputs
     ctx.mask, ctx.count = wrt_mask, len(tensors)
-    ctx.save_for_backward(*output[1:])
+    ctx.results = _side(loss_id).results
+    ctx.names = _side(loss_id).loss.results
+    ctx.save_for_backward(*output[ctx.results:])
+    # Results nothing differentiates get None, not zeros: a gradient reaching one of them is refused.
+    ctx.set_materialize_grads(False)
 
 
 def _reduce_backward(ctx, grad_outputs):
+    for k in range(1, ctx.results):
+        if grad_outputs[k] is not None:
+            raise UnsupportedError(
+                f"a gradient flows into result '{ctx.names[k]}', but lossjit differentiates the first result of a "
+                f"list only ('{ctx.names[0]}'): make the combination the first result "
+                f"(`total = {ctx.names[0]} + 1e-4 * {ctx.names[k]}; total, {', '.join(ctx.names)}`), or detach it")
     upstream = grad_outputs[0]
     saved = ctx.saved_tensors
     grads, k = [], 0

@@ -90,6 +90,27 @@ def test_reference_grad():
     assert gt.shape == (3,) and gp.shape == (6, 3)
 
 
+def test_several_results_match_torch_on_the_cpu_reference():
+    torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
+    loss = lossjit.compile("lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); "
+                           "acc = mean(argmax(x, -1) == y); loss, z, acc")
+    assert loss.results == ("loss", "z", "acc") and loss.kind == "reduction"
+    x, y = rng.standard_normal((40, 9)), rng.integers(0, 9, 40)
+    out = loss.reference(x, y)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.tensor(y)
+    lse = torch.logsumexp(xt, -1)
+    ce = torch.nn.functional.cross_entropy(xt, yt)
+    assert out.loss == pytest.approx(ce.item(), rel=1e-12)
+    assert out.z == pytest.approx((lse ** 2).mean().item(), rel=1e-12)
+    assert out.acc == (xt.argmax(-1) == yt).double().mean().item()
+    (gx,) = loss.reference_grad(x, y, wrt=["x"])
+    ce.backward()
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-10, atol=1e-15)
+    with pytest.raises(lossjit.SourceError, match="not one number"):
+        lossjit.compile("a = mean(x); b = x * 2; a, b")
+
+
 def test_params_at_compile():
     loss = lossjit.compile((EXAMPLES / "smooth_l1.loss").read_text(), params={"beta": 0.25})
     assert loss.params == {"beta": 0.25} and loss.uses("p") and not loss.uses("q")

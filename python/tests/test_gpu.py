@@ -394,3 +394,74 @@ def test_maps_that_reduce_along_rows_backward_matches_torch(text, ref, indexed, 
     out.backward(upstream)
     expect.backward(upstream)
     assert _max_rel(ours.grad, theirs.grad) <= (1e-5 if dtype == torch.float32 else 1e-12)
+
+
+CE_Z_ACC = ("lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); "
+            "acc = mean(argmax(x, -1) == y); loss, z, acc")
+
+
+def _ce_z_acc_torch(x, y):
+    lse = torch.logsumexp(x, -1)
+    return (F.cross_entropy(x, y), (lse ** 2).mean(), (x.argmax(-1) == y).double().mean())
+
+
+@pytest.mark.parametrize("shape", [(64, 10), (4099, 37), (300, 5000)])
+def test_several_results_and_the_gradient_of_the_first_match_torch(shape):
+    loss = lossjit.compile(CE_Z_ACC)
+    assert loss.results == ("loss", "z", "acc")
+    g = torch.Generator(device="cpu").manual_seed(11)
+    x = torch.randn(*shape, generator=g).to(dev)
+    y = torch.randint(0, shape[1], (shape[0],), generator=g).to(dev)
+    want = _ce_z_acc_torch(x.double(), y)
+    # Eager, no gradient: a named tuple of 0-dim tensors.
+    out = loss(x, y)
+    for got, ref in zip(out, want):
+        assert got.shape == () and abs(got.item() - ref.item()) <= 2e-6 * max(1.0, abs(ref.item()))
+    assert out.acc.item() == want[2].item()
+    # Through autograd: the gradient of the first result.
+    xs = x.clone().requires_grad_()
+    out = loss(xs, y)
+    out.loss.backward()
+    xt = x.double().clone().requires_grad_()
+    F.cross_entropy(xt, y).backward()
+    assert _max_rel(xs.grad, xt.grad) <= 2e-6
+    for got, ref in zip(out, want):
+        assert abs(got.item() - ref.item()) <= 2e-6 * max(1.0, abs(ref.item()))
+    # value_and_grad: the results and the gradient of the first from one kernel.
+    values, (gx,) = loss.value_and_grad(x, y, wrt=["x"])
+    assert abs(values.z.item() - want[1].item()) <= 2e-6 * abs(want[1].item())
+    assert _max_rel(gx, xt.grad) <= 2e-6
+
+
+def test_a_gradient_into_a_later_result_is_refused_not_dropped():
+    loss = lossjit.compile(CE_Z_ACC)
+    x = torch.randn(32, 7, device=dev, requires_grad=True)
+    y = torch.randint(0, 7, (32,), device=dev)
+    out = loss(x, y)
+    with pytest.raises(lossjit.UnsupportedError, match="result 'z'"):
+        (out.loss + 1e-4 * out.z).backward()
+    # Written as the first result, the combination is differentiated.
+    total = lossjit.compile("lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); "
+                            "t = ce + 1e-4 * z; t, ce, z")
+    with pytest.raises(lossjit.UnsupportedError, match="reach 2 of the whole-tensor reductions"):
+        total(x, y).t.backward()
+
+
+def test_several_results_under_torch_compile():
+    loss = lossjit.compile(CE_Z_ACC)
+    x = torch.randn(256, 33, device=dev, requires_grad=True)
+    y = torch.randint(0, 33, (256,), device=dev)
+
+    @torch.compile(fullgraph=True)
+    def step(x, y):
+        out = loss(x, y)
+        return out.loss * 2, out.acc
+
+    l2, acc = step(x, y)
+    (gx,) = torch.autograd.grad(l2, x)
+    want = _ce_z_acc_torch(x.detach().double(), y)
+    assert abs(l2.item() / 2 - want[0].item()) <= 2e-6 * abs(want[0].item())
+    assert acc.item() == want[2].item()
+    xt = x.detach().double().requires_grad_()
+    (2 * F.cross_entropy(xt, y)).backward()
+    assert _max_rel(gx, xt.grad) <= 2e-6

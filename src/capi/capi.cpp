@@ -150,6 +150,7 @@ using namespace lossjit;
 
 lossjit_loss::lossjit_loss(Loss loss) : base(std::move(loss)), reduction(base.reduction()) {
     for (const auto& p : base.params()) param_names.push_back(p.name);
+    result_names = base.results();
     if (base.device() < kMaxDevices) devices[static_cast<std::size_t>(base.device())].store(&base);
 }
 
@@ -244,6 +245,11 @@ size_t lossjit_input_count(const lossjit_loss* loss) { return loss ? loss->base.
 const char* lossjit_input_name(const lossjit_loss* loss, size_t index) {
     if (!loss || index >= loss->base.inputs().size()) return nullptr;
     return loss->base.inputs()[index].c_str();
+}
+size_t lossjit_result_count(const lossjit_loss* loss) { return loss ? loss->base.result_count() : 0; }
+const char* lossjit_result_name(const lossjit_loss* loss, size_t index) {
+    if (!loss || index >= loss->result_names.size()) return nullptr;
+    return loss->result_names[index].c_str();  // lives as long as the handle
 }
 size_t lossjit_param_count(const lossjit_loss* loss) { return loss ? loss->base.params().size() : 0; }
 
@@ -356,6 +362,20 @@ lossjit_status lossjit_reference(const lossjit_loss* loss, const lossjit_view* i
         const Views views(inputs, count);
         if (!value) throw UsageError("lossjit_reference needs somewhere to put the value (value is NULL)");
         *value = checked(loss).base.reference(views.span());
+    });
+}
+
+lossjit_status lossjit_reference_values(const lossjit_loss* loss, const lossjit_view* inputs, size_t count,
+                                        double* values, size_t n) {
+    return capi::guard([&] {
+        const Views views(inputs, count);
+        const Loss& l = checked(loss).base;
+        if (n != l.result_count())
+            throw UsageError("the program has " + std::to_string(l.result_count()) + " result" +
+                             (l.result_count() == 1 ? "" : "s") + ", but room for " + std::to_string(n) + " was given");
+        if (!values) throw UsageError("lossjit_reference_values needs somewhere to put the values (values is NULL)");
+        const std::vector<double> got = l.reference_values(views.span());
+        std::copy(got.begin(), got.end(), values);
     });
 }
 

@@ -21,6 +21,7 @@ struct lossjit_loss {
     lossjit::Loss base;  // runs on options.device
     std::string reduction;
     std::vector<std::string> param_names;  // lossjit_param_at hands out pointers into these
+    std::vector<std::string> result_names;  // and lossjit_result_name into these
     static constexpr int kMaxDevices = 64;
     std::array<std::atomic<lossjit::Loss*>, kMaxDevices> devices{};
     std::mutex mutex;  // making a device's Loss, and set_param across them

@@ -268,48 +268,67 @@ void upload_inputs(RunInputs& in, int device, nlohmann::json& report) {
     }
 }
 
-// A reduction's value on the GPU or the reference; with --check on the GPU, compared with the reference.
+// A reduction's value (each of its results) on the GPU or the reference; with --check on the GPU,
+// compared with the reference.
 int run_reduction(lossjit::Loss& loss, const RunArgs& args, const RunInputs& in, nlohmann::json& report) {
     const bool gpu = in.gpu;
     const auto& host_views = in.host_views;
     const auto& device_views = in.device_views;
+    const std::size_t count = loss.result_count();
     int status = 0;
-    double value = 0;
+    std::vector<double> values;
     if (gpu) {
-        // The value in the inputs' promoted dtype: a float64 program's value is not cut to float32.
+        // The values in the inputs' promoted dtype: a float64 program's value is not cut to float32.
         const bool float64 = loss.output_dtype(device_views) == DType::float64;
         std::optional<DeviceBuffer> result;
-        if (float64) result.emplace(sizeof(double), args.common.device);
+        if (float64) result.emplace(sizeof(double) * count, args.common.device);
         auto evaluate = [&] {
-            if (!float64) return static_cast<double>(loss(device_views));
-            loss.evaluate(device_views, OutputView{result->data(), DType::float64, {}, {}});
-            double v = 0;
-            result->download(&v, sizeof v);  // on the legacy stream, after the kernel
+            if (!float64) {
+                const std::vector<float> got = loss.values(device_views);
+                return std::vector<double>(got.begin(), got.end());
+            }
+            const OutputView view = count == 1 ? OutputView{result->data(), DType::float64, {}, {}}
+                                               : OutputView::contiguous(result->data(), Dims{static_cast<std::int64_t>(count)},
+                                                                        DType::float64);
+            loss.evaluate(device_views, view);
+            std::vector<double> v(count);
+            result->download(v.data(), sizeof(double) * count);  // on the legacy stream, after the kernel
             return v;
         };
         const auto start = Clock::now();
-        value = evaluate();
+        values = evaluate();
         report["first_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         const auto again = Clock::now();
         evaluate();
         report["warm_call_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - again).count();
     } else {
-        value = loss.reference(host_views);
+        values = loss.reference_values(host_views);
     }
-    report["value"] = value;
+    const std::vector<std::string> names = loss.results();
+    report["value"] = values.front();
+    if (!names.empty())
+        for (std::size_t k = 0; k < count; ++k) report["outputs"][names[k]] = values[k];
+    std::vector<double> reference;
     if (gpu && args.check) {
-        const double reference = loss.reference(host_views);
-        const double error = relative_error(value, reference);
-        report["reference"] = reference;
+        reference = loss.reference_values(host_views);
+        double error = 0;
+        for (std::size_t k = 0; k < count; ++k) error = std::max(error, relative_error(values[k], reference[k]));
+        report["reference"] = reference.front();
+        if (!names.empty())
+            for (std::size_t k = 0; k < count; ++k) report["reference_outputs"][names[k]] = reference[k];
         report["rel_error"] = error;
         if (!(error <= args.tolerance)) status = 1;
     }
     if (!args.json) {
-        std::cout << fmt::format("{:.9g}\n", value);
-        if (report.contains("reference")) {
-            std::cerr << fmt::format("check: GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n", value,
-                                     report["reference"].get<double>(), report["rel_error"].get<double>(),
-                                     status == 0 ? "ok" : "FAILED");
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::string name = names.empty() ? std::string() : names[k] + " = ";
+            std::cout << fmt::format("{}{:.9g}\n", name, values[k]);
+            if (!reference.empty()) {
+                const double error = relative_error(values[k], reference[k]);
+                std::cerr << fmt::format("check: {}GPU {:.9g}, CPU reference {:.17g}, relative error {:.3g} ({})\n",
+                                         names.empty() ? "" : names[k] + ": ", values[k], reference[k], error,
+                                         error <= args.tolerance ? "ok" : "FAILED");
+            }
         }
     }
     return status;

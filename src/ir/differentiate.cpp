@@ -113,9 +113,14 @@ int reduction_differentiated(const ir::Program& program, std::span<const int> wr
         for (int i = 0; i < n.arity; ++i) d |= depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
         depends[id] = d;
     }
+    // Of a list of results only the first (the body) is differentiated: the others' reductions do not count.
+    const std::vector<int> body{program.body};
+    const std::vector<bool> in_body = reached_nodes(program, body);
     std::vector<int> reached;
-    for (std::size_t k = 0; k < totals.size(); ++k)
-        if (depends[static_cast<std::size_t>(totals[k].node)]) reached.push_back(static_cast<int>(k));
+    for (std::size_t k = 0; k < totals.size(); ++k) {
+        const auto node = static_cast<std::size_t>(totals[k].node);
+        if (depends[node] && in_body[node]) reached.push_back(static_cast<int>(k));
+    }
     if (reached.size() > 1) {
         // Name each input differentiated with the reductions it reaches.
         std::vector<std::string> parts;
@@ -258,6 +263,7 @@ private:
         }
         for (auto& binding : out_.bindings) binding.node = map[static_cast<std::size_t>(binding.node)];
         out_.body = map[static_cast<std::size_t>(source_.body)];
+        out_.results = source_.results;  // binding slots: the value kernel beside the gradients computes each
     }
 
     // Like torch's requires_grad: does any requested input reach this node?

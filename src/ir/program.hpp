@@ -68,6 +68,13 @@ struct Derivative {
     int node;
 };
 
+// One of a program's several results (`loss, z, acc`): a binding of one number.
+struct Result {
+    std::string name;
+    int binding;  // its slot in Program::bindings
+    ast::Pos pos;
+};
+
 // Nodes are stored so that every node's arguments come before it, which lets evaluators walk the
 // array once, front to back.
 struct Program {
@@ -84,6 +91,11 @@ struct Program {
     // inputs' rank by the layout (plan_row_layout). Empty: the last dimension, {-1}.
     std::vector<int> row_dims;
     std::vector<Derivative> derivatives;  // empty unless differentiated; further roots beside body
+    // Several results (a Composite program): each a binding of one number, the first the body (what
+    // gradients are of). Empty: the body is the one result. Passes that rebuild a program keep the
+    // bindings' slots, so these stay valid; header() leaves them out (a program built from another,
+    // a statistic or a gradient factor, has one result).
+    std::vector<Result> results;
     // A differentiated Composite program: `derivatives` are those of the one whole-tensor reduction
     // that depends on the inputs differentiated (gradient_total: its index in row_totals), and the
     // body's derivative by that reduction, a scalar of the other reductions, is gradient_factor's
@@ -120,6 +132,14 @@ struct Program {
     }
 
     const Node& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
+    // How many numbers a reduction returns (1 but for a list of results), and the node of each.
+    std::size_t result_count() const { return results.empty() ? 1 : results.size(); }
+    std::vector<int> result_nodes() const {
+        if (results.empty()) return {body};
+        std::vector<int> out;
+        for (const auto& r : results) out.push_back(bindings[static_cast<std::size_t>(r.binding)].node);
+        return out;
+    }
     bool is_map() const { return reduction == Reduction::None; }
     // Reduces along rows (RowReduce, Take) or is Composite: the kernel walks row by row
     // (kinds/by_rows_emit.cpp), and the layout walks the row dimensions last (plan_row_layout).

@@ -73,9 +73,9 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
 std::vector<RowTotal> row_totals(const ir::Program& program) {
     std::vector<RowTotal> totals;
     if (program.reduction == ir::Reduction::Composite) {
-        // The totals the body reaches (a binding of one it never uses is not computed).
+        // The totals the results reach (a binding of one they never use is not computed).
         std::vector<bool> reached(program.nodes.size(), false);
-        reached[static_cast<std::size_t>(program.body)] = true;
+        for (int root : program.result_nodes()) reached[static_cast<std::size_t>(root)] = true;
         for (std::size_t id = program.nodes.size(); id-- > 0;) {
             if (!reached[id]) continue;
             const ir::Node& n = program.nodes[id];

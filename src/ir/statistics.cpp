@@ -172,6 +172,7 @@ private:
             out.bindings.push_back({p_.bindings[b].name, node, p_.bindings[b].pos});
         }
         out.body = copy_node(copy_node, p_.body);
+        out.results = p_.results;  // binding slots, kept above
         if (out.by_rows()) out.row_dims = p_.row_dims;
         return out;
     }

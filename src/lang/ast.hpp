@@ -35,11 +35,18 @@ struct Statement {
     ExprPtr value;  // Binding: the bound expression; Param: the default (a literal, maybe negated)
 };
 
+// A name in a program's list of results (`loss, z, acc`).
+struct ResultName {
+    std::string name;
+    Pos pos;
+};
+
 struct Program {
     std::string source_name;
     std::string source;
     std::vector<Statement> statements;
-    ExprPtr body;
+    ExprPtr body;                     // with a list of results: the first, as a Name
+    std::vector<ResultName> results;  // empty, or two or more binding names
 };
 
 }  // namespace lossjit::ast

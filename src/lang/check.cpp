@@ -87,6 +87,7 @@ public:
             out_.bindings.push_back({st.name, value, st.pos});
         }
 
+        if (!source_.results.empty()) return with_results();
         const ast::Expr& body = *source_.body;
         if (body.kind == ast::ExprKind::Call && body.args.size() == 1) {
             if (const auto reduction = find_whole_reduction(body.text)) {  // the whole body reduces once
@@ -111,6 +112,39 @@ public:
     }
 
 private:
+    // `loss, z, acc`: every result a binding of one number computed from the data; the body is the
+    // first (what gradients are of), the program Composite (the kernel's finish computes each).
+    ir::Program with_results() {
+        if (source_.results.size() > static_cast<std::size_t>(kMaxResults))
+            fail(source_.results[static_cast<std::size_t>(kMaxResults)].pos,
+                 fmt::format("a program may list at most {} results", kMaxResults));
+        std::vector<std::string> seen;
+        for (const auto& r : source_.results) {
+            const auto it = binding_slots_.find(r.name);
+            if (it == binding_slots_.end())
+                fail(r.pos, fmt::format("'{}' is not a binding: each name in the list of results names one "
+                                        "(`loss = mean(...); z = ...; loss, z`)", printable(r.name)));
+            if (std::find(seen.begin(), seen.end(), r.name) != seen.end())
+                fail(r.pos, fmt::format("'{}' is listed twice among the results", printable(r.name)));
+            seen.push_back(r.name);
+            out_.results.push_back({r.name, it->second, r.pos});
+        }
+        out_.body = lower(*source_.body);
+        check_takes();
+        const auto levels = value_levels(out_);
+        for (const auto& r : out_.results) {
+            const ValueLevel level = levels[static_cast<std::size_t>(out_.bindings[static_cast<std::size_t>(r.binding)].node)];
+            if (level == ValueLevel::Total) continue;
+            fail(r.pos, fmt::format("result '{}' is {}: each result in a list is one number computed from the data "
+                                    "(a whole-tensor reduction such as mean(...), or arithmetic of them); a list of "
+                                    "per-element or per-row results is not supported yet",
+                                    printable(r.name), level == ValueLevel::Constant ? "a constant" : "not one number"));
+        }
+        out_.reduction = ir::Reduction::Composite;
+        check_caller_params_read();
+        return std::move(out_);
+    }
+
     [[noreturn]] void fail(ast::Pos pos, const std::string& message) const {
         throw SourceError({source_.source_name, pos.line, pos.column}, message, source_.source);
     }

@@ -35,6 +35,11 @@ std::string dump_ast(const ast::Program& program) {
                            st.pos.line, st.pos.column);
         dump_expr(*st.value, 1, out);
     }
+    if (!program.results.empty()) {
+        std::vector<std::string> names;
+        for (const auto& r : program.results) names.push_back(fmt::format("{} @{}:{}", r.name, r.pos.line, r.pos.column));
+        out += fmt::format("results {}\n", fmt::join(names, ", "));
+    }
     out += "body\n";
     dump_expr(*program.body, 1, out);
     return out;
@@ -61,6 +66,11 @@ std::string dump_checked(const ir::Program& program) {
     const ExpressionPrinter printer(program, PrintStyle::Language);
     for (const auto& b : program.bindings) out += fmt::format("{} = {}\n", b.name, printer.define(b.node));
     out += fmt::format("body: {}\n", printer.define(program.body));
+    if (!program.results.empty()) {
+        std::vector<std::string> names;
+        for (const auto& r : program.results) names.push_back(r.name);
+        out += fmt::format("results (one pass computes all; gradients are of the first): {}\n", fmt::join(names, ", "));
+    }
     return out;
 }
 
@@ -154,6 +164,9 @@ std::string dump_language() {
     out += fmt::format("  {:<16} {}\n", "NAME = e;", "binds a name for later statements and the body");
     out += fmt::format("  {:<16} {}\n", "param NAME = v;",
                        "a scalar parameter with its default (a kernel argument: setting it never recompiles)");
+    out += "the end (instead of the body):\n";
+    out += fmt::format("  {:<16} {}\n", "a, b, ...",
+                       "several results, each a binding of one number, from one pass; gradients are of the first");
     return out;
 }
 

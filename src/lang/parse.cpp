@@ -152,15 +152,21 @@ struct param_decl : seq<param_keyword, must<param_name>, sp, must<equals>, sp,
 
 struct statement : sor<param_decl, binding> {};
 struct body : expression {};
+// `loss, z, acc`: the program's results, two or more bindings named in order. A name followed by a
+// comma commits to a list (no expression has a comma at its top level).
+struct result_name : identifier {};
+struct result_tail : seq<token<one<','>>, must<expect<result_name>>, sp> {};
+struct result_list : seq<at<identifier, sp, one<','>>, result_name, sp, plus<result_tail>> {};
 struct end_of_program : eof {};
 struct program
-    : seq<sp, star<statement>, must<body>, opt<token<one<';'>>>, must<end_of_program>> {};
+    : seq<sp, star<statement>, sor<result_list, must<body>>, opt<token<one<';'>>>, must<end_of_program>> {};
 
 // Messages for rules whose failure is an error; every other rule may fail and backtrack.
 template <typename Rule>
 inline constexpr const char* kExpected = nullptr;
 template <> inline constexpr const char* kExpected<expect<expression>> = "expected an expression";
 template <> inline constexpr const char* kExpected<body> = "expected an expression";
+template <> inline constexpr const char* kExpected<expect<result_name>> = "expected the name of a result after ','";
 template <> inline constexpr const char* kExpected<expect<unary>> = "expected an operand";
 template <> inline constexpr const char* kExpected<expect<product>> = "expected an operand";
 template <> inline constexpr const char* kExpected<expect<sum>> = "expected an operand";
@@ -426,6 +432,25 @@ template <> struct action<grammar::param_decl> {
         if (s.pending_sign < 0) value->text = "-" + value->text;
         s.program.statements.push_back(
             {ast::Statement::Kind::Param, s.pending_name, s.pending_pos, std::move(value)});
+    }
+};
+
+template <> struct action<grammar::result_name> {
+    template <typename Input>
+    static void apply(const Input& in, ParseState& s) {
+        s.program.results.push_back({in.string(), pos_of(in)});
+    }
+};
+template <> struct action<grammar::expect<grammar::result_name>> : action<grammar::result_name> {};
+template <> struct action<grammar::result_list> {
+    template <typename Input>
+    static void apply(const Input&, ParseState& s) {
+        // The body is the first result: what a program of one result would be.
+        auto first = std::make_unique<ast::Expr>();
+        first->kind = ast::ExprKind::Name;
+        first->text = s.program.results.front().name;
+        first->pos = s.program.results.front().pos;
+        s.program.body = std::move(first);
     }
 };
 

@@ -356,9 +356,9 @@ std::size_t for_each_row(const ir::Program& program, const Layout& layout, std::
     return threads;
 }
 
-// A Composite program's final value: its body over the totals (each divided by its divisor),
-// parameters and constants, in float64 as the kernel's finish computes it.
-double composite_value(const ir::Program& program, std::span<const double> totals, std::span<const double> params) {
+// A Composite program's results: each over the totals (each divided by its divisor), parameters
+// and constants, in float64 as the kernel's finish computes them.
+std::vector<double> composite_values(const ir::Program& program, std::span<const double> totals, std::span<const double> params) {
     std::vector<double> value(program.nodes.size(), 0.0);
     const auto listed = row_totals(program);  // `totals` in this order
     for (std::size_t k = 0; k < listed.size(); ++k) value[static_cast<std::size_t>(listed[k].node)] = totals[k];
@@ -379,11 +379,13 @@ double composite_value(const ir::Program& program, std::span<const double> total
             default: break;  // per element or per row: never part of the final expression
         }
     }
-    return value[static_cast<std::size_t>(program.body)];
+    std::vector<double> out;
+    for (int node : program.result_nodes()) out.push_back(value[static_cast<std::size_t>(node)]);
+    return out;
 }
 
-double reference_reduce_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
-                             std::span<const double> params) {
+std::vector<double> reference_results_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                                           std::span<const double> params) {
     const auto totals = row_totals(program);
     const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::vector<CompensatedSum>> partial(max_threads, std::vector<CompensatedSum>(totals.size()));
@@ -408,8 +410,8 @@ double reference_reduce_rows(const ir::Program& program, const Layout& layout, s
         }
         values.push_back(total.value() / divisors[k]);
     }
-    if (program.reduction != ir::Reduction::Composite) return values.at(0);
-    return composite_value(program, values, params);
+    if (program.reduction != ir::Reduction::Composite) return {values.at(0)};
+    return composite_values(program, values, params);
 }
 
 void reference_map_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
@@ -428,9 +430,15 @@ void reference_map_rows(const ir::Program& program, const Layout& layout, std::s
 
 }  // namespace
 
+std::vector<double> reference_results(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
+                                      std::span<const double> params) {
+    if (program.by_rows()) return reference_results_rows(program, layout, inputs, params);
+    return {reference_reduce(program, layout, inputs, params)};
+}
+
 double reference_reduce(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params) {
-    if (program.by_rows()) return reference_reduce_rows(program, layout, inputs, params);
+    if (program.by_rows()) return reference_results_rows(program, layout, inputs, params).at(0);
     std::vector<CompensatedSum> partial(std::max(1u, std::thread::hardware_concurrency()));
     std::size_t threads = 0;
     parallel_ranges(

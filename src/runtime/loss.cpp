@@ -47,6 +47,15 @@ std::vector<HostOperand> host_operands(std::span<const TensorView> views) {
     return operands;
 }
 
+// A float32 pointer's result. A bare pointer says nothing of its room: a program of several results
+// needs a view that says it holds them all.
+OutputView result_view(float* data, const ir::Program& program) {
+    if (program.result_count() > 1)
+        throw UsageError(fmt::format("this program has {} results: pass an OutputView of {} elements, not a float pointer",
+                                     program.result_count(), program.result_count()));
+    return OutputView{data, DType::float32, {}, {}};
+}
+
 }  // namespace
 
 // What compile() produced; never changes afterwards, so copies of a Loss share it.
@@ -353,9 +362,14 @@ struct Loss::State {
         check_indices(prog, inputs);
         if (output && is_map_forward(prog)) check_data("output", output->dtype, output->data, output->numel(), true);
         if (result) {
-            check_data("the result", result->dtype, result->data, 1, true);
-            if (result->numel() != 1)
-                throw UsageError(fmt::format("the result must be one element, not [{}]", fmt::join(result->shape, ", ")));
+            const auto count = static_cast<std::int64_t>(prog.result_count());
+            check_data("the result", result->dtype, result->data, count, true);
+            if (result->numel() != count)
+                throw UsageError(count == 1 ? fmt::format("the result must be one element, not [{}]", fmt::join(result->shape, ", "))
+                                            : fmt::format("the results must be {} elements (one per result), not [{}]", count,
+                                                          fmt::join(result->shape, ", ")));
+            if (count > 1 && !result->strides.empty() && result->strides != Dims(contiguous_strides(result->shape)))
+                throw UsageError("the results must be contiguous");
         }
         return Call{CallViews{inputs, output, result ? result->dtype : DType::float32, grads}, result};
     }
@@ -649,6 +663,13 @@ Loss compile(std::string_view source, Options options) {
     return Loss(std::move(compiled), device);
 }
 
+std::vector<std::string> Loss::results() const {
+    std::vector<std::string> out;
+    for (const auto& r : state_->program.results) out.push_back(r.name);
+    return out;
+}
+std::size_t Loss::result_count() const { return state_->program.result_count(); }
+
 Kind Loss::kind() const { return state_->program.is_map() ? Kind::Map : Kind::Reduction; }
 
 std::string_view Loss::reduction() const {
@@ -701,25 +722,27 @@ Shape Loss::output_shape(std::span<const TensorView> inputs) const {
     return program_output_shape(state_->program, operand_shapes(state_->program.inputs, inputs));
 }
 
-float Loss::operator()(std::span<const TensorView> inputs, Stream stream) {
+float Loss::operator()(std::span<const TensorView> inputs, Stream stream) { return values(inputs, stream).front(); }
+
+std::vector<float> Loss::values(std::span<const TensorView> inputs, Stream stream) {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: call map() with an output");
-    float value = 0.0f;
+    std::vector<float> out(state_->program.result_count());
     {
         // The copy is queued under the stream's lock: a later call on this stream is queued after
         // it, so it cannot overwrite the result first. The wait is not.
         State::Launched launched = state_->run(inputs, nullptr, nullptr, stream);
         cuda::ScopedContext scope(*state_->device.context);
-        LOSSJIT_CU(cuMemcpyDtoHAsync(&value, reinterpret_cast<CUdeviceptr>(launched.stream->workspace.result()),
-                                     sizeof value, stream));
+        LOSSJIT_CU(cuMemcpyDtoHAsync(out.data(), reinterpret_cast<CUdeviceptr>(launched.stream->workspace.result()),
+                                     sizeof(float) * out.size(), stream));
     }
     cuda::ScopedContext scope(*state_->device.context);
     LOSSJIT_CU(cuStreamSynchronize(stream));
-    return value;
+    return out;
 }
 
 void Loss::evaluate(std::span<const TensorView> inputs, float* device_result, Stream stream) {
     if (!device_result) throw UsageError("evaluate() needs a device pointer for the result");
-    evaluate(inputs, OutputView{device_result, DType::float32, {}, {}}, stream);
+    evaluate(inputs, result_view(device_result, state_->program), stream);
 }
 
 void Loss::evaluate(std::span<const TensorView> inputs, const OutputView& device_result, Stream stream) {
@@ -736,7 +759,7 @@ void Loss::map(std::span<const TensorView> inputs, const OutputView& output, Str
 
 void Loss::value_and_grad(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                           std::span<const OutputView> grads, float* device_value, Stream stream, Upstream upstream) {
-    const OutputView value{device_value, DType::float32, {}, {}};
+    const OutputView value = device_value ? result_view(device_value, state_->program) : OutputView{};
     if (kind() != Kind::Reduction)
         throw UsageError("this program is an elementwise map: call grad() with an upstream gradient tensor");
     state_->run_gradients(inputs, nullptr, wrt, grads, device_value ? &value : nullptr, stream, upstream);
@@ -785,14 +808,16 @@ void Loss::grad(std::span<const TensorView> inputs, std::span<const std::string>
     state_->run_gradients(inputs, &upstream, wrt, grads, nullptr, stream, {});
 }
 
-double Loss::reference(std::span<const TensorView> host_inputs) const {
+double Loss::reference(std::span<const TensorView> host_inputs) const { return reference_values(host_inputs).front(); }
+
+std::vector<double> Loss::reference_values(std::span<const TensorView> host_inputs) const {
     if (kind() != Kind::Reduction) throw UsageError("this program is an elementwise map: use reference_map()");
     check_views(state_->program.inputs, host_inputs);
     check_indices(state_->program, host_inputs);
     const Layout layout = state_->layout_for(state_->program, host_inputs, nullptr);
     const auto statistics = state_->reference_statistics(host_inputs);
-    return reference_reduce(state_->program, layout, host_operands(host_inputs),
-                            parameter_values(state_->program, state_->params_now(), statistics));
+    return reference_results(state_->program, layout, host_operands(host_inputs),
+                             parameter_values(state_->program, state_->params_now(), statistics));
 }
 
 void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputView& host_output) const {

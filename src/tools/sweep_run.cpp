@@ -129,7 +129,7 @@ public:
         }
         const std::size_t out_bytes = static_cast<std::size_t>(element_count(output_shape_)) * size_of(output_dtype_);
         if (is_map_) output_.emplace(std::max<std::size_t>(out_bytes, 16), device);
-        value_.emplace(sizeof(float), device);
+        value_.emplace(sizeof(float) * probe_->result_count(), device);
         report(SweepProgress::Stage::Roofline, 0, 1, "");
         measure_roofline();
     }
@@ -218,7 +218,7 @@ private:
 
     void launch(Loss& loss, const Set& set) {
         if (is_map_) loss.map(set.device, OutputView::contiguous(output_->data(), output_shape_, output_dtype_));
-        else loss.evaluate(set.device, static_cast<float*>(value_->data()));
+        else loss.evaluate(set.device, OutputView::contiguous(value_->data(), Dims{static_cast<std::int64_t>(loss.result_count())}));
     }
 
     double check_error(Loss& loss, const Set& set) {

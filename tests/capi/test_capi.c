@@ -140,6 +140,21 @@ static void cpu_part(void) {
     CHECK_OK(lossjit_reference(loss, views, 2, &value));
     CHECK(lossjit_last_error_status() == LOSSJIT_OK && lossjit_last_error()[0] == '\0');
 
+    /* Several results: their names, and every value from the reference. */
+    CHECK(lossjit_result_count(loss) == 1 && lossjit_result_name(loss, 0) == NULL);
+    lossjit_loss* listed = compile_ok("a = mean(p); b = sum(p); c = b / a; a, b, c", NULL, 0);
+    CHECK(lossjit_result_count(listed) == 3);
+    CHECK(strcmp(lossjit_result_name(listed, 0), "a") == 0 && strcmp(lossjit_result_name(listed, 2), "c") == 0);
+    CHECK(lossjit_result_name(listed, 3) == NULL);
+    double results[3] = {0, 0, 0};
+    CHECK_OK(lossjit_reference_values(listed, &views[1], 1, results, 3));
+    CLOSE(results[0], 3.5, 1e-12);
+    CLOSE(results[1], 21.0, 1e-12);
+    CLOSE(results[2], 6.0, 1e-12);
+    CHECK(lossjit_reference_values(listed, &views[1], 1, results, 2) == LOSSJIT_ERROR_USAGE);
+    CHECK(strstr(lossjit_last_error(), "3 results") != NULL);
+    lossjit_free(listed);
+
     /* A map on the CPU into a float64 output. */
     lossjit_loss* map = compile_ok("clamp(x + 3, 0, 6) / 6", NULL, 0);
     CHECK(lossjit_kind_of(map) == LOSSJIT_KIND_MAP && strcmp(lossjit_reduction(map), "") == 0);

@@ -17,6 +17,7 @@ namespace lj {
 constexpr int kMaxRank = 8;    // dimensions left after collapsing (the host's layouts keep within it)
 constexpr int kMaxTotals = 8;  // whole-tensor reductions one program may combine (RowsOut::scale)
 constexpr int kMaxStatistics = 8;  // whole-tensor statistics one program may use inside expressions
+constexpr int kMaxResults = 8;     // results one program may list (`loss, z, acc`; RowsOut::result)
 
 struct Extents {
     long long count;            // elements in the broadcast shape
@@ -74,7 +75,7 @@ struct ReduceOut {
 struct RowsOut {
     double* partials;           // [total][block]
     unsigned int* arrivals;     // blocks finished so far; the last block resets it to 0
-    void* result;               // one element of the kernel's result dtype
+    void* result;               // one element of the kernel's result dtype per result (Program::result_count)
     double scale[kMaxTotals];
 };
 

@@ -256,7 +256,8 @@ void Repl::cmd_time(const std::string& arg) {
     std::optional<DeviceBuffer> result;
     std::optional<OutputView> output;
     if (loss.kind() == Kind::Reduction) {
-        result.emplace(sizeof(float), device_);
+        result.emplace(sizeof(float) * loss.result_count(), device_);
+        output = OutputView::contiguous(result->data(), Dims{static_cast<std::int64_t>(loss.result_count())});
     } else {
         const Shape shape = loss.output_shape(views);
         const auto count = static_cast<std::size_t>(element_count(shape));
@@ -265,10 +266,10 @@ void Repl::cmd_time(const std::string& arg) {
         bytes += static_cast<double>(count) * sizeof(float);
     }
     auto launch = [&] {
-        if (output)
+        if (loss.kind() == Kind::Map)
             loss.map(views, *output);
         else
-            loss.evaluate(views, static_cast<float*>(result->data()));
+            loss.evaluate(views, *output);
     };
     auto elapsed_ms = [](Clock::time_point since) {
         return std::chrono::duration<double, std::milli>(Clock::now() - since).count();

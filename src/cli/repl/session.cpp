@@ -454,14 +454,17 @@ void Repl::evaluate(const std::string& line) {
     Loss& loss = c.entry->loss;
     const bool gpu = use_gpu();
     if (loss.kind() == Kind::Reduction) {
-        double value = 0;
+        std::vector<double> values;
         if (gpu) {
-            value = loss(device_views(c));
+            const std::vector<float> got = loss.values(device_views(c));
+            values.assign(got.begin(), got.end());
             c.entry->launched = true;
         } else {
-            value = loss.reference(host_views(c));
+            values = loss.reference_values(host_views(c));
         }
-        std::cout << fmt::format("{:.9g}\n", value);
+        const std::vector<std::string> names = loss.results();
+        for (std::size_t k = 0; k < values.size(); ++k)
+            std::cout << fmt::format("{}{:.9g}\n", names.empty() ? std::string() : names[k] + " = ", values[k]);
     } else {
         const Shape shape = loss.output_shape(shape_views(c));
         std::vector<float> out(static_cast<std::size_t>(element_count(shape)));

@@ -176,19 +176,22 @@ private:
     }
 
     std::string final_function() const {
-        std::string out = "    // The result from the totals (each already divided by its divisor), in float64.\n";
-        out += "    __device__ __forceinline__ double final(const double (&t)[kTotals]) const {\n";
+        std::string out = "    // The results from the totals (each already divided by its divisor), in float64.\n";
+        out += fmt::format("    static constexpr int kResults = {};\n", program_.result_count());
+        out += "    __device__ __forceinline__ void final(const double (&t)[kTotals], double (&r)[kResults]) const {\n";
         if (program_.reduction != ir::Reduction::Composite) {
-            out += "        return t[0];\n    }\n";
+            out += "        r[0] = t[0];\n    }\n";
             return out;
         }
         ExpressionPrinter final_printer(program_, PrintStyle::Cuda64);
         for (std::size_t k = 0; k < totals_.size(); ++k) final_printer.name(totals_[k].node, fmt::format("t[{}]", k));
         for (const auto& p : program_.params)
             out += fmt::format("        const double {} = {}_f64;\n", cuda_param_name(p.name), cuda_param_name(p.name));
-        // Bindings the final value uses, in order (those of per-row values are never reached from here).
+        // Bindings the results use, in order (those of per-row values are never reached from here).
+        const std::vector<int> results = program_.result_nodes();
         std::vector<bool> used(program_.bindings.size(), false);
         std::vector<int> stack{program_.body};
+        stack.insert(stack.end(), results.begin(), results.end());
         std::vector<bool> seen(program_.nodes.size(), false);
         while (!stack.empty()) {
             const int id = stack.back();
@@ -203,13 +206,22 @@ private:
             }
             for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
         }
+        for (const auto& r : program_.results) used[static_cast<std::size_t>(r.binding)] = true;
         for (std::size_t slot = 0; slot < program_.bindings.size(); ++slot) {
             const auto& b = program_.bindings[slot];
             if (!used[slot]) continue;
+            // print, not define: a binding of a whole-tensor reduction (`a = mean(x)`) is its total, named t[k].
             out += fmt::format("        const double {} = {};\n", cuda_binding_name(b.name),
-                               without_outer_parens(final_printer.define(b.node)));
+                               without_outer_parens(final_printer.print(b.node)));
         }
-        out += fmt::format("        return {};\n    }}\n", without_outer_parens(final_printer.print(program_.body)));
+        if (program_.results.empty()) {
+            out += fmt::format("        r[0] = {};\n", without_outer_parens(final_printer.print(program_.body)));
+        } else {
+            for (std::size_t k = 0; k < program_.results.size(); ++k)
+                out += fmt::format("        r[{}] = {};\n", k,
+                                   cuda_binding_name(program_.bindings[static_cast<std::size_t>(program_.results[k].binding)].name));
+        }
+        out += "    }\n";
         return out;
     }
 
@@ -504,8 +516,8 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
 
     const std::string finish =
         program.is_map() ? std::string()
-                         : fmt::format("    lj::finish_totals<{}, RowProgram::kTotals, {}, RowProgram::kResultDType>(totals, out, "
-                                       "[&](const double (&t)[RowProgram::kTotals]) {{ return program.final(t); }});\n",
+                         : fmt::format("    lj::finish_totals<{}, RowProgram::kTotals, RowProgram::kResults, {}, RowProgram::kResultDType>(totals, out, "
+                                       "[&](const double (&t)[RowProgram::kTotals], double (&r)[RowProgram::kResults]) {{ program.final(t, r); }});\n",
                                        spec.block_threads, spec.one_block ? "true" : "false");
     std::string what;
     if (!program.derivatives.empty()) what = fmt::format("a {} reduction and its gradients", ir::to_string(program.reduction));
