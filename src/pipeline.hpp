@@ -301,11 +301,14 @@ std::vector<double> reference_statistics(const ir::Program& program, std::span<c
 
 // The gradients of a differentiated program (differentiate()), one buffer per entry of
 // program.derivatives, in its input's own shape, row-major, float64. Reductions: each element's
-// derivative times upstream * gradient_scale. Maps: `inputs` ends with the upstream gradient (read
+// derivative times upstream * gradient_scale; a Composite program's seed j (of reduction
+// gradient_totals[j]) is upstream * factors[j] / that reduction's divisor, `factors` the results of
+// program.gradient_factor (empty: 1 each). Maps: `inputs` ends with the upstream gradient (read
 // through layout.read.inputs.back()), and each element's derivative is multiplied by it
 // (`upstream` is ignored).
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const HostOperand> inputs,
-                                                     std::span<const double> params, double upstream);
+                                                     std::span<const double> params, double upstream,
+                                                     std::span<const double> factors = {});
 
 }  // namespace lossjit

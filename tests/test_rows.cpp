@@ -265,10 +265,17 @@ TEST_CASE("gradients through rows: softmax minus one-hot, ties, and finite diffe
             const double expected = (softmax - (c == h.y[static_cast<std::size_t>(r)] ? 1.0 : 0.0)) / kRows;
             CHECK(grads[0].values[static_cast<std::size_t>(r * kCols + c)] == doctest::Approx(expected).epsilon(1e-12));
         }
-    // An index has no gradient; inputs that reach two whole-tensor reductions have none yet.
+    // An index has no gradient.
     CHECK_THROWS_AS(ce.reference_grad(std::vector<TensorView>{x, y}, std::vector<std::string>{"y"}), UsageError);
-    CHECK_THROWS_WITH_AS(compile("sum(x) / sum(x * x)").reference_grad(std::vector<TensorView>{x}, wrt),
-                         doctest::Contains("reach 2 of the whole-tensor reductions ('x' reaches the ones at 1:1 and 1:10)"), UnsupportedError);
+    // An input reaching two whole-tensor reductions: d (S1 / S2) / d x_i = 1 / S2 - 2 x_i S1 / S2^2.
+    double s1 = 0, s2 = 0;
+    for (double v : h.x) {
+        s1 += v;
+        s2 += v * v;
+    }
+    const auto ratio = compile("sum(x) / sum(x * x)").reference_grad(std::vector<TensorView>{x}, wrt);
+    for (std::size_t i = 0; i < h.x.size(); ++i)
+        CHECK(ratio[0].values[i] == doctest::Approx(1.0 / s2 - 2.0 * h.x[i] * s1 / (s2 * s2)).epsilon(1e-12));
 
     // amax: torch gives ties equal shares.
     const std::vector<double> tied{1.0, 3.0, 3.0, -1.0};

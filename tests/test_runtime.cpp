@@ -143,7 +143,7 @@ TEST_CASE("a stream's kernel arguments follow the kernels' parameters") {
     list = args.data();
     CHECK(list[4] == &args.reduce);
     CHECK(list[5] == args.grads.data());
-    CHECK(args.grads.size() == 2 + kMaxRank + 3);  // pointers, strides, upstream and factor pointers, scale
+    CHECK(args.grads.size() == 2 + kMaxRank + 2 + kMaxTotals);  // pointers, strides, upstream and factor pointers, scales
     CHECK(list[6] == &args.sums);
     CHECK((args.sums.chunks == 3 && args.sums.chunk_rows == 5 && args.sums.strip_blocks == 2));
 

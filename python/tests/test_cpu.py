@@ -111,6 +111,35 @@ def test_several_results_match_torch_on_the_cpu_reference():
         lossjit.compile("a = mean(x); b = x * 2; a, b")
 
 
+@pytest.mark.parametrize("text, ref", [
+    # z-loss beside cross-entropy: both reductions reach x through lse.
+    ("lse = logsumexp(x, -1); t = mean(lse - x[y]) + 1e-2 * mean(lse^2); ce = mean(lse - x[y]); t, ce",
+     lambda torch, x, y, w: torch.nn.functional.cross_entropy(x, y) + 1e-2 * (torch.logsumexp(x, -1) ** 2).mean()),
+    ("sum(x) / sum(x * x)", lambda torch, x, y, w: x.sum() / (x * x).sum()),
+    # Weighted cross-entropy normalised by the weights of the rows' classes, w.r.t. x and w at once.
+    ("l = logsumexp(x, -1) - x[y]; sum(w[y] * l) / sum(w[y])",
+     lambda torch, x, y, w: (w[y] * (torch.logsumexp(x, -1) - x.gather(1, y[:, None])[:, 0])).sum() / w[y].sum()),
+    ("mean(x^2) * mean(exp(-x)) - sum(w) / mean(abs(x) + 1)",
+     lambda torch, x, y, w: (x ** 2).mean() * torch.exp(-x).mean() - x.shape[0] * w.sum() / (x.abs() + 1).mean()),
+])
+def test_gradients_through_several_reductions_match_torch(text, ref):
+    torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
+    x, y, w = rng.standard_normal((30, 7)), rng.integers(0, 7, 30), rng.random(7) + 0.5
+    loss = lossjit.compile(text)
+    arrays = {"x": x, "y": y, "w": w}
+    args = [arrays[n] for n in loss.inputs]
+    wrt = [n for n in loss.inputs if n != "y"]
+    got = loss.reference_grad(*args, wrt=wrt)
+    tensors = {"x": torch.tensor(x, requires_grad=True), "y": torch.tensor(y), "w": torch.tensor(w, requires_grad=True)}
+    value = ref(torch, tensors["x"], tensors["y"], tensors["w"])
+    value.backward()
+    out = loss.reference(*args)
+    first = out[0] if isinstance(out, tuple) else out
+    assert first == pytest.approx(value.item(), rel=1e-12)
+    for name, g in zip(wrt, got):
+        np.testing.assert_allclose(g, tensors[name].grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
 def test_params_at_compile():
     loss = lossjit.compile((EXAMPLES / "smooth_l1.loss").read_text(), params={"beta": 0.25})
     assert loss.params == {"beta": 0.25} and loss.uses("p") and not loss.uses("q")

@@ -33,8 +33,8 @@ private:
 };
 
 // lj::Grads<G> as 64-bit slots: G pointers, kMaxRank strides, the upstream and factor pointers, the
-// scale (a double's bits).
-constexpr std::size_t grads_slots(std::size_t g) { return g + lj::kMaxRank + 3; }
+// kMaxTotals scales (doubles' bits).
+constexpr std::size_t grads_slots(std::size_t g) { return g + lj::kMaxRank + 2 + lj::kMaxTotals; }
 constexpr std::size_t grads_strides_slot(std::size_t g) { return g; }
 constexpr std::size_t grads_upstream_slot(std::size_t g) { return g + lj::kMaxRank; }
 constexpr std::size_t grads_factor_slot(std::size_t g) { return g + lj::kMaxRank + 1; }

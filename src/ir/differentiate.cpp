@@ -95,25 +95,20 @@ const ast::Expr* derivative_formula(Builtin fn, int argument) {
     return program.body ? program.body.get() : nullptr;
 }
 
-// A Composite program's whole-tensor reduction that the inputs differentiated reach (its index in
-// row_totals), or 0 where they reach none; UnsupportedError, naming each input and the reductions it
-// reaches, where they reach several. `program`: hash-consed, so a reduction written twice is one.
-int reduction_differentiated(const ir::Program& program, std::span<const int> wrt) {
+// A Composite program's whole-tensor reductions that the inputs differentiated reach, through its
+// body (of a list of results, the first: the others are not differentiated), as indices in
+// row_totals. `program`: hash-consed, so a reduction written twice is one.
+std::vector<int> reductions_differentiated(const ir::Program& program, std::span<const int> wrt) {
     const auto totals = row_totals(program);
-    // Which inputs differentiated each node depends on (bit k: wrt[k]).
-    std::vector<std::uint64_t> depends(program.nodes.size(), 0);
+    std::vector<bool> depends(program.nodes.size(), false);  // does an input differentiated reach it?
     for (std::size_t id = 0; id < program.nodes.size(); ++id) {
         const ir::Node& n = program.nodes[id];
-        std::uint64_t d = 0;
-        if (n.kind == ir::NodeKind::Input)
-            for (std::size_t k = 0; k < wrt.size(); ++k)
-                if (wrt[k] == n.slot) d |= std::uint64_t{1} << (k % 64);
+        bool d = n.kind == ir::NodeKind::Input && std::find(wrt.begin(), wrt.end(), n.slot) != wrt.end();
         if (n.kind == ir::NodeKind::Binding)
             d = depends[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
-        for (int i = 0; i < n.arity; ++i) d |= depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+        for (int i = 0; i < n.arity; ++i) d = d || depends[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
         depends[id] = d;
     }
-    // Of a list of results only the first (the body) is differentiated: the others' reductions do not count.
     const std::vector<int> body{program.body};
     const std::vector<bool> in_body = reached_nodes(program, body);
     std::vector<int> reached;
@@ -121,27 +116,7 @@ int reduction_differentiated(const ir::Program& program, std::span<const int> wr
         const auto node = static_cast<std::size_t>(totals[k].node);
         if (depends[node] && in_body[node]) reached.push_back(static_cast<int>(k));
     }
-    if (reached.size() > 1) {
-        // Name each input differentiated with the reductions it reaches.
-        std::vector<std::string> parts;
-        for (std::size_t k = 0; k < wrt.size(); ++k) {
-            std::vector<std::string> where;
-            for (int t : reached) {
-                const ir::Node& total = program.node(totals[static_cast<std::size_t>(t)].node);
-                if (depends[static_cast<std::size_t>(totals[static_cast<std::size_t>(t)].node)] >> (k % 64) & 1)
-                    where.push_back(fmt::format("{}:{}", total.pos.line, total.pos.column));
-            }
-            if (!where.empty())
-                parts.push_back(fmt::format("'{}' reaches the one{} at {}", program.inputs[static_cast<std::size_t>(wrt[k])],
-                                            where.size() > 1 ? "s" : "", fmt::join(where, " and ")));
-        }
-        const ast::Pos at = program.node(totals[static_cast<std::size_t>(reached[1])].node).pos;
-        throw UnsupportedError(fmt::format(
-            "{}:{}:{}: no gradient where the inputs differentiated reach {} of the whole-tensor reductions ({}); "
-            "gradients are supported where they reach one (as in sum(w[y] * l) / sum(w[y]))",
-            program.source_name, at.line, at.column, reached.size(), fmt::join(parts, "; ")));
-    }
-    return reached.empty() ? 0 : reached[0];
+    return reached;
 }
 
 // A statistic's value is computed before the pass that uses it, as a number: no gradient passes
@@ -197,13 +172,18 @@ public:
 
     ir::Program run() {
         copy_primal();
-        if (out_.reduction == ir::Reduction::Composite) out_.gradient_total = reduction_differentiated(out_, wrt_);
+        if (out_.reduction == ir::Reduction::Composite) {
+            out_.gradient_totals = reductions_differentiated(out_, wrt_);
+        } else if (!out_.is_map()) {
+            out_.gradient_totals = {0};
+        }
+        const auto totals = row_totals(out_);
         NodeBuilder& b = builder();
         const int primal = static_cast<int>(out_.nodes.size());
         mark_dependent(primal);
         adjoint_.assign(static_cast<std::size_t>(primal), std::nullopt);
-        // The body's adjoint: the seed, or for a Composite program 1 (its derivative by the one
-        // reduction differentiated is the factor program; the seed starts at that reduction).
+        // The body's adjoint: the seed, or for a Composite program 1 (its derivative by each
+        // reduction differentiated is a result of the factor program; a seed starts at each).
         const bool composite = out_.reduction == ir::Reduction::Composite;
         if (depends_[static_cast<std::size_t>(out_.body)])
             adjoint_[static_cast<std::size_t>(out_.body)] = Adjoint{composite ? b.constant(1.0) : seed()};
@@ -223,15 +203,22 @@ public:
             if (node.kind == ir::NodeKind::RowReduce) backward_row_reduction(node, id, g);
             if (node.kind == ir::NodeKind::Take) backward_take(node, g);
             if (node.kind == ir::NodeKind::Total) {
-                // The one reduction the differentiated inputs reach: the body's derivative by it (a
-                // scalar of the other reductions) becomes the factor program; its argument's
-                // elements each get the seed, which includes that factor and the divisor.
-                factor_ = guarded(*adjoint);
+                // A reduction the differentiated inputs reach: the body's derivative by it (a scalar
+                // of the reductions) becomes a result of the factor program; its argument's elements
+                // each get its seed, which includes that factor and the divisor.
+                const auto k = std::find_if(totals.begin(), totals.end(), [&](const RowTotal& t) { return t.node == id; });
+                const auto j = std::find(out_.gradient_totals.begin(), out_.gradient_totals.end(),
+                                         static_cast<int>(k - totals.begin()));
+                if (k == totals.end() || j == out_.gradient_totals.end())
+                    throw InternalError("differentiate: a reduction with an adjoint that no input differentiated reaches");
+                const auto seed_slot = static_cast<std::size_t>(j - out_.gradient_totals.begin());
+                if (factors_.size() <= seed_slot) factors_.resize(seed_slot + 1, -1);
+                factors_[seed_slot] = guarded(*adjoint);
                 guard_ = -1;
-                give(node.args[0], seed());
+                give(node.args[0], seed(static_cast<int>(seed_slot)));
             }
         }
-        if (factor_) out_.gradient_factor = factor_program();
+        if (!factors_.empty()) out_.gradient_factor = factor_program();
         for (int slot : wrt_) {
             std::optional<int> d;
             for (int id = 0; id < primal; ++id) {
@@ -328,20 +315,43 @@ private:
         give(n.args[0], builder().select(at_index, g, builder().constant(0.0)));
     }
 
-    // The body's derivative by the differentiated reduction, as a Composite program of its own.
+    // The body's derivative by each differentiated reduction, as a Composite program of its own: its
+    // body, or with several a result each (bindings of their own, after the program's).
     std::shared_ptr<const ir::Program> factor_program() {
         auto factor = std::make_shared<ir::Program>(out_.header());
         factor->reduction = ir::Reduction::Composite;
         factor->indices = out_.index_inputs();
         factor->bindings = out_.bindings;
         factor->nodes = out_.nodes;
-        factor->body = *factor_;
+        for (int f : factors_)
+            if (f < 0) throw InternalError("differentiate: a reduction differentiated without its factor");
+        factor->body = factors_[0];
+        if (factors_.size() > 1) {
+            const std::string prefix = unused_prefix("factor");
+            for (std::size_t j = 0; j < factors_.size(); ++j) {
+                factor->results.push_back({prefix + std::to_string(j), static_cast<int>(factor->bindings.size()), {}});
+                factor->bindings.push_back({prefix + std::to_string(j), factors_[j], {}});
+            }
+        }
         return factor;
     }
 
-    int seed() {
+    // `base`, with underscores added until no input, parameter or binding of the program has it as a prefix.
+    std::string unused_prefix(std::string base) const {
+        auto taken = [&](std::string_view name) { return name.substr(0, base.size()) == base; };
+        auto any_taken = [&] {
+            return std::any_of(out_.inputs.begin(), out_.inputs.end(), taken) ||
+                   std::any_of(out_.params.begin(), out_.params.end(), [&](const auto& p) { return taken(p.name); }) ||
+                   std::any_of(out_.bindings.begin(), out_.bindings.end(), [&](const auto& b) { return taken(b.name); });
+        };
+        while (any_taken()) base += "_";
+        return base;
+    }
+
+    int seed(int slot = 0) {
         ir::Node n;
         n.kind = ir::NodeKind::Seed;
+        n.slot = slot;
         return builder().intern(n);
     }
 
@@ -541,7 +551,7 @@ private:
     std::vector<bool> input_per_row_;      // inputs that hold one value per row (indices among them)
     int guard_ = -1;                       // the guard of the node being differentiated
     bool from_elements_ = false;           // its contributions are made at every element of a row
-    std::optional<int> factor_;            // Composite: d body / d (the one reduction differentiated)
+    std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
 };
 

@@ -106,8 +106,9 @@ std::string ExpressionPrinter::define(int id) const {
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
         case ir::NodeKind::Seed:
-            // Every gradient kernel defines seed_ (no user's name can be it: theirs have prefixes);
-            // dumps call it g.
+            // Every gradient kernel defines seed_, and seed_1, ... for the further reductions of a
+            // Composite program (no user's name can be these: theirs have prefixes); dumps call it g.
+            if (n.slot > 0) return cuda ? fmt::format("seed_{}", n.slot) : fmt::format("g{}", n.slot);
             return cuda ? "seed_" : "g";
     }
     throw InternalError("printer met an unknown node kind");

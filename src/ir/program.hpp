@@ -28,8 +28,8 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 // per row); OneHot, true at the column args[0] (an index input) names (a bool per element); and Seed,
 // the gradient of the loss with respect to the reduced expression at one element, which every
 // derivative starts from: for a reduction the upstream gradient / the divisor (times the gradient
-// factor of a Composite program; one value, per row), for a map's backward the upstream tensor's
-// element. Inside the derivatives, the guards of `where` apply after it: the side a where did not
+// factor of a Composite program; one value, per row; slot: which of the reductions differentiated,
+// Program::gradient_totals), for a map's backward the upstream tensor's element. Inside the derivatives, the guards of `where` apply after it: the side a where did not
 // select gets 0 even where the upstream gradient or the factor is inf or nan.
 enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, OneHot, Seed };
 
@@ -96,11 +96,13 @@ struct Program {
     // bindings' slots, so these stay valid; header() leaves them out (a program built from another,
     // a statistic or a gradient factor, has one result).
     std::vector<Result> results;
-    // A differentiated Composite program: `derivatives` are those of the one whole-tensor reduction
-    // that depends on the inputs differentiated (gradient_total: its index in row_totals), and the
-    // body's derivative by that reduction, a scalar of the other reductions, is gradient_factor's
-    // value (a Composite program of its own, launched first: its value scales the gradients).
-    int gradient_total = 0;
+    // A differentiated reduction: the whole-tensor reductions its derivatives start from, as indices
+    // in row_totals: Seed j stands for the gradient reaching the elements of reduction
+    // gradient_totals[j] (upstream / its divisor, times factor j). A plain reduction: {0}. A
+    // Composite program: each reduction the inputs differentiated reach; the body's derivative by
+    // each, a scalar of the reductions, is a result of gradient_factor (a Composite program of its
+    // own, launched first: its values scale the gradients; results in this order).
+    std::vector<int> gradient_totals;
     std::shared_ptr<const Program> gradient_factor;
     // Whole-tensor reductions used per element or inside another reduction (`x / sqrt(sum(x^2))`,
     // `mean((x - mean(x))^2)`), split off by split_statistics: each a program of its own (a

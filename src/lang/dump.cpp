@@ -84,11 +84,14 @@ std::string dump_gradients(const ir::Program& program) {
                std::any_of(program.bindings.begin(), program.bindings.end(), [&](const auto& b) { return b.name == name; });
     };
     ExpressionPrinter printer(program, PrintStyle::Language);  // shared terms named once
-    // The seed: what the loss gives each element (ir::NodeKind::Seed), named g unless an input is.
+    // The seed: what the loss gives each element (ir::NodeKind::Seed), named g unless an input is;
+    // those of a Composite program's further reductions g1, g2, ...
     std::string seed = "g";
-    while (taken(seed)) seed += "_";
-    for (std::size_t id = 0; id < program.nodes.size(); ++id)
-        if (program.nodes[id].kind == ir::NodeKind::Seed) printer.name(static_cast<int>(id), seed);
+    while (taken(seed) || (program.gradient_totals.size() > 1 && taken(seed + "1"))) seed += "_";
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        if (n.kind == ir::NodeKind::Seed) printer.name(static_cast<int>(id), n.slot > 0 ? seed + std::to_string(n.slot) : seed);
+    }
     std::string prefix = "_";
     int count = 0;
     for (int id : shared_nodes(program, roots)) {
@@ -102,9 +105,17 @@ std::string dump_gradients(const ir::Program& program) {
                               : program.reduction == ir::Reduction::Mean      ? "the upstream gradient / N (the count mean divides by)"
                               : program.reduction == ir::Reduction::BatchMean ? "the upstream gradient / (size of dimension 0)"
                               : program.reduction == ir::Reduction::Composite
-                                  ? "the upstream gradient times d value / d (the reduction differentiated), over its divisor"
+                                  ? "the upstream gradient times d value / d (its reduction), over that reduction's divisor"
                                   : "the upstream gradient's element";
     out += fmt::format("# per element, {} = {}; summed where the input is broadcast\n", seed, scale);
+    if (program.gradient_totals.size() > 1) {
+        // Name each further seed by the reduction it stands for.
+        const auto totals = row_totals(program);
+        for (std::size_t j = 0; j < program.gradient_totals.size(); ++j) {
+            const ast::Pos at = program.node(totals[static_cast<std::size_t>(program.gradient_totals[j])].node).pos;
+            out += fmt::format("#   {}: of the reduction at {}:{}\n", j > 0 ? seed + std::to_string(j) : seed, at.line, at.column);
+        }
+    }
     for (const auto& d : program.derivatives)
         out += fmt::format("d/d{} = {}\n", program.inputs[static_cast<std::size_t>(d.input)],
                            printer.print(d.node));

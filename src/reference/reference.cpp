@@ -208,10 +208,11 @@ void parallel_ranges(std::int64_t count, Work work, std::size_t* used_threads) {
 // (per_row_nodes). Row reductions add in float64 with compensation; a take reads its index exactly.
 class RowEvaluator {
 public:
-    // `seed`: a differentiated program's Seed (its upstream gradient, scaled: one value).
+    // `seeds`: a differentiated program's Seed nodes' values, by slot (its upstream gradient, scaled:
+    // one value for each reduction differentiated).
     RowEvaluator(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
-                 std::span<const double> params, double seed)
-        : program_(program), layout_(layout), inputs_(inputs), params_(params), seed_(seed),
+                 std::span<const double> params, std::span<const double> seeds)
+        : program_(program), layout_(layout), inputs_(inputs), params_(params), seeds_(seeds.begin(), seeds.end()),
           float64_(program_compute(program, inputs) == DType::float64),
           index_(program.index_inputs()),
           per_row_(per_row_nodes(program, per_row_inputs(program, layout))),
@@ -286,7 +287,7 @@ public:
                     break;
                 }
                 case ir::NodeKind::RowLength: out[0] = static_cast<double>(columns_); break;
-                case ir::NodeKind::Seed: out[0] = seed_; break;
+                case ir::NodeKind::Seed: out[0] = seeds_.at(static_cast<std::size_t>(std::max(n.slot, 0))); break;
                 case ir::NodeKind::OneHot: {
                     const double i = index_at(row, program_.node(n.args[0]).slot);
                     for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(j) == i ? 1.0 : 0.0;
@@ -327,7 +328,7 @@ private:
     const Layout& layout_;
     std::span<const HostOperand> inputs_;
     std::span<const double> params_;
-    double seed_;
+    std::vector<double> seeds_;
     bool float64_;
     std::vector<bool> index_;
     std::vector<bool> per_row_;
@@ -341,12 +342,12 @@ private:
 // `use(eval, row, thread)` after each; returns how many threads ran.
 template <typename Use>
 std::size_t for_each_row(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
-                         std::span<const double> params, Use use, double seed = 0.0) {
+                         std::span<const double> params, Use use, std::span<const double> seeds = {}) {
     std::size_t threads = 0;
     parallel_ranges(
         layout.rows,
         [&](std::int64_t begin, std::int64_t end, std::size_t t) {
-            RowEvaluator eval(program, layout, inputs, params, seed);
+            RowEvaluator eval(program, layout, inputs, params, seeds);
             for (std::int64_t row = begin; row < end; ++row) {
                 eval.evaluate(row);
                 use(static_cast<const RowEvaluator&>(eval), row, t);
@@ -488,12 +489,21 @@ void reference_map(const ir::Program& program, const Layout& layout, std::span<c
 // into one element: each thread sums apart, then the threads' sums are added in thread order.
 std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& program, const GradientLayout& gradient,
                                                           std::span<const HostOperand> inputs,
-                                                          std::span<const double> params, double upstream) {
+                                                          std::span<const double> params, double upstream,
+                                                          std::span<const double> factors) {
     const Layout& layout = gradient.read;
     const std::size_t n = program.inputs.size();
     if (layout.inputs.size() != 2 * n || gradient.sizes.size() != n)
         throw InternalError("reference_gradients for rows needs plan_row_gradient_layout's layout");
-    const double seed = upstream / total_divisors(program, layout).at(static_cast<std::size_t>(program.gradient_total));
+    if (!factors.empty() && factors.size() != program.gradient_totals.size())
+        throw InternalError("reference_gradients: a factor per reduction differentiated");
+    // Seed j: what the elements of reduction gradient_totals[j] get.
+    const std::vector<double> divisors = total_divisors(program, layout);
+    std::vector<double> seeds;
+    for (std::size_t j = 0; j < program.gradient_totals.size(); ++j)
+        seeds.push_back(upstream * (factors.empty() ? 1.0 : factors[j]) /
+                        divisors.at(static_cast<std::size_t>(program.gradient_totals[j])));
+    if (seeds.empty()) seeds.push_back(upstream);  // a map's weighted sum: its upstream is an input
     const std::size_t count = program.derivatives.size();
     const std::size_t last = layout.dims.size() - 1;
     std::vector<std::vector<double>> grads(count);
@@ -525,7 +535,7 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                     out[static_cast<std::size_t>(base + j * into.strides[last])] += eval.at(node, j);
             }
         },
-        seed);
+        seeds);
     for (std::size_t k = 0; k < count; ++k) {
         if (!broadcast[k]) continue;
         for (std::size_t t = 0; t < threads; ++t)
@@ -536,8 +546,10 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
 
 std::vector<std::vector<double>> reference_gradients(const ir::Program& program, const GradientLayout& layout,
                                                      std::span<const HostOperand> inputs,
-                                                     std::span<const double> params, double upstream) {
-    if (program.by_rows()) return reference_gradients_rows(program, layout, inputs, params, upstream);
+                                                     std::span<const double> params, double upstream,
+                                                     std::span<const double> factors) {
+    if (program.by_rows()) return reference_gradients_rows(program, layout, inputs, params, upstream, factors);
+    if (!factors.empty()) throw InternalError("reference_gradients: factors for a program that is not Composite");
     const Layout& read = layout.read;
     const Layout& write = layout.write;
     if (program.is_map() != (inputs.size() == program.inputs.size() + 1) ||

@@ -505,8 +505,10 @@ struct Loss::State {
         if (g_count > 0) {
             args.grads[abi::grads_upstream_slot(g_count)] = reinterpret_cast<std::int64_t>(upstream.device);
             args.grads[abi::grads_factor_slot(g_count)] = reinterpret_cast<std::int64_t>(factor);
-            const double scale = static_cast<double>(upstream.value) / p.divisor;
-            std::memcpy(&args.grads[abi::grads_scale_slot(g_count)], &scale, sizeof scale);
+            for (std::size_t j = 0; j < p.seed_divisors.size(); ++j) {
+                const double scale = static_cast<double>(upstream.value) / p.seed_divisors[j];
+                std::memcpy(&args.grads[abi::grads_scale_slot(g_count) + j], &scale, sizeof scale);
+            }
         }
         // A reduction's last block reads one partial per block from the workspace's slots.
         if (!prog.is_map() && p.grid.blocks > static_cast<unsigned>(workspace_slots()))
@@ -589,7 +591,8 @@ struct Loss::State {
         const double* values = run_statistics(held, inputs, area.statistics, stream);
         const double* factor = nullptr;
         if (differentiated.factor.program) {
-            const OutputView factor_view{area.factor, DType::float64, {}, {}};
+            const auto factors = static_cast<std::int64_t>(differentiated.factor.program->result_count());
+            const OutputView factor_view = OutputView::contiguous(area.factor, Dims{factors}, DType::float64);
             launch_held(held, differentiated.factor, validate(differentiated.factor, inputs, nullptr, &factor_view, {}),
                         stream, {}, {}, nullptr, values);
             factor = area.factor;
@@ -865,12 +868,13 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
     std::vector<HostOperand> data = host_operands(host_inputs);
     if (host_upstream) data.push_back({host_upstream->data, host_upstream->dtype});
     const auto statistics = reference_statistics(host_inputs);
-    if (const auto& factor = differentiated.gradient_factor) {  // d body / d the reduction differentiated
+    std::vector<double> factors;  // d body / d each reduction differentiated
+    if (const auto& factor = differentiated.gradient_factor) {
         const Layout factor_layout = plan_program_layout(*factor, operand_shapes(factor->inputs, host_inputs), nullptr);
-        upstream *= reference_reduce(*factor, factor_layout, data, parameter_values(*factor, params_now(), statistics));
+        factors = reference_results(*factor, factor_layout, data, parameter_values(*factor, params_now(), statistics));
     }
     auto values = reference_gradients(differentiated, layout, data, parameter_values(differentiated, params_now(), statistics),
-                                      upstream);
+                                      upstream, factors);
     std::vector<ReferenceGradient> out;
     for (std::size_t k = 0; k < values.size(); ++k) {
         const auto slot = static_cast<std::size_t>(differentiated.derivatives[k].input);

@@ -137,13 +137,18 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
                               device.multiprocessors};
     plan->grid = plan_grid(program, plan->spec, plan->layout, occupancy);
     if (program.by_rows()) {
-        for (double d : total_divisors(program, plan->layout)) plan->scales.push_back(1.0 / d);
-        // The divisor of the reduction differentiated also scales its gradients (run: upstream / divisor).
-        if (!program.is_map() && (program.reduction != ir::Reduction::Composite || !program.derivatives.empty()))
-            plan->divisor = total_divisors(program, plan->layout).at(static_cast<std::size_t>(program.gradient_total));
+        const std::vector<double> divisors = total_divisors(program, plan->layout);
+        for (double d : divisors) plan->scales.push_back(1.0 / d);
+        // The divisor of each reduction differentiated also scales its gradients (run: upstream / divisor).
+        if (!program.derivatives.empty())
+            for (int k : program.gradient_totals) plan->seed_divisors.push_back(divisors.at(static_cast<std::size_t>(k)));
     } else {
         plan->divisor = program.is_map() ? 1.0 : reduction_divisor(program, plan->layout.shape);
+        if (!program.derivatives.empty()) plan->seed_divisors = {plan->divisor};
     }
+    if (!program.derivatives.empty() && plan->seed_divisors.empty()) plan->seed_divisors = {1.0};  // a map's backward
+    if (plan->seed_divisors.size() > static_cast<std::size_t>(kMaxTotals))
+        throw InternalError("more reductions differentiated than the kernel ABI holds");
     plan->params = program.caller_params();
     plan->derivatives = program.derivatives.size();
     plan->map_forward = program.is_map() && program.derivatives.empty();

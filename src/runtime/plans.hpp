@@ -88,6 +88,9 @@ struct Plan {
     LaunchGrid grid;
     std::vector<int> slots;  // program input slot of each kernel input (a map's upstream: one past them)
     double divisor = 1;      // what a reduction's sum is divided by (reduction_divisor)
+    // Gradient kernels: the divisor of each reduction the derivatives start from (Program::gradient_totals;
+    // a map's backward: 1). The gradients' seeds are the upstream gradient over these (Grads::scale).
+    std::vector<double> seed_divisors;
     std::vector<double> scales;  // by-row programs: 1 / each total's divisor (total_divisors)
     std::size_t params = 0;       // the caller's parameters the kernel takes (statistics: from `statistics`)
     std::size_t derivatives = 0;  // gradients the kernel writes

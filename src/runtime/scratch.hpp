@@ -21,7 +21,8 @@ std::optional<LentScratch> lent_scratch();
 // A reduction's scratch, the one layout the stream's Workspace and lent scratch share: `slots`
 // float64 partials (one per block), then the arrival counter, the float32 results where the caller
 // gives no place for them (one per result, lj::kMaxResults), a Composite program's float64
-// gradient factor (its own kernel's result, which the gradient kernel reads), and the float64
+// gradient factors (one per reduction differentiated: its own kernel's results, which the gradient
+// kernel reads), and the float64
 // values of a program's statistics (ir::Program::statistics: each its own kernel's result, which
 // the later kernels read).
 struct ReduceScratch {
@@ -30,7 +31,7 @@ struct ReduceScratch {
     std::size_t arrivals_offset() const { return sizeof(double) * slots; }
     std::size_t result_offset() const { return arrivals_offset() + 16; }
     std::size_t factor_offset() const { return result_offset() + (sizeof(float) * lj::kMaxResults + 7) / 8 * 8; }
-    std::size_t statistics_offset() const { return factor_offset() + sizeof(double); }
+    std::size_t statistics_offset() const { return factor_offset() + sizeof(double) * lj::kMaxTotals; }
     std::size_t bytes() const { return statistics_offset() + sizeof(double) * lj::kMaxStatistics; }
     double* partials(void* base) const { return static_cast<double*>(base); }
     unsigned int* arrivals(void* base) const { return reinterpret_cast<unsigned int*>(at(base, arrivals_offset())); }

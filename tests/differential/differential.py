@@ -435,7 +435,6 @@ def kernel_kinds(p):
 def refusal_category(message):
     """A short name for a GPU refusal's message (for the summary's counts)."""
     for words, name in (("for programs that reduce along rows", "broadcast input in a row program"),
-                        ("whole-tensor reductions", "two reductions"),
                         ("a whole-tensor statistic", "a gradient through a statistic"),
                         ("different sets of rows", "GPU: sums over different rows in one kernel"),
                         ("summed over rows (an input of one row", "GPU: column and row sums in one kernel"),

@@ -37,10 +37,13 @@ struct Grads {                  // where the gradients go (Element::grad_dtype(g
     void* ptr[G];
     long long strides[kMaxRank];
     const float* upstream;      // a device scalar the gradients are also multiplied by; may be null
-    const double* factor;       // a Composite program's gradient factor (float64, its own kernel's); may be null
-    double scale;               // upstream gradient / (N for mean, dim 0 for batchmean, 1 for sum)
-    LJ_ABI_FUNCTION double total_scale() const {
-        return (upstream ? scale * (double)*upstream : scale) * (factor ? *factor : 1.0);
+    const double* factor;       // a Composite program's gradient factors, one per reduction differentiated
+                                // (float64, its own kernel's results); may be null
+    double scale[kMaxTotals];   // per reduction differentiated (Program::gradient_totals): upstream gradient /
+                                // its divisor (N for mean, dim 0 for batchmean, 1 for sum)
+    // What the elements of reduction j get (ir::NodeKind::Seed j).
+    LJ_ABI_FUNCTION double total_scale(int j = 0) const {
+        return (upstream ? scale[j] * (double)*upstream : scale[j]) * (factor ? factor[j] : 1.0);
     }
 };
 // Gradients summed over the dimensions their input is broadcast along (Element::summed(g)), without

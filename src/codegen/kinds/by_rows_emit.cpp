@@ -407,8 +407,12 @@ private:
         if (!program_.derivatives.empty()) {
             if (!element_gradients().empty())
                 out += fmt::format("{}const long long grad_base = lj::offset<R - 1>(c, grads.strides);\n", kIndent);
-            // The derivatives' seed (ir::NodeKind::Seed): upstream / divisor, times the factor.
-            out += fmt::format("{}const Value seed_ = (Value)grads.total_scale();\n", kIndent);
+            // The derivatives' seeds (ir::NodeKind::Seed), one per reduction differentiated: upstream /
+            // its divisor, times its factor.
+            const std::size_t seeds = std::max<std::size_t>(program_.gradient_totals.size(), 1);
+            for (std::size_t j = 0; j < seeds; ++j)
+                out += fmt::format("{}const Value seed_{} = (Value)grads.total_scale({});\n", kIndent,
+                                   j > 0 ? std::to_string(j) : std::string(), j);
         }
         // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
         // value too where the program also computes with it (y != -100).
