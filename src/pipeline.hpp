@@ -199,9 +199,12 @@ std::vector<std::int64_t> keepdim_strides(const Layout& layout, std::span<const 
 // The layout any program's kernel and reference walk: plan_layout (its outer dimensions reordered
 // by walked_dims_first where a gradient sums a broadcast input that needs it), or for a program that
 // reduces along rows plan_row_layout (with its index inputs, and a map's output per row where its
-// body is).
+// body is). A map of several results (one value per row each) writes an output [R, rows...]: its
+// layout's output strides are those of one result, but along the row dimension (never walked by a
+// per-row output) the stride from one result to the next.
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output);
-// A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row.
+// A map's output shape: the broadcast shape, or the rows' shape where the body is one value per row
+// ([R] and the rows' shape for several results).
 Shape program_output_shape(const ir::Program& program, std::span<const OperandShape> inputs);
 // The same from the program's layout, already planned (plan_program_layout(program, inputs, nullptr)).
 Shape program_output_shape(const ir::Program& program, const Layout& layout);

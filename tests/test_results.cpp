@@ -62,6 +62,12 @@ const Listed kListed[] = {
      {"mean((x - mean(x))^2)", "mean(x)", "sum(abs(x))", "mean(amax(x, -1))"}},
 };
 
+// The partials of a vocabulary-parallel cross-entropy (docs/python.md): one value per row each.
+const char* const kPartials =
+    "param C = 10; m = amax(x, -1); s = sum(exp(x - m), -1); t = where(y >= 0 && y < C, x[y], 0); m, s, t";
+const char* const kPartialsAlone[] = {"amax(x, -1)", "m = amax(x, -1); sum(exp(x - m), -1)",
+                                      "param C = 10; where(y >= 0 && y < C, x[y], 0)"};
+
 }  // namespace
 
 TEST_SUITE("results") {
@@ -75,8 +81,9 @@ TEST_CASE("a list of results parses and checks; each mistake points at its name"
     const Bad table[] = {
         {"a = mean(x); b = sum(x); a, b, c", "'c' is not a binding", 32},
         {"a = mean(x); a, a", "'a' is listed twice among the results", 17},
-        {"a = mean(x); b = x * 2; a, b", "result 'b' is not one number", 28},
-        {"a = mean(x); b = sum(x, -1); a, b", "result 'b' is not one number", 33},
+        {"a = mean(x); b = x * 2; a, b", "result 'b' is one value per element", 28},
+        {"a = mean(x); b = sum(x, -1); a, b", "result 'b' is one value per row, but 'a' is one number", 33},
+        {"a = sum(x, -1); b = mean(x); a, b", "result 'b' is one number, but 'a' is one value per row", 33},
         {"a = 2; b = mean(x); b, a", "result 'a' is a constant", 24},
         {"a = mean(x); a,", "expected the name of a result after ','", 16},
         {"a = mean(x); a, 2", "expected the name of a result after ','", 17},
@@ -95,6 +102,11 @@ TEST_CASE("a list of results parses and checks; each mistake points at its name"
     const auto loss = compile(kCrossEntropy);
     CHECK(loss.results() == std::vector<std::string>{"loss", "z", "acc"});
     CHECK(loss.result_count() == 3);
+    // Accuracy has no gradient at all: autograd treats it as a constant.
+    CHECK(loss.result_differentiable(0));
+    CHECK(loss.result_differentiable(1));
+    CHECK(!loss.result_differentiable(2));
+    CHECK_THROWS_AS((void)loss.result_differentiable(3), UsageError);
     CHECK(loss.kind() == Kind::Reduction);
     // One result alone is a program of one result, as ever.
     const auto one = compile("lse = logsumexp(x, -1); loss = mean(lse - x[y]); loss");
@@ -179,6 +191,41 @@ TEST_CASE("the kernels of several results compile with NVRTC, value and gradient
     CHECK(combined.compile_kernel(one, "compute_90").image_bytes > 0);
 }
 
+TEST_CASE("results of one value per row: an output [R, rows...], each as its program alone") {
+    const HostBatch batch("64x10:normal", "64:integers[-3,12]", DType::float32, 3);
+    const auto loss = compile(kPartials);
+    CHECK(loss.kind() == Kind::Map);
+    const auto host = inputs_of(loss, batch.x.view(), batch.y.view(), "[y]");
+    CHECK(loss.output_shape(host) == Shape{3, 64});
+    std::vector<double> out(3 * 64);
+    loss.reference_map(host, OutputView{out.data(), DType::float64, {3, 64}, {}});
+    for (std::size_t r = 0; r < 3; ++r) {
+        CAPTURE(kPartialsAlone[r]);
+        const auto alone = compile(kPartialsAlone[r]);
+        std::vector<double> want(64);
+        alone.reference_map(inputs_of(alone, batch.x.view(), batch.y.view(), "[y]"), OutputView{want.data(), DType::float64, {64}, {}});
+        for (std::size_t i = 0; i < 64; ++i) CHECK(out[r * 64 + i] == want[i]);
+    }
+    // A strided output: the results interleaved, [3, 64] with strides (1, 3).
+    std::vector<double> interleaved(3 * 64);
+    loss.reference_map(host, OutputView{interleaved.data(), DType::float64, {3, 64}, {1, 3}});
+    for (std::size_t r = 0; r < 3; ++r)
+        for (std::size_t i = 0; i < 64; ++i) CHECK(interleaved[i * 3 + r] == out[r * 64 + i]);
+    // The output must hold every result; no gradient yet.
+    CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {64}, {}}),
+                         doctest::Contains("need [3, ...]"), UsageError);
+    std::vector<double> upstream(3 * 64, 1.0);
+    CHECK_THROWS_WITH_AS((void)loss.reference_grad(host, std::vector<std::string>{"x"},
+                                                   TensorView{upstream.data(), DType::float64, {3, 64}, {}}),
+                         doctest::Contains("no gradient of a list of results of one value per row"), UnsupportedError);
+    // Its kernel compiles with NVRTC, storing each result.
+    const TensorView shapes[] = {TensorView::contiguous(nullptr, {64, 100}, DType::float32),
+                                 TensorView::contiguous(nullptr, {64}, DType::int64)};
+    const KernelBuild build = compile(kPartials).compile_kernel(shapes, "compute_90");
+    CHECK(build.image_bytes > 0);
+    CHECK(build.source.find("out_base + 2 * out.strides[R - 1]") != std::string::npos);
+}
+
 TEST_CASE("a float pointer cannot receive several results") {
     auto loss = compile(kCrossEntropy);
     const TensorView views[] = {TensorView::contiguous(nullptr, {4, 3}, DType::float32),
@@ -247,6 +294,28 @@ TEST_CASE("several results: values, and value and gradient, match the reference"
                     worst = std::max(worst, std::fabs(got_grad[i] - want_grad[0].values[i]));
                 }
                 CHECK(worst <= 2e-6 * std::max(largest, 1e-30));
+            }
+            // Results of one value per row, into [3, N] and into its transpose's view.
+            auto partials = compile(kPartials);
+            partials.set_param("C", static_cast<double>(x.host.shape[1]));
+            const auto host = inputs_of(partials, x.host.view(), y.host.view(), "[y]");
+            const auto device = inputs_of(partials, x.view(), y.view(), "[y]");
+            const std::int64_t rows = x.host.shape[0];
+            std::vector<double> want(static_cast<std::size_t>(3 * rows));
+            partials.reference_map(host, OutputView{want.data(), DType::float64, {3, rows}, {}});
+            for (const bool interleaved : {false, true}) {
+                CAPTURE(interleaved);
+                DeviceBuffer out(want.size() * sizeof(float));
+                const Dims strides = interleaved ? Dims{1, 3} : Dims{rows, 1};
+                partials.map(device, OutputView{out.data(), DType::float32, {3, rows}, strides});
+                std::vector<float> got(want.size());
+                out.download(got.data(), got.size() * sizeof(float));
+                for (std::int64_t r = 0; r < 3; ++r)
+                    for (std::int64_t i = 0; i < rows; ++i) {
+                        const double w = want[static_cast<std::size_t>(r * rows + i)];
+                        const float g = got[static_cast<std::size_t>(interleaved ? i * 3 + r : r * rows + i)];
+                        CHECK(g == doctest::Approx(w).epsilon(3e-6).scale(1e-6));
+                    }
             }
         }
     }

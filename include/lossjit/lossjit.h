@@ -131,6 +131,8 @@ LOSSJIT_C_EXPORT const char* lossjit_input_name(const lossjit_loss* loss, size_t
  * name (NULL for a program of one result, or past the end). */
 LOSSJIT_C_EXPORT size_t lossjit_result_count(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT const char* lossjit_result_name(const lossjit_loss* loss, size_t index);
+/* Whether that result has a gradient with respect to some input at all: 1 or 0 (0 past the end). */
+LOSSJIT_C_EXPORT int32_t lossjit_result_differentiable(const lossjit_loss* loss, size_t index);
 LOSSJIT_C_EXPORT size_t lossjit_param_count(const lossjit_loss* loss);
 LOSSJIT_C_EXPORT lossjit_status lossjit_param_at(const lossjit_loss* loss, size_t index, const char** name, double* value);
 /* Takes effect for calls that start after it returns, on every device; no recompile. */

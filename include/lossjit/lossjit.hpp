@@ -169,6 +169,9 @@ public:
     // and what gradients are of.
     std::vector<std::string> results() const;
     std::size_t result_count() const;          // results().size(), or 1
+    // Whether result `index` has a gradient with respect to some input at all (accuracy,
+    // `mean(argmax(x, -1) == y)`, has none): autograd treats the others as constants.
+    bool result_differentiable(std::size_t index) const;
     const std::vector<std::string>& inputs() const;
     std::vector<Param> params() const;         // current values
     void set_param(std::string_view name, double value);  // takes effect at the next call; no recompile

@@ -138,6 +138,8 @@ class Loss:
         self.results = tuple(lib.lossjit_result_name(handle, i).decode()
                              for i in range(lib.lossjit_result_count(handle)) if lib.lossjit_result_name(handle, i))
         self._Results = collections.namedtuple("Results", self.results) if self.results else None
+        # Which results have a gradient at all (accuracy has none): autograd treats the others as constants.
+        self._differentiable = tuple(bool(lib.lossjit_result_differentiable(handle, i)) for i in range(len(self.results)))
         self._param_names = []
         for i in range(lib.lossjit_param_count(handle)):
             name = ctypes.c_char_p()
@@ -218,7 +220,9 @@ class Loss:
         return self.reference(*args)
 
     def map(self, *args, out=None):
-        """A map's output: for torch tensors a new tensor of the broadcast shape (or into `out`)."""
+        """A map's output: for torch tensors a new tensor of the broadcast shape (or into `out`). A map of
+        several results (one value per row each) writes one tensor [R, rows...]: `out`, or a new one,
+        returned as a named tuple of its R rows."""
         if self.kind != "map":
             raise UsageError(f"this program is a {self.reduction} reduction: call it for its value")
         torch = sys.modules.get("torch")
@@ -233,8 +237,8 @@ class Loss:
 
     def reference(self, *arrays):
         """The float64 CPU reference on NumPy arrays (or host __dlpack__ objects): a float for a
-        reduction (a named tuple of floats for several results), a NumPy array of the output's shape
-        (float64) for a map."""
+        reduction, a NumPy array of the output's shape (float64) for a map; a named tuple of those for
+        a program of several results."""
         self._check_count(arrays)
         host = _HostViews(arrays, self.inputs)
         lib = _lib.lib
@@ -256,7 +260,7 @@ class Loss:
         view = _numpy_view(out, keep)
         _lib.check(lib.lossjit_reference_map(self._handle, ctypes.addressof(host.views), len(arrays),
                                              ctypes.addressof(view)))
-        return out
+        return self._Results(*out) if self.results else out
 
     def reference_grad(self, *arrays, wrt=None, upstream=1.0):
         """Gradients on the CPU reference, float64 NumPy arrays in each input's shape, for the inputs

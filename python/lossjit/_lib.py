@@ -157,6 +157,7 @@ _SIGNATURES = {
     "lossjit_reference_values": (_i32, [_vp, _vp, _sz, _vp, _sz]),
     "lossjit_result_count": (_sz, [_vp]),
     "lossjit_result_name": (_cp, [_vp, _sz]),
+    "lossjit_result_differentiable": (_i32, [_vp, _sz]),
     "lossjit_reference_grad": (_i32, [_vp, _vp, _sz, _vp, _sz, _vp, _dbl, _vp]),
     "lossjit_view_from_dlpack": (_i32, [_vp, ctypes.POINTER(View), ctypes.POINTER(_i32)]),
     "lossjit_reference_dlpack": (_i32, [_vp, _vp, _sz, ctypes.POINTER(_dbl)]),

@@ -258,7 +258,7 @@ class TorchLoss:
         self.id = loss._id
         self.n = len(loss.inputs)
         self.is_map = loss.kind == "map"
-        self.results = max(1, len(loss.results))  # how many numbers a reduction gives
+        self.results = max(1, len(loss.results))  # how many results (numbers, or rows of a map's output)
         self.local = threading.local()
         _sides[self.id] = weakref.ref(self, _forget(self.id))
 
@@ -301,7 +301,7 @@ class TorchLoss:
         if self.is_map:
             if _grad_enabled() and _any_requires_grad(tensors):
                 return self.through_ops(tensors)
-            return self.run_map(tensors, None)
+            return self.named(self.run_map(tensors, None))
         if self.results > 1:
             if _grad_enabled() and _any_requires_grad(tensors):
                 return self.through_ops(tensors)
@@ -365,7 +365,7 @@ class TorchLoss:
                 if t.requires_grad:
                     mask |= 1 << i
         if self.is_map:
-            return torch.ops.lossjit.map(self.id, list(tensors))
+            return self.named(torch.ops.lossjit.map(self.id, list(tensors)))
         if self.results > 1:
             if mask:
                 return self.loss._Results(*torch.ops.lossjit.reduce(self.id, list(tensors), mask)[:self.results])
@@ -393,6 +393,11 @@ class TorchLoss:
         self._launch(_evaluate, lay, lay.result_address)
         return out
 
+    def named(self, out):
+        """A map's output as the caller gets it: the tensor, or for several results a named tuple of
+        its rows (views)."""
+        return self.loss._Results(*out.unbind(0)) if self.results > 1 else out
+
     def value_shape(self):
         return (self.results,) if self.results > 1 else ()
 
@@ -408,7 +413,7 @@ class TorchLoss:
 
     def map(self, tensors, out):
         if out is not None:
-            return self.run_map(tensors, out)
+            return self.named(self.run_map(tensors, out))
         return self(tensors)
 
     def value_and_grad_masked(self, tensors, mask):
@@ -457,7 +462,7 @@ class TorchLoss:
             if mask >> i & 1:
                 by_input[n] = out[k]
                 k += 1
-        value = self.loss._Results(*out[:k]) if self.results > 1 else out[0]
+        value = self.loss._Results(*out[:self.results]) if self.results > 1 else out[0]
         return value, tuple(by_input[n] for n in names)
 
     def map_grad(self, tensors, upstream, mask):
@@ -564,7 +569,13 @@ def _reduce_setup(ctx, inputs, output):
     ctx.results = _side(loss_id).results
     ctx.names = _side(loss_id).loss.results
     ctx.save_for_backward(*output[ctx.results:])
-    # Results nothing differentiates get None, not zeros: a gradient reaching one of them is refused.
+    # Results with no gradient at all (accuracy) are constants to autograd (no tangent under
+    # torch.compile either). Of the others, those nothing differentiates get None, not zeros: a
+    # gradient reaching one of them is refused.
+    differentiable = _side(loss_id).loss._differentiable
+    constants = [output[k] for k in range(1, ctx.results) if not differentiable[k]]
+    if constants:
+        ctx.mark_non_differentiable(*constants)
     ctx.set_materialize_grads(False)
 
 
@@ -574,7 +585,8 @@ def _reduce_backward(ctx, grad_outputs):
             raise UnsupportedError(
                 f"a gradient flows into result '{ctx.names[k]}', but lossjit differentiates the first result of a "
                 f"list only ('{ctx.names[0]}'): make the combination the first result "
-                f"(`total = {ctx.names[0]} + 1e-4 * {ctx.names[k]}; total, {', '.join(ctx.names)}`), or detach it")
+                f"(`total = {ctx.names[0]} + 1e-4 * {ctx.names[k]}; total, {', '.join(ctx.names)}`), or detach it "
+                f"(under torch.compile: inside the compiled function, if it returns '{ctx.names[k]}')")
     upstream = grad_outputs[0]
     saved = ctx.saved_tensors
     grads, k = [], 0

@@ -95,6 +95,7 @@ def test_several_results_match_torch_on_the_cpu_reference():
     loss = lossjit.compile("lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); "
                            "acc = mean(argmax(x, -1) == y); loss, z, acc")
     assert loss.results == ("loss", "z", "acc") and loss.kind == "reduction"
+    assert loss._differentiable == (True, True, False)
     x, y = rng.standard_normal((40, 9)), rng.integers(0, 9, 40)
     out = loss.reference(x, y)
     xt = torch.tensor(x, requires_grad=True)
@@ -107,8 +108,21 @@ def test_several_results_match_torch_on_the_cpu_reference():
     (gx,) = loss.reference_grad(x, y, wrt=["x"])
     ce.backward()
     np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-10, atol=1e-15)
-    with pytest.raises(lossjit.SourceError, match="not one number"):
+    with pytest.raises(lossjit.SourceError, match="one value per element"):
         lossjit.compile("a = mean(x); b = x * 2; a, b")
+
+
+def test_results_of_one_value_per_row_on_the_reference():
+    loss = lossjit.compile("param C = 9; m = amax(x, -1); s = sum(exp(x - m), -1); "
+                           "t = where(y >= 0 && y < C, x[y], 0); m, s, t")
+    assert loss.kind == "map" and loss.results == ("m", "s", "t")
+    x, y = rng.standard_normal((20, 9)), rng.integers(-3, 12, 20)
+    out = loss.reference(x, y)
+    m = x.max(-1)
+    np.testing.assert_allclose(out.m, m, rtol=0)
+    np.testing.assert_allclose(out.s, np.exp(x - m[:, None]).sum(-1), rtol=1e-14)
+    inside = (y >= 0) & (y < 9)
+    np.testing.assert_allclose(out.t, np.where(inside, x[np.arange(20), np.clip(y, 0, 8)], 0), rtol=0)
 
 
 @pytest.mark.parametrize("text, ref", [
@@ -244,3 +258,29 @@ def test_kernelbench_programs_name_their_inputs_in_the_header():
         loss = lossjit.compile(text, inputs=names, source_name=path.name)
         assert list(loss.inputs) == names, path.name
         assert all(p in loss.params for p in clauses.get("params", [])), path.name
+
+def test_the_vocab_parallel_pair_gives_the_unsplit_cross_entropy_on_the_reference():
+    """examples/vocab_parallel*.loss with the all-reduces done by hand over three slices."""
+    torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
+    partials = lossjit.compile((EXAMPLES / "vocab_parallel_partials.loss").read_text(), inputs=["x", "yl"])
+    loss = lossjit.compile((EXAMPLES / "vocab_parallel_loss.loss").read_text(), inputs=["x", "yl", "L", "T"])
+    n, vocab = 24, 31
+    x, y = rng.standard_normal((n, vocab)) * 3, rng.integers(0, vocab, n)
+    bounds = [0, 10, 11, 31]  # uneven, one a single class
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        partials.set_param("C", b - a)
+        parts.append(partials.reference(x[:, a:b], y - a))
+    M = np.max([p.m for p in parts], axis=0)
+    S = np.sum([p.s * np.exp(p.m - M) for p in parts], axis=0)
+    T = np.sum([p.t for p in parts], axis=0)
+    L = M + np.log(S)
+    xt = torch.tensor(x, requires_grad=True)
+    want = torch.nn.functional.cross_entropy(xt, torch.tensor(y))
+    want.backward()
+    for a, b in zip(bounds, bounds[1:]):
+        loss.set_param("C", b - a)
+        args = (x[:, a:b], y - a, L[:, None], T[:, None])
+        assert loss.reference(*args) == pytest.approx(want.item(), rel=1e-12)
+        (g,) = loss.reference_grad(*args, wrt=["x"])
+        np.testing.assert_allclose(g, xt.grad.numpy()[:, a:b], rtol=1e-10, atol=1e-15)

@@ -251,6 +251,14 @@ const char* lossjit_result_name(const lossjit_loss* loss, size_t index) {
     if (!loss || index >= loss->result_names.size()) return nullptr;
     return loss->result_names[index].c_str();  // lives as long as the handle
 }
+int32_t lossjit_result_differentiable(const lossjit_loss* loss, size_t index) {
+    if (!loss || index >= loss->base.result_count()) return 0;
+    try {
+        return loss->base.result_differentiable(index) ? 1 : 0;
+    } catch (...) {
+        return 1;  // unknown: as a result that has one (never a gradient silently dropped)
+    }
+}
 size_t lossjit_param_count(const lossjit_loss* loss) { return loss ? loss->base.params().size() : 0; }
 
 lossjit_status lossjit_param_at(const lossjit_loss* loss, size_t index, const char** name, double* value) {

@@ -611,11 +611,17 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, 
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
     refuse_gradients_through_statistics(program, wrt);
+    if (program.is_map() && !program.results.empty() && !wrt.empty()) {
+        const ast::Pos at = program.results.front().pos;
+        throw UnsupportedError(fmt::format(
+            "{}:{}:{}: no gradient of a list of results of one value per row yet (the vector-Jacobian product of "
+            "several outputs): compute them without one, or differentiate a program of one of them",
+            program.source_name, at.line, at.column));
+    }
     if (program.reduction == ir::Reduction::Composite) {
         // The gradient of f(T1, ..., Tk) is the sum over the reductions of df/dTi times Ti's gradient;
-        // df/dTi is known only once every reduction is. One reduction may depend on the inputs
-        // differentiated: its factor is computed first, from the others (which read only what they
-        // read: the indices and class weights of a weighted cross-entropy), and scales the gradient.
+        // df/dTi is known only once every reduction is: the factors are computed first, by a kernel
+        // of their own (which reads what the reductions read), and scale each reduction's seed.
         return Differentiator(program, wrt, per_row_inputs).run();
     }
     if (differentiates_as_weighted_sum(program) && !wrt.empty()) {

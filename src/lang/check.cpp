@@ -131,16 +131,32 @@ private:
         }
         out_.body = lower(*source_.body);
         check_takes();
+        // All numbers (a Composite program), or all values per row (a map whose output holds each).
+        enum class Kind { Number, PerRow, Constant, PerElement };
+        constexpr const char* kWords[] = {"one number", "one value per row", "a constant", "one value per element"};
         const auto levels = value_levels(out_);
+        const auto per_row = per_row_nodes(out_, out_.index_inputs());
+        auto kind_of = [&](const ir::Result& r) {
+            const auto node = static_cast<std::size_t>(out_.bindings[static_cast<std::size_t>(r.binding)].node);
+            if (levels[node] == ValueLevel::Total) return Kind::Number;
+            if (levels[node] == ValueLevel::Data) return per_row[node] ? Kind::PerRow : Kind::PerElement;
+            return Kind::Constant;
+        };
+        auto words = [&](Kind k) { return kWords[static_cast<int>(k)]; };
+        const Kind first = kind_of(out_.results.front());
         for (const auto& r : out_.results) {
-            const ValueLevel level = levels[static_cast<std::size_t>(out_.bindings[static_cast<std::size_t>(r.binding)].node)];
-            if (level == ValueLevel::Total) continue;
-            fail(r.pos, fmt::format("result '{}' is {}: each result in a list is one number computed from the data "
-                                    "(a whole-tensor reduction such as mean(...), or arithmetic of them); a list of "
-                                    "per-element or per-row results is not supported yet",
-                                    printable(r.name), level == ValueLevel::Constant ? "a constant" : "not one number"));
+            const Kind kind = kind_of(r);
+            if (kind != Kind::Number && kind != Kind::PerRow)
+                fail(r.pos, fmt::format("result '{}' is {}: each result in a list is one number computed from the data "
+                                        "(a whole-tensor reduction such as mean(...), or arithmetic of them), or each "
+                                        "one value per row (sum(x, -1), x[y], ...)",
+                                        printable(r.name), words(kind)));
+            if (kind != first)
+                fail(r.pos, fmt::format("result '{}' is {}, but '{}' is {}: the results of a list are all numbers or all "
+                                        "values per row (mixing them is not supported yet)",
+                                        printable(r.name), words(kind), printable(out_.results.front().name), words(first)));
         }
-        out_.reduction = ir::Reduction::Composite;
+        out_.reduction = first == Kind::Number ? ir::Reduction::Composite : ir::Reduction::None;
         check_caller_params_read();
         return std::move(out_);
     }

@@ -536,7 +536,23 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
     refuse_takes_of_broadcasts(program, layout);
     if (!output) return layout;
     const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
-    return plan_row_layout(inputs, index, output, per_row, program.row_dims);
+    if (!program.is_map() || program.results.empty()) return plan_row_layout(inputs, index, output, per_row, program.row_dims);
+    // Several results of one value per row: the output is [R, rows...], result r at r times the
+    // stride of its first dimension. Each result's rows are laid out as one output's would be, and
+    // the row dimension, which a per-row output never walks, steps from result to result.
+    const auto count = static_cast<std::int64_t>(program.result_count());
+    const std::vector<std::int64_t> strides = strides_of(*output);
+    if (output->shape.empty() || output->shape[0] != count)
+        throw UsageError(fmt::format("the output has shape [{}], but the program's {} results of one value per row need "
+                                     "[{}, ...] (result, then the rows)",
+                                     fmt::join(output->shape, ", "), count, count));
+    const OperandShape one{output->name, Shape(output->shape.begin() + 1, output->shape.end()),
+                           std::vector<std::int64_t>(strides.begin() + 1, strides.end())};
+    Layout results = plan_row_layout(inputs, index, &one, true, program.row_dims);
+    results.output.strides[results.dims.size() - 1] = strides[0];
+    results.output.contiguous = false;
+    results.output.elements = element_count(output->shape);
+    return results;
 }
 
 GradientLayout plan_row_gradient_layout(const ir::Program& program, std::span<const OperandShape> inputs) {
@@ -586,7 +602,10 @@ Shape program_output_shape(const ir::Program& program, std::span<const OperandSh
 Shape program_output_shape(const ir::Program& program, const Layout& layout) {
     if (!program.by_rows()) return layout.shape;
     if (!per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)]) return layout.shape;
-    return rows_shape(layout);
+    Shape rows = rows_shape(layout);
+    if (program.is_map() && !program.results.empty())  // several results: [R, rows...]
+        rows.insert(rows.begin(), static_cast<std::int64_t>(program.result_count()));
+    return rows;
 }
 
 }  // namespace lossjit

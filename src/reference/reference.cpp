@@ -219,6 +219,8 @@ public:
           columns_(layout.dims.back()), live_(program.nodes.size(), false), values_(program.nodes.size()) {
         std::vector<int> roots;
         if (program.reduction != ir::Reduction::Composite) roots.push_back(program.body);
+        if (program.is_map())
+            for (int r : program.result_nodes()) roots.push_back(r);
         for (const auto& t : row_totals(program)) roots.push_back(t.argument);
         for (const auto& d : program.derivatives) roots.push_back(d.node);
         for (int root : roots) live_[static_cast<std::size_t>(root)] = true;
@@ -421,7 +423,11 @@ void reference_map_rows(const ir::Program& program, const Layout& layout, std::s
     for_each_row(program, layout, inputs, params, [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
         const std::int64_t base = eval.row_offset(row, layout.output);
         if (eval.per_row(program.body)) {
-            store_from_double(output.data, output.dtype, base, eval.at(program.body, 0));
+            // Several results: result r at r times the output's stride along the row (plan_program_layout).
+            const std::vector<int> results = program.result_nodes();
+            for (std::size_t r = 0; r < results.size(); ++r)
+                store_from_double(output.data, output.dtype, base + static_cast<std::int64_t>(r) * layout.output.strides[last],
+                                  eval.at(results[r], 0));
         } else {
             for (std::int64_t j = 0; j < eval.columns(); ++j)
                 store_from_double(output.data, output.dtype, base + j * layout.output.strides[last], eval.at(program.body, j));

@@ -673,6 +673,32 @@ std::vector<std::string> Loss::results() const {
 }
 std::size_t Loss::result_count() const { return state_->program.result_count(); }
 
+bool Loss::result_differentiable(std::size_t index) const {
+    const ir::Program& program = state_->program;
+    if (index >= program.result_count())
+        throw UsageError(fmt::format("the program has {} result{}, not {}", program.result_count(),
+                                     program.result_count() == 1 ? "" : "s", index + 1));
+    // The result as the body of a program of its own, differentiated with respect to every input but
+    // the indices: differentiable unless every derivative is the constant 0 (no path passes a gradient).
+    ir::Program alone = program;
+    alone.body = program.result_nodes()[index];
+    alone.results.clear();
+    std::vector<int> slots;
+    const auto index_inputs = program.index_inputs();
+    for (std::size_t k = 0; k < program.inputs.size(); ++k)
+        if (!index_inputs[k]) slots.push_back(static_cast<int>(k));
+    try {
+        const ir::Program differentiated = differentiate(alone, slots, {});
+        for (const auto& d : differentiated.derivatives) {
+            const ir::Node& n = differentiated.node(d.node);
+            if (n.kind != ir::NodeKind::Constant || n.value != 0.0) return true;
+        }
+        return false;
+    } catch (const UnsupportedError&) {
+        return true;  // a gradient it refuses (through a statistic) still reaches an input
+    }
+}
+
 Kind Loss::kind() const { return state_->program.is_map() ? Kind::Map : Kind::Reduction; }
 
 std::string_view Loss::reduction() const {

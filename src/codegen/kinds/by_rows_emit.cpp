@@ -117,7 +117,8 @@ private:
     void mark_live() {
         live_.assign(program_.nodes.size(), false);
         std::vector<int> roots;
-        if (program_.is_map()) roots.push_back(program_.body);
+        if (program_.is_map())
+            for (int r : program_.result_nodes()) roots.push_back(r);
         for (const auto& t : totals_) roots.push_back(t.argument);
         for (const auto& d : program_.derivatives) roots.push_back(d.node);
         for (int r : roots) live_[static_cast<std::size_t>(r)] = true;
@@ -429,7 +430,8 @@ private:
                 if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
         }
         for (const auto& b : program_.bindings) use_value(b.node);
-        if (program_.is_map()) use_value(program_.body);
+        if (program_.is_map())
+            for (int r : program_.result_nodes()) use_value(r);
         for (const auto& t : totals_) use_value(t.argument);
         for (std::size_t k = 0; k < slots_.size(); ++k) {
             const auto slot = static_cast<std::size_t>(slots_[k]);
@@ -460,8 +462,13 @@ private:
         }
         // Per-row outputs, once per row.
         std::string once;
-        if (map && per_row_[static_cast<std::size_t>(program_.body)])
-            once += fmt::format("{}    lj::store1<Value>(kResultDType, out.ptr, out_base, (Value)({}));\n", kIndent, print(program_.body));
+        if (map && per_row_[static_cast<std::size_t>(program_.body)]) {
+            // Several results: result r at r times the output's stride along the row (plan_program_layout).
+            const std::vector<int> results = program_.result_nodes();
+            for (std::size_t r = 0; r < results.size(); ++r)
+                once += fmt::format("{}    lj::store1<Value>(kResultDType, out.ptr, out_base{}, (Value)({}));\n", kIndent,
+                                    r == 0 ? std::string() : fmt::format(" + {} * out.strides[R - 1]", r), print(results[r]));
+        }
         for (std::size_t k = 0; k < totals_.size(); ++k)
             if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
                 once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
