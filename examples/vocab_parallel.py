@@ -45,12 +45,12 @@ def vocab_parallel_cross_entropy(x, y, start, partials, loss, group=None):
     loss.set_param("C", C)
     yl = y - start  # the target's column in this slice; outside [0, C) where another rank holds it
     with torch.no_grad():
-        m, s, t = partials(x.detach(), yl)
-        M = m.contiguous()
+        m, s, t = partials(x.detach(), yl)  # views of one [3, N] output
+        M = m.clone()  # all_reduce works in place: not on m, which the next line still needs
         dist.all_reduce(M, op=dist.ReduceOp.MAX, group=group)
         S = s * torch.exp(m - M)  # each slice's sum of exp, relative to the global max
         dist.all_reduce(S, group=group)
-        T = t.contiguous()  # the target's logit: nonzero on the one rank that holds it
+        T = t.clone()  # the target's logit: nonzero on the one rank that holds it
         dist.all_reduce(T, group=group)
         L = M + torch.log(S)
     return loss(x, yl, L[:, None], T[:, None])

@@ -66,6 +66,10 @@ TEST_CASE("constant folding uses the reference semantics") {
         {"-7 % 3 + x", "body: 2 + x\n"},
         {"(1 < 2) + x", "body: 1 + x\n"},
         {"+x", "body: x\n"},
+        // The poles of trigamma are inf (lossjit's rule); -inf is none: nan, as torch's.
+        {"trigamma(-3) + x", "body: inf + x\n"},
+        {"trigamma(-inf) + x", "body: nan + x\n"},
+        {"trigamma(inf) + x", "body: 0 + x\n"},
     };
     for (const auto& [input, expected] : table) {
         CAPTURE(input);

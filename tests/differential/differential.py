@@ -91,6 +91,7 @@ def names_an_input(message, names):
 class Stats:
     def __init__(self):
         self.programs = self.values = self.gradients = self.torch_checked = self.fd_checked = 0
+        self.results = 0  # programs of several results (each checked)
         self.fragile = 0  # programs that differ only where rounding can flip a jump (not failures)
         self.compiled = 0  # programs whose kernels NVRTC compiled
         self.moved = {}    # programs shown along other dimensions (axes.py), by how
@@ -150,15 +151,30 @@ def compare_cpu(p, arrays, upstream, stats, fd_rng, oracle):
         value = loss.reference(*given)
     except lossjit.LossjitError as e:
         raise Failure("value error", f"{type(e).__name__}: {e}")
-    expected = oracle.evaluate().numpy()
-    if p.axes is not None and p.form == "map":
-        value = p.axes.canonical(np.asarray(value), expected.shape)
     nudged = P.Oracle(p, arrays, nudge=True)
-    floor = 1e-3 * oracle.value_scale * (float(np.max(np.abs(upstream))) if p.form == "map" else 1.0)
-    try:
-        compare(value, expected, 1e-6, "value", floor=floor)
-    except Failure:
-        compare(value, expected, 1e-6, "value", noise=np.abs(nudged.evaluate().numpy() - expected), floor=floor)
+    if p.extra:  # several results: each against the oracle
+        expected_all = [e.numpy() for e in oracle.evaluate_results()]
+        floor = 1e-3 * oracle.value_scale
+        for k, (v, e) in enumerate(zip(value, expected_all)):
+            try:
+                compare(v, e, 1e-6, f"value of result {k}", floor=floor)
+            except Failure:
+                noise = np.abs(nudged.evaluate_results()[k].numpy() - e)
+                compare(v, e, 1e-6, f"value of result {k}", noise=noise, floor=floor)
+        if len(value) != len(expected_all):
+            raise Failure("value", f"{len(value)} results, the oracle {len(expected_all)}")
+        stats.results += 1
+        value, expected = value[0], expected_all[0]
+        oracle.evaluate()  # its state as for the first result (the gradients are of it)
+    else:
+        expected = oracle.evaluate().numpy()
+        if p.axes is not None and p.form == "map":
+            value = p.axes.canonical(np.asarray(value), expected.shape)
+        floor = 1e-3 * oracle.value_scale * (float(np.max(np.abs(upstream))) if p.form == "map" else 1.0)
+        try:
+            compare(value, expected, 1e-6, "value", floor=floor)
+        except Failure:
+            compare(value, expected, 1e-6, "value", noise=np.abs(nudged.evaluate().numpy() - expected), floor=floor)
     stats.values += 1
     if not p.wrt:
         return
@@ -508,7 +524,12 @@ def check_gpu(p, arrays, stats, rng):
     value = loss.map(*tensors) if p.form == "map" else loss(*tensors)
     torch.cuda.synchronize()
     reference = loss.reference(*arrays)
-    check(value, reference, "GPU value", lambda: loss.reference(*nudged(p, arrays)))
+    if p.extra:  # several results: each against the reference's
+        for k in range(len(reference)):
+            check(value[k], reference[k], f"GPU value of result {k}", lambda k=k: loss.reference(*nudged(p, arrays))[k])
+        stats.results += 1
+    else:
+        check(value, reference, "GPU value", lambda: loss.reference(*nudged(p, arrays)))
     stats.values += 1
     if not p.wrt:
         return
@@ -528,8 +549,9 @@ def check_gpu(p, arrays, stats, rng):
         else:
             fused_value, grads = loss.value_and_grad(*tensors, wrt=p.wrt)
             torch.cuda.synchronize()
-            check(fused_value, reference, "GPU value of the fused value+gradient kernel",
-                  lambda: loss.reference(*nudged(p, arrays)))
+            for k, (v, want) in enumerate(zip(fused_value, reference) if p.extra else [(fused_value, reference)]):
+                check(v, want, f"GPU value {k} of the fused value+gradient kernel",
+                      lambda k=k: (lambda r: r[k] if p.extra else r)(loss.reference(*nudged(p, arrays))))
             expected = loss.reference_grad(*arrays, wrt=p.wrt)
             again = lambda: loss.reference_grad(*nudged(p, arrays), wrt=p.wrt)  # noqa: E731
         torch.cuda.synchronize()
@@ -646,7 +668,8 @@ def main():
     refused = ", ".join(f"{n} {r}" for r, n in sorted(stats.refused.items(), key=lambda kv: -kv[1])) or "none"
     what = "the torch oracle (float64)" if args.device == "cpu" else "the CPU reference"
     summary = [f"differential ({args.device}): {stats.programs} programs, seed {args.seed}, {elapsed:.1f} s; torch {torch.__version__}",
-               f"  checked against {what}: {stats.values} values, {stats.gradients} gradients"
+               f"  checked against {what}: {stats.values} values ({stats.results} of them lists of results), "
+               f"{stats.gradients} gradients"
                + (f"; oracle against torch.autograd on {stats.torch_checked} programs, finite differences on "
                   f"{stats.fd_checked}; kernels NVRTC-compiled for {stats.compiled}" if args.device == "cpu" else ""),
                f"  refused as documented: {refused}"]

@@ -59,8 +59,10 @@ def _pow(a, b):
 
 
 def _trigamma(x):
-    # torch.polygamma(1, x) is finite (1e32) at the negative integers; lossjit's is inf at every pole.
-    return torch.where((x <= 0) & (x == torch.trunc(x)), torch.tensor(math.inf, dtype=F64), torch.polygamma(1, x))
+    # torch.polygamma(1, x) is finite (1e32) at the negative integers; lossjit's is inf at every pole
+    # (-inf is none: nan, as torch's).
+    pole = (x <= 0) & (x == torch.trunc(x)) & torch.isfinite(x)
+    return torch.where(pole, torch.tensor(math.inf, dtype=F64), torch.polygamma(1, x))
 
 
 class _Digamma(torch.autograd.Function):
@@ -228,6 +230,7 @@ class Program:
         self.inputs = []         # InputSpec, in call order
         self.shape = ()          # S: the broadcast shape of the inputs (before any index's trailing 1)
         self.wrt = []            # input names to differentiate with respect to
+        self.extra = []          # 'composite': further results (`res0, res1, ...`), the body the first
         self.row_dims = "-1"     # how the row reductions' dimensions are written (axes.py moves them)
         self.axes = None         # axes.Axes: how lossjit is shown the inputs (None: as they are)
 
@@ -236,7 +239,11 @@ class Program:
         lines = [f"param {k} = {_num(v)};" for k, v in self.declared.items()]
         for b in self.bindings:
             lines.append(f"{b.binding} = {_print(b, top=True, dims=self.row_dims)};")
-        if self.form == "reduce":
+        if self.extra:  # a list of results: each a binding, the body first
+            for k, root in enumerate([self.body] + self.extra):
+                lines.append(f"res{k} = {_print(root, dims=self.row_dims)};")
+            lines.append(", ".join(f"res{k}" for k in range(len(self.extra) + 1)))
+        elif self.form == "reduce":
             lines.append(f"{self.reduction}({_print(self.body, dims=self.row_dims)})")
         else:
             lines.append(_print(self.body, dims=self.row_dims))
@@ -249,7 +256,7 @@ class Program:
         """Every node of the body and the bindings (an unused binding still counts: lossjit
         evaluates every binding)."""
         out, seen = [], set()
-        for root in self.bindings + [self.body]:
+        for root in self.bindings + [self.body] + self.extra:
             for n in walk(root):
                 if id(n) not in seen:
                     seen.add(id(n))
@@ -281,7 +288,7 @@ class Program:
                 visit(a)
             out.append(n)
 
-        for root in self.bindings + [self.body]:
+        for root in self.bindings + [self.body] + self.extra:
             visit(root)
         return out
 
@@ -315,7 +322,7 @@ class Program:
             for a in n.args:
                 visit(a, data)
 
-        for root in self.bindings + [self.body]:
+        for root in self.bindings + [self.body] + self.extra:
             visit(root, self.form == "reduce" and root is self.body)
         return found
 
@@ -433,6 +440,13 @@ class Generator:
             p.bindings.append(node)
         if form == "composite":
             p.body = self.composite()
+            if r.random() < 0.3:  # several results, from one pass: gradients of the first
+                p.extra = [self.composite() for _ in range(r.choice((1, 1, 2)))]
+                # At most 8 whole-tensor reductions in a kernel (one printed twice counts twice there).
+                def printed_totals(n):
+                    return (n.kind == "total") + sum(printed_totals(a) for a in n.args if a.binding is None)
+                while p.extra and sum(printed_totals(root) for root in [p.body] + p.extra) > 8:
+                    p.extra.pop()
         else:
             body = self.expr(r.choice((2, 3, 4)))
             if self.rows and not any(n.kind in ("row", "take") for n in walk(body)):
@@ -717,7 +731,7 @@ def combined_class(classes):
 def settle(p):
     """What the text means: a composite body that is one reduction is a plain reduction (the same
     text), and batchmean needs a dimension 0 (sum instead over scalars)."""
-    if p.form == "composite" and p.body.kind == "total":
+    if p.form == "composite" and p.body.kind == "total" and not p.extra:
         p.form, p.reduction, p.body = "reduce", p.body.fn, p.body.args[0]
     if not p.broadcast:
         if p.reduction == "batchmean":
@@ -900,9 +914,23 @@ class Oracle:
             return self.map_output(body)
         return body
 
+    def evaluate_results(self):
+        """Every result of the program: its value, then each further result's (p.extra)."""
+        out = [self.evaluate()]
+        body, fragile, scale = self.p.body, self.fragile, self.value_scale
+        try:
+            for root in self.p.extra:
+                self.p.body = root
+                out.append(self.evaluate())
+                fragile, scale = fragile or self.fragile, max(scale, self.value_scale)
+        finally:
+            self.p.body = body
+        self.fragile, self.value_scale = fragile, scale
+        return out
+
     def fragile_after_evaluate(self):
         """Whether any computed value lies within rounding of a jump (evaluates the program)."""
-        self.evaluate()
+        self.evaluate_results()
         return self.fragile
 
     # Functions whose value or gradient jumps, and where: a comparison at equality, floor and its kin
