@@ -95,6 +95,60 @@ TEST_CASE("row programs: reductions match the reference in every team and access
     }
 }
 
+TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulator: ties, nan, inf" *
+          doctest::skip(!have_gpu())) {
+    // Rows of each kind a team meets: ties of the maximum (the first column wins), a nan (its column
+    // wins, logsumexp nan), all -inf (column 0, -inf), two +inf (the first, +inf), plain rows. Short
+    // rows (a thread or a warp a row), long ones (a block), and the same along dimension 0.
+    const double inf = INFINITY;
+    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {700, 100}, {64, 5000}}) {
+        for (const int dim : {-1, 0}) {
+            CAPTURE(rows);
+            CAPTURE(columns);
+            CAPTURE(dim);
+            const std::int64_t n = dim == -1 ? rows : columns;  // the reduced rows, and their length
+            const std::int64_t c = dim == -1 ? columns : rows;
+            HostTensor host = generate(parse_generator(std::to_string(rows) + "x" + std::to_string(columns) + ":normal"), 9);
+            auto at = [&](std::int64_t r, std::int64_t k) { return dim == -1 ? r * columns + k : k * columns + r; };
+            for (std::int64_t r = 0; r < n; ++r) {
+                const std::int64_t a = (r * 7) % c, b = std::min(c - 1, a + 1 + (r % 3) * (c / 4));
+                switch (r % 5) {
+                    case 0: host.set(at(r, a), 9.0); host.set(at(r, b), 9.0); break;
+                    case 1: host.set(at(r, b), NAN); host.set(at(r, a), 20.0); break;
+                    case 2: for (std::int64_t k = 0; k < c; ++k) host.set(at(r, k), -inf); break;
+                    case 3: host.set(at(r, b), inf); host.set(at(r, a), inf); break;
+                    default: break;
+                }
+            }
+            DeviceBuffer device(host.bytes.size());
+            device.upload(host.bytes.data(), host.bytes.size());
+            const std::string d = std::to_string(dim);
+            auto loss = compile("m = logsumexp(x, " + d + "); i = argmax(x, " + d + "); m, i");
+            const std::vector<TensorView> views{TensorView{device.data(), DType::float32, {rows, columns}, {}}};
+            const std::vector<TensorView> host_views{host.view()};
+            REQUIRE(loss.cuda_source(views).find("LogSumExpArgMaxAcc") != std::string::npos);
+            const Shape shape = loss.output_shape(views);
+            REQUIRE(shape == Shape{2, n});
+            std::vector<double> want(static_cast<std::size_t>(2 * n));
+            loss.reference_map(host_views, OutputView{want.data(), DType::float64, shape, {}});
+            DeviceBuffer out(want.size() * sizeof(float));
+            loss.map(views, OutputView{out.data(), DType::float32, shape, {}});
+            std::vector<float> got(want.size());
+            out.download(got.data(), got.size() * sizeof(float));
+            int wrong = 0;
+            for (std::int64_t r = 0; r < n; ++r) {
+                const double m = got[static_cast<std::size_t>(r)], wm = want[static_cast<std::size_t>(r)];
+                const double i = got[static_cast<std::size_t>(n + r)], wi = want[static_cast<std::size_t>(n + r)];
+                const bool m_ok = std::isnan(wm) ? std::isnan(m) : std::isinf(wm) ? m == wm : rel_error(m, wm) < 2e-6;
+                if (!m_ok || i != wi) {
+                    if (++wrong <= 5) MESSAGE("row ", r, ": logsumexp ", m, " (want ", wm, "), argmax ", i, " (want ", wi, ")");
+                }
+            }
+            CHECK(wrong == 0);
+        }
+    }
+}
+
 TEST_CASE("row programs: out-of-range indices give nan rows, int32 indices, strided logits" * doctest::skip(!have_gpu())) {
     const Typed x("256x513:normal", DType::float32, 3);
     const Typed y("256:integers[-3,515]", DType::int32, 4);  // some below 0, some at or past 513

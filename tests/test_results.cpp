@@ -57,6 +57,10 @@ const Listed kListed[] = {
     {"lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); total = ce + 1e-4 * z; total, ce, z",
      {"lse = logsumexp(x, -1); mean(lse - x[y]) + 1e-4 * mean(lse^2)", "lse = logsumexp(x, -1); mean(lse - x[y])",
       "lse = logsumexp(x, -1); mean(lse^2)"}},
+    // Factors of the data: each reduction's factor from a kernel of their own.
+    {"lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); r = ce / z; r, ce, z",
+     {"lse = logsumexp(x, -1); mean(lse - x[y]) / mean(lse^2)", "lse = logsumexp(x, -1); mean(lse - x[y])",
+      "lse = logsumexp(x, -1); mean(lse^2)"}},
     // Whole-tensor reductions of elements, a statistic read inside another result, a sum and a max.
     {"m = mean(x); v = mean((x - m)^2); s = sum(abs(x)); top = mean(amax(x, -1)); v, m, s, top",
      {"mean((x - mean(x))^2)", "mean(x)", "sum(abs(x))", "mean(amax(x, -1))"}},
@@ -177,6 +181,10 @@ TEST_CASE("the kernels of several results compile with NVRTC, value and gradient
         CHECK(build.image_bytes > 0);
         CHECK(build.source.find(fmt::format("kResults = {}", listed.alone.size())) != std::string::npos);
     }
+    // The accuracy's argmax shares the logsumexp's accumulator (one running maximum, one more select).
+    const std::string shared = compile(kCrossEntropy).cuda_source(views);
+    CHECK(shared.find("lj::LogSumExpArgMaxAcc<Value> a") != std::string::npos);
+    CHECK(shared.find("ArgExtremeAcc<Value, true> a") == std::string::npos);
     // The gradient kernel computes every result beside the gradients of the first.
     Options options;
     options.inputs = {"x", "y"};
@@ -185,6 +193,21 @@ TEST_CASE("the kernels of several results compile with NVRTC, value and gradient
     const std::string source = loss.cuda_source(views, wrt);
     CHECK(source.find("kResults = 3") != std::string::npos);
     CHECK(!compile_cuda(source, "compute_90").data.empty());
+    // Factors that are constants (loss alone: 1; ce + 1e-4 * z: 1 and 1e-4) are folded into the
+    // derivatives: one kernel.
+    CHECK(!loss.factor_source(views, wrt));
+    auto total = compile(kListed[1].program);
+    CHECK(!total.factor_source(views, wrt));
+    CHECK(total.cuda_source(views, wrt).find("seed_1 = (Value)grads.total_scale(1)") != std::string::npos);
+    // Factors of the data (ce / z: 1 / z and -ce / z^2): their kernel first, a result per reduction.
+    auto ratio = compile("lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); r = ce / z; r, ce, z");
+    const auto factor = ratio.factor_source(views, wrt);
+    REQUIRE(factor);
+    CHECK(factor->find("kResults = 2") != std::string::npos);
+    const auto built = ratio.compile_factor(views, wrt, "compute_90");
+    REQUIRE(built);
+    CHECK(built->image_bytes > 0);
+    CHECK(!compile_cuda(ratio.cuda_source(views, wrt), "compute_90").data.empty());
     // A binding of a whole-tensor reduction used in a combination (printed as its total, not again).
     auto combined = compile("a = mean(x); a * 2 + sum(x)");
     const TensorView one[] = {views[0]};

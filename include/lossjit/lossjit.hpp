@@ -280,6 +280,11 @@ public:
     // where it has none. Empty `inputs`: as compile_kernel's.
     std::vector<std::string> statistic_sources(std::span<const TensorView> inputs) const;
     std::vector<KernelBuild> compile_statistics(std::span<const TensorView> inputs, const std::string& target) const;
+    // The kernel a program of several whole-tensor reductions runs before its gradient kernel (the
+    // factors: d value / d each reduction differentiated), if the gradient for `wrt` has one.
+    std::optional<std::string> factor_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
+    std::optional<KernelBuild> compile_factor(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                                              const std::string& target) const;
 
     Timings timings() const;  // a snapshot: later calls do not change it
     // The kernel of the most recent GPU call (any of operator(), evaluate, map, value_and_grad):

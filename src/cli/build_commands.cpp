@@ -19,6 +19,8 @@ int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) 
     const auto shapes = shape_views(prepared.inputs);
     // The statistics' kernels first, in the order they run (docs/language.md, the two-phase rule).
     for (const auto& source : prepared.loss.statistic_sources(shapes)) std::cout << source << "\n";
+    // Then a gradient's factors, where the program combines whole-tensor reductions.
+    if (const auto factor = prepared.loss.factor_source(shapes, grads)) std::cout << *factor << "\n";
     std::cout << prepared.loss.cuda_source(shapes, grads);
     return 0;
 }
@@ -39,6 +41,7 @@ int compile_command(const CommonArgs& args, const std::vector<std::string>& grad
     require_writable_cache("compile");
     const auto shapes = shape_views(prepared.inputs);
     const auto statistics = prepared.loss.compile_statistics(shapes, arch);
+    const auto factor = prepared.loss.compile_factor(shapes, grads, arch);
     const auto build = prepared.loss.compile_kernel(shapes, grads, arch);
     if (json) {
         nlohmann::json out = to_json(build);
@@ -46,14 +49,17 @@ int compile_command(const CommonArgs& args, const std::vector<std::string>& grad
             out["statistics"] = nlohmann::json::array();
             for (const auto& s : statistics) out["statistics"].push_back(to_json(s));
         }
+        if (factor) out["factor"] = to_json(*factor);
         std::cout << lossjit::json_text(out) << "\n";
     } else {
         for (std::size_t i = 0; i < statistics.size(); ++i)
             std::cout << fmt::format("statistic {}: {}\n", i, describe(statistics[i]));
+        if (factor) std::cout << fmt::format("gradient factors: {}\n", describe(*factor));
         std::cout << describe(build) << "\n";
     }
     for (const auto& s : statistics)
         if (!s.warning.empty()) std::cerr << "lossjit: warning: " << s.warning << "\n";
+    if (factor && !factor->warning.empty()) std::cerr << "lossjit: warning: " << factor->warning << "\n";
     if (!build.warning.empty()) std::cerr << "lossjit: warning: " << build.warning << "\n";
     require_no_write_failures("compile");
     return 0;

@@ -215,10 +215,26 @@ public:
                 if (factors_.size() <= seed_slot) factors_.resize(seed_slot + 1, -1);
                 factors_[seed_slot] = guarded(*adjoint);
                 guard_ = -1;
-                give(node.args[0], seed(static_cast<int>(seed_slot)));
+                const ir::Node& factor = out_.node(factors_[seed_slot]);
+                if (factor.kind == ir::NodeKind::Constant) {
+                    // A constant factor (`loss + 1e-4 * z`, a list's first result alone) goes into
+                    // the derivative itself: no kernel has to compute it.
+                    const double c = factor.value;
+                    factors_[seed_slot] = kFolded;
+                    const int s = seed(static_cast<int>(seed_slot));
+                    give(node.args[0], c == 1.0 ? s : b.mul(b.constant(c), s));
+                } else {
+                    give(node.args[0], seed(static_cast<int>(seed_slot)));
+                }
             }
         }
-        if (!factors_.empty()) out_.gradient_factor = factor_program();
+        // The factor kernel, unless every factor was folded; a folded one is 1 there (its constant is
+        // in the derivative already).
+        if (std::any_of(factors_.begin(), factors_.end(), [](int f) { return f != kFolded; })) {
+            for (int& f : factors_)
+                if (f == kFolded) f = b.constant(1.0);
+            out_.gradient_factor = factor_program();
+        }
         for (int slot : wrt_) {
             std::optional<int> d;
             for (int id = 0; id < primal; ++id) {
@@ -552,6 +568,7 @@ private:
     int guard_ = -1;                       // the guard of the node being differentiated
     bool from_elements_ = false;           // its contributions are made at every element of a row
     std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
+    static constexpr int kFolded = -2;     // a factor that is a constant, folded into the derivative
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
 };
 

@@ -522,6 +522,64 @@ constexpr std::string_view kArgExtremeAcc =
     "};\n"
     "}  // namespace lj\n";
 
+// logsumexp and argmax of one argument together: logsumexp's running maximum, and the column where it
+// was first reached (or of the first nan: torch.argmax's order). Per element one more select than
+// logsumexp alone, where ArgExtremeAcc beside it costs its own compares (round 18, H200: cross-entropy
+// with its accuracy 1.39x the time of the cross-entropy alone).
+constexpr std::string_view kLogSumExpArgMaxAcc =
+    "namespace lj {\n"
+    "template <class T>\n"
+    "struct LogSumExpArgMaxAcc {  // LogSumExpAcc, and the first column of its maximum (or of the first nan)\n"
+    "    T m = -__int_as_float(0x7f800000);\n"
+    "    double s = 0.0;\n"
+    "    long long i = -1;  // no element yet\n"
+    "    bool nan = false;  // i is the first nan's column\n"
+    "    __device__ __forceinline__ void add(T v, long long j) {  // columns in increasing order\n"
+    "        if (v > m) {\n"
+    "            s = s * (double)exp(m - v) + 1.0;\n"
+    "            m = v;\n"
+    "            if (!nan) i = j;\n"
+    "        } else if (v == m) {\n"
+    "            s += 1.0;  // not exp(m - m): rows of +-inf give +-inf, not nan, as torch\n"
+    "            if (i < 0) i = j;  // a row of -inf: its first column\n"
+    "        } else {\n"
+    "            s += (double)exp(v - m);  // nan when v is nan: the row's result is nan\n"
+    "            if (v != v && !nan) {\n"
+    "                nan = true;\n"
+    "                i = j;\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "    __device__ __forceinline__ void combine(const LogSumExpArgMaxAcc& o) {\n"
+    "        // The column first, by (nan, maximum, column), from both sides' maxima before they merge.\n"
+    "        if (o.i >= 0 && (i < 0 || (o.nan != nan ? o.nan : (nan || o.m == m) ? o.i < i : o.m > m))) {\n"
+    "            i = o.i;\n"
+    "            nan = o.nan;\n"
+    "        }\n"
+    "        const T top = o.m > m ? o.m : m;\n"
+    "        const double mine = m == top ? s : s * (double)exp(m - top);\n"
+    "        const double theirs = o.m == top ? o.s : o.s * (double)exp(o.m - top);\n"
+    "        m = top;\n"
+    "        s = mine + theirs;\n"
+    "    }\n"
+    "    __device__ __forceinline__ LogSumExpArgMaxAcc shuffle_xor(int o) const {\n"
+    "        LogSumExpArgMaxAcc r;\n"
+    "        r.m = lj::shuffle_xor(m, o);\n"
+    "        r.s = lj::shuffle_xor(s, o);\n"
+    "        r.i = __shfl_xor_sync(0xffffffffu, i, o);\n"
+    "        r.nan = __shfl_xor_sync(0xffffffffu, (int)nan, o) != 0;\n"
+    "        return r;\n"
+    "    }\n"
+    "    __device__ __forceinline__ T value() const { return m + (T)log(s); }\n"
+    "    __device__ __forceinline__ T index() const { return i < 0 ? (T)__int_as_float(0x7fffffff) : (T)i; }\n"
+    "};\n"
+    "}  // namespace lj\n";
+
+constexpr SharedAccumulator kSharedAccumulators[] = {
+    {RowReduction::LogSumExp, RowReduction::ArgMax, "lj::LogSumExpArgMaxAcc<Value>", "{0}.value()", "{0}.index()",
+     kLogSumExpArgMaxAcc},
+};
+
 double row_sum(std::span<const double> row) {
     util::CompensatedSum sum;
     for (double v : row) sum.add(v);
@@ -609,6 +667,8 @@ constexpr bool row_table_is_in_enum_order() {
 }
 static_assert(row_table_is_in_enum_order(), "kRowReductions rows must follow the RowReduction enum");
 }  // namespace
+
+std::span<const SharedAccumulator> shared_accumulators() { return kSharedAccumulators; }
 
 std::span<const RowReductionInfo> row_reduction_table() { return kRowReductions; }
 

@@ -150,6 +150,15 @@ struct RowReductionInfo {
     bool is_index = false;
 };
 
+// Two row reductions of one argument that one accumulator computes in one pass, where they meet in
+// a pass (argmax beside a logsumexp: the running maximum is the same): its CUDA type and helper, and
+// each reduction's value from it ({0}: the accumulator).
+struct SharedAccumulator {
+    RowReduction first, second;
+    std::string_view cuda_accumulator, first_result, second_result, cuda_helper;
+};
+std::span<const SharedAccumulator> shared_accumulators();
+
 std::span<const RowReductionInfo> row_reduction_table();
 const RowReductionInfo& row_reduction_info(RowReduction id);
 std::optional<RowReduction> find_row_reduction(std::string_view name);

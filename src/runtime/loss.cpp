@@ -188,8 +188,12 @@ struct Loss::State {
     Emitted emit_for(std::span<const TensorView> inputs) const;
     // Statistic `index`'s kernel for these inputs (its value goes to a float64 result).
     Emitted emit_statistic_for(std::size_t index, std::span<const TensorView> inputs) const;
+    // A kernel of float64 results computed before the program's own (a statistic, a gradient factor).
+    Emitted emit_statistic_like(const ir::Program& kernel, std::span<const TensorView> inputs) const;
     // The fused value-and-gradient kernel value_and_grad() (a map: grad()) would run.
     Emitted emit_gradient_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
+    // The differentiated program those kernels come from (its gradient_factor: the kernel before them).
+    ir::Program differentiated_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
     std::vector<ReferenceGradient> gradients_on_cpu(std::span<const TensorView> host_inputs,
                                                     std::span<const std::string> wrt, double upstream,
                                                     const TensorView* host_upstream) const;
@@ -960,11 +964,14 @@ Loss::State::Emitted Loss::State::emit_for(std::span<const TensorView> inputs) c
 std::string Loss::cuda_source(std::span<const TensorView> inputs) const { return state_->emit_for(inputs).source; }
 
 Loss::State::Emitted Loss::State::emit_statistic_for(std::size_t index, std::span<const TensorView> inputs) const {
-    const ir::Program& statistic = *program.statistics.at(index);
-    const auto views = inputs.first(std::min(inputs.size(), statistic.inputs.size()));
-    const Layout layout = layout_for(statistic, views, nullptr);
-    const KernelSpec spec = spec_for(statistic, layout, CallViews{views, nullptr, DType::float64, {}}, false);
-    return {emit_cuda(statistic, spec), spec.fast_math};
+    return emit_statistic_like(*program.statistics.at(index), inputs);
+}
+
+Loss::State::Emitted Loss::State::emit_statistic_like(const ir::Program& kernel, std::span<const TensorView> inputs) const {
+    const auto views = inputs.first(std::min(inputs.size(), kernel.inputs.size()));
+    const Layout layout = layout_for(kernel, views, nullptr);
+    const KernelSpec spec = spec_for(kernel, layout, CallViews{views, nullptr, DType::float64, {}}, false);
+    return {emit_cuda(kernel, spec), spec.fast_math};
 }
 
 std::vector<std::string> Loss::statistic_sources(std::span<const TensorView> inputs) const {
@@ -986,13 +993,18 @@ std::vector<KernelBuild> Loss::compile_statistics(std::span<const TensorView> in
     return builds;
 }
 
-Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> inputs,
-                                                    std::span<const std::string> wrt) const {
+ir::Program Loss::State::differentiated_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     const auto slots = gradient_slots(program, wrt);
     check_count(program.inputs, inputs.size());
     for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
     const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
-    const auto differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
+    return differentiate(program, slots, per_row_inputs(program, value_layout));
+}
+
+Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> inputs,
+                                                    std::span<const std::string> wrt) const {
+    const auto differentiated = differentiated_for(inputs, wrt);
+    const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
     // The gradients' shared layout: the whole broadcast shape (even where the body is one per row).
     const Shape& shape = value_layout.shape;
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
@@ -1012,6 +1024,23 @@ Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> 
 std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
     if (wrt.empty()) return cuda_source(inputs);
     return state_->emit_gradient_for(inputs, wrt).source;
+}
+
+std::optional<std::string> Loss::factor_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+    if (wrt.empty()) return std::nullopt;
+    const auto factor = state_->differentiated_for(inputs, wrt).gradient_factor;
+    if (!factor) return std::nullopt;
+    return state_->emit_statistic_like(*factor, inputs).source;
+}
+
+std::optional<KernelBuild> Loss::compile_factor(std::span<const TensorView> inputs, std::span<const std::string> wrt,
+                                                const std::string& target) const {
+    if (wrt.empty()) return std::nullopt;
+    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
+    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    const auto factor = state_->differentiated_for(shapes, wrt).gradient_factor;
+    if (!factor) return std::nullopt;
+    return State::build_kernel(state_->emit_statistic_like(*factor, shapes), target);
 }
 
 std::string Loss::cuda_source() const {

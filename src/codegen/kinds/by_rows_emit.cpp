@@ -45,6 +45,9 @@ std::string accumulator_helpers(const ir::Program& program) {
     std::string out;
     for (const auto& row : row_reduction_table())
         if (used[static_cast<std::size_t>(row.id)] && out.find(row.cuda_helper) == std::string::npos) out += row.cuda_helper;
+    for (const auto& shared : shared_accumulators())
+        if (used[static_cast<std::size_t>(shared.first)] && used[static_cast<std::size_t>(shared.second)])
+            out += shared.cuda_helper;
     return out.empty() ? out : "// The row reductions' accumulators (src/lang/builtins.cpp, kRowReductions).\n" + out;
 }
 
@@ -338,10 +341,34 @@ private:
 
         std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, number, kIndent);
         const std::string in1 = std::string(kIndent) + "    ";
+        // Reductions of one argument that share an accumulator (shared_accumulators): the second's
+        // value comes from the first's. Not side by side: a shared accumulator is larger than the
+        // 16 bytes a side-by-side team's shared memory is budgeted for (choose_by_rows).
+        std::map<int, std::pair<int, const SharedAccumulator*>> second_of;  // second -> (first, how)
+        std::map<int, const SharedAccumulator*> first_of;
+        for (const auto& shared : spec_.side_by_side ? std::span<const SharedAccumulator>{} : shared_accumulators())
+            for (int a : reductions)
+                for (int b : reductions) {
+                    const ir::Node& na = program_.node(a);
+                    const ir::Node& nb = program_.node(b);
+                    // The same argument: one node, or two that print alike (x written twice is two nodes).
+                    if (static_cast<RowReduction>(na.slot) != shared.first || static_cast<RowReduction>(nb.slot) != shared.second ||
+                        first_of.count(a) || second_of.count(b) ||
+                        (na.args[0] != nb.args[0] && print(na.args[0]) != print(nb.args[0])))
+                        continue;
+                    first_of[a] = &shared;
+                    second_of[b] = {a, &shared};
+                }
+        auto own = [&](int id) { return !second_of.count(id); };
         for (int id : reductions) {
+            if (!own(id)) continue;
             const std::string acc = fmt::format("a{}", id);
             reduced[id] = acc;
-            out += fmt::format("{}{} {};\n", in1, accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), acc);
+            const auto shared = first_of.find(id);
+            out += fmt::format("{}{} {};\n", in1,
+                               shared != first_of.end() ? shared->second->cuda_accumulator
+                                                        : accumulator_type(static_cast<RowReduction>(program_.node(id).slot)),
+                               acc);
         }
         out += fmt::format("{}for (long long j0 = (long long)Team::lane() * VW; j0 < C; j0 += (long long)Team::kTeam * VW * U) {{\n", in1);
         const std::string in2 = in1 + "    ";
@@ -368,7 +395,7 @@ private:
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
         out += element_bindings(bindings, in4);
         for (int id : reductions)
-            out += fmt::format("{}a{}.add((Value)({}), col);\n", in4, id, print(program_.node(id).args[0]));
+            if (own(id)) out += fmt::format("{}a{}.add((Value)({}), col);\n", in4, id, print(program_.node(id).args[0]));
         if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
@@ -381,12 +408,19 @@ private:
             out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
                                in3, grads[i], grads[i], i);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
-        for (int id : reductions) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
+        for (int id : reductions)
+            if (own(id)) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
         // The accumulators leave the block scope as values.
         std::string values;
         for (int id : reductions) {
-            values += fmt::format("{}r{}_ = {};\n", in1, id,
-                                  accumulated_value(static_cast<RowReduction>(program_.node(id).slot), fmt::format("a{}", id)));
+            std::string value;
+            if (const auto second = second_of.find(id); second != second_of.end())
+                value = fmt::format(fmt::runtime(second->second.second->second_result), fmt::format("a{}", second->second.first));
+            else if (const auto first = first_of.find(id); first != first_of.end())
+                value = fmt::format(fmt::runtime(first->second->first_result), fmt::format("a{}", id));
+            else
+                value = accumulated_value(static_cast<RowReduction>(program_.node(id).slot), fmt::format("a{}", id));
+            values += fmt::format("{}r{}_ = {};\n", in1, id, value);
         }
         std::string declarations;
         for (int id : reductions) {
