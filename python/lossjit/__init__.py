@@ -110,6 +110,8 @@ def _as_numpy(a, what):
     import numpy as np
     if isinstance(a, np.ndarray):
         return a
+    if isinstance(a, np.generic):  # a NumPy scalar (np.float16(2.0)): a 0-dim array of its dtype
+        return np.asarray(a)
     if isinstance(a, (int, float, bool)):
         return np.asarray(a, dtype=np.float64 if isinstance(a, float) else np.int64 if not isinstance(a, bool) else np.bool_)
     if hasattr(a, "__dlpack__"):

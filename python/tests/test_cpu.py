@@ -90,6 +90,13 @@ def test_reference_grad():
     assert gt.shape == (3,) and gp.shape == (6, 3)
 
 
+def test_numpy_scalars_are_0_dim_arrays_of_their_dtype():
+    loss = lossjit.compile("mean(a * b)")
+    b = np.ones((2, 3), np.float32)
+    assert loss.reference(np.float16(2.5), b) == loss.reference(np.array(2.5, np.float16), b) == 2.5
+    assert loss.reference(np.int32(3), b) == 3.0
+
+
 def test_several_results_match_torch_on_the_cpu_reference():
     torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
     loss = lossjit.compile("lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); "
