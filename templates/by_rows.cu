@@ -8,12 +8,29 @@ lossjit_kernel({{PARAMETER_LIST}})
 {
     using Team = {{TEAM}};
     const RowProgram program{ {{PARAMETER_VALUES}} };
+    // Totals of values per element: every lane adds its own. Totals of values per row: the team's
+    // lane 0 adds them, into the team's slot in shared memory (not registers held all kernel long:
+    // round 20, each total past the cross-entropy's one cost occupancy), merged into the finish's
+    // per-thread sums after the loop. Side by side (up to 1024 teams a block), in registers too.
     double totals[RowProgram::kTotals] = {};
+    __shared__ double team_totals[Team::kSideBySide ? 1 : Team::kPerBlock][RowProgram::kTotals];
+    if constexpr (!Team::kSideBySide) {
+        for (int t = threadIdx.x; t < Team::kPerBlock * RowProgram::kTotals; t += blockDim.x) (&team_totals[0][0])[t] = 0.0;
+        __syncthreads();
+    }
+    double (&row_totals)[RowProgram::kTotals] = Team::kSideBySide ? totals : team_totals[Team::team_in_block()];
     const long long columns = extents.dims[{{RANK}} - 1];
     long long rows = 1;
 #pragma unroll
     for (int d = 0; d < {{RANK}} - 1; ++d) rows *= extents.dims[d];
     lj::for_each_row<Team>(rows, columns, [&](long long row, long long C, bool active) {
-        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, C, active, totals, out, {{GRADS}});
+        program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, C, active, totals, row_totals, out,
+                                                                    {{GRADS}});
     });
+    if constexpr (!Team::kSideBySide) {
+        __syncthreads();  // every team's last row added
+        if (threadIdx.x < Team::kPerBlock)
+#pragma unroll
+            for (int k = 0; k < RowProgram::kTotals; ++k) totals[k] += team_totals[threadIdx.x][k];
+    }
 {{FINISH}}}

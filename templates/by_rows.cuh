@@ -25,6 +25,7 @@ struct Team {
     static constexpr int kTeam = TEAM;
     static constexpr int kPerBlock = BLOCK / TEAM;
     __device__ __forceinline__ static int lane() { return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x; }
+    __device__ __forceinline__ static int team_in_block() { return TEAM == 32 ? (int)(threadIdx.x >> 5) : 0; }
     __device__ __forceinline__ static long long first_row() {
         return (long long)blockIdx.x * kPerBlock + (TEAM == 32 ? (long long)(threadIdx.x >> 5) : 0);
     }
@@ -62,6 +63,7 @@ struct SideTeam {
     static constexpr int kPerBlock = BLOCK / TEAM;  // rows per block
     __device__ __forceinline__ static int lane() { return (int)(threadIdx.x / kPerBlock); }
     __device__ __forceinline__ static int row_in_block() { return (int)(threadIdx.x % kPerBlock); }
+    __device__ __forceinline__ static int team_in_block() { return row_in_block(); }
 
     // Every thread of a row's team gets the combination of the team's accumulators, in lane order.
     template <class Acc>

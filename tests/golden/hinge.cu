@@ -91,6 +91,11 @@ struct RowsOut {
 // (templates/*.cuh), then the program.
 namespace lj {
 
+// std::conditional_t, which NVRTC's --minimal compile has no header for.
+template <bool C, class A, class B> struct conditional { using type = A; };
+template <class A, class B> struct conditional<false, A, B> { using type = B; };
+template <bool C, class A, class B> using conditional_t = typename conditional<C, A, B>::type;
+
 // Coordinates of linear element i over the collapsed dims (innermost dim varies fastest).
 template <int R>
 __device__ __forceinline__ void coords(const Extents& e, long long i, long long (&c)[kMaxRank]) {

@@ -106,7 +106,8 @@ public:
         }
         out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
         out += "    __device__ __forceinline__ void row(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long row,\n";
-        out += "                                       long long C, bool active, double (&totals)[kTotals], const Out& out,\n";
+        out += "                                       long long C, bool active, double (&totals)[kTotals],\n";
+        out += "                                       double (&row_totals)[kTotals], const Out& out,\n";
         out += "                                       const Grads& grads) const {\n";
         out += row_body();
         out += "    }\n};";
@@ -505,7 +506,7 @@ private:
         }
         for (std::size_t k = 0; k < totals_.size(); ++k)
             if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
-                once += fmt::format("{}    totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
+                once += fmt::format("{}    row_totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
         // A gradient of an input of one value for each row: summed along the row by its derivative,
         // at the row's index in the input's own (contiguous) shape.
         for (std::size_t g = 0; g < program_.derivatives.size(); ++g) {
