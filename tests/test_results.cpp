@@ -159,7 +159,7 @@ TEST_CASE("the gradient is of the first result, whatever the others reach") {
                 CHECK(got[0].values[i] == doctest::Approx(0.5 * want[0].values[i]).epsilon(1e-12));
             ++computed;
         } catch (const UnsupportedError&) {
-            // The first result's own limits (two reductions reaching x) hold for the list too.
+            // The first result's own limits (a gradient through a statistic) hold for the list too.
             CHECK_THROWS_AS((void)first.reference_grad(its, wrt), UnsupportedError);
         }
     }
@@ -234,6 +234,9 @@ TEST_CASE("results of one value per row: an output [R, rows...], each as its pro
     loss.reference_map(host, OutputView{interleaved.data(), DType::float64, {3, 64}, {1, 3}});
     for (std::size_t r = 0; r < 3; ++r)
         for (std::size_t i = 0; i < 64; ++i) CHECK(interleaved[i * 3 + r] == out[r * 64 + i]);
+    // Results may not share a location (a zero stride from one to the next).
+    CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {3, 64}, {0, 1}}),
+                         doctest::Contains("zero stride"), UsageError);
     // The output must hold every result; no gradient yet.
     CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {64}, {}}),
                          doctest::Contains("need [3, ...]"), UsageError);

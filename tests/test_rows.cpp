@@ -276,6 +276,24 @@ TEST_CASE("gradients through rows: softmax minus one-hot, ties, and finite diffe
     const auto ratio = compile("sum(x) / sum(x * x)").reference_grad(std::vector<TensorView>{x}, wrt);
     for (std::size_t i = 0; i < h.x.size(); ++i)
         CHECK(ratio[0].values[i] == doctest::Approx(1.0 / s2 - 2.0 * h.x[i] * s1 / (s2 * s2)).epsilon(1e-12));
+    // A reduction the input reaches only through what passes no gradient (a condition, floor): no
+    // factor, no seed; the others' gradients as ever.
+    struct Piecewise {
+        const char* program;
+        double (*expected)(double x, double s1, double s2);
+    };
+    const Piecewise piecewise[] = {
+        {"a = sum(x * x); b = sum(x); where(a > 1, b, 0)", [](double, double, double s2) { return s2 > 1 ? 1.0 : 0.0; }},
+        {"floor(sum(x)) + sum(x * x)", [](double v, double, double) { return 2 * v; }},
+        {"a = sum(x * x); b = sum(x); a * (b > 0)", [](double v, double s1, double) { return s1 > 0 ? 2 * v : 0.0; }},
+    };
+    for (const auto& p : piecewise) {
+        CAPTURE(p.program);
+        const auto loss = compile(p.program);
+        const auto g = loss.reference_grad(std::vector<TensorView>{x}, wrt);
+        for (std::size_t i = 0; i < h.x.size(); ++i) CHECK(g[0].values[i] == doctest::Approx(p.expected(h.x[i], s1, s2)).epsilon(1e-12));
+        CHECK(!compile(p.program).compile_kernel(std::vector<TensorView>{x}, wrt, "compute_90").source.empty());
+    }
 
     // amax: torch gives ties equal shares.
     const std::vector<double> tied{1.0, 3.0, 3.0, -1.0};

@@ -38,7 +38,8 @@ extern "C" {
 #endif
 
 #define LOSSJIT_C_API_VERSION_MAJOR 1
-#define LOSSJIT_C_API_VERSION_MINOR 1  /* 1.1: lossjit_compile_n */
+#define LOSSJIT_C_API_VERSION_MINOR 2  /* 1.1: lossjit_compile_n; 1.2: several results (lossjit_result_*,
+                                          lossjit_reference_values; result views of their count) */
 #define LOSSJIT_C_API_VERSION ((LOSSJIT_C_API_VERSION_MAJOR << 16) | LOSSJIT_C_API_VERSION_MINOR)
 
 /* The library's ABI version (LOSSJIT_C_API_VERSION of the header it was built from) and lossjit's version ("0.1.0"). */

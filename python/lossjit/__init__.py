@@ -139,7 +139,8 @@ class Loss:
         # A program's several results (`loss, z, acc`); () for one. Calls return them as a Results tuple.
         self.results = tuple(lib.lossjit_result_name(handle, i).decode()
                              for i in range(lib.lossjit_result_count(handle)) if lib.lossjit_result_name(handle, i))
-        self._Results = collections.namedtuple("Results", self.results) if self.results else None
+        # rename: a name Python does not take as a field (a keyword, a leading _) becomes _k, its index.
+        self._Results = collections.namedtuple("Results", self.results, rename=True) if self.results else None
         # Which results have a gradient at all (accuracy has none): autograd treats the others as constants.
         self._differentiable = tuple(bool(lib.lossjit_result_differentiable(handle, i)) for i in range(len(self.results)))
         self._param_names = []

@@ -6,7 +6,7 @@ import os
 import pathlib
 
 C_API_MAJOR = 1  # the LOSSJIT_C_API_VERSION major this package is written against
-C_API_MINOR = 1  # and the minor it needs at least (1.1: lossjit_compile_n)
+C_API_MINOR = 2  # and the minor it needs at least (1.1: lossjit_compile_n; 1.2: several results)
 
 
 class LossjitError(Exception):
@@ -162,15 +162,17 @@ _SIGNATURES = {
     "lossjit_view_from_dlpack": (_i32, [_vp, ctypes.POINTER(View), ctypes.POINTER(_i32)]),
     "lossjit_reference_dlpack": (_i32, [_vp, _vp, _sz, ctypes.POINTER(_dbl)]),
 }
-for _name, (_restype, _argtypes) in _SIGNATURES.items():
-    for _library in (lib, gil_lib):
-        _f = getattr(_library, _name)
-        _f.restype, _f.argtypes = _restype, _argtypes
-
+# The version first: an older library lacks functions below, and should say so rather than fail on one.
+lib.lossjit_c_api_version.restype, lib.lossjit_c_api_version.argtypes = ctypes.c_uint32, []
 _version = lib.lossjit_c_api_version()
 if _version >> 16 != C_API_MAJOR or _version & 0xFFFF < C_API_MINOR:
     raise ImportError(f"lossjit: liblossjit_c.so has C API version {_version >> 16}.{_version & 0xFFFF}; "
                       f"this package needs {C_API_MAJOR}.{C_API_MINOR} or a later {C_API_MAJOR}.x")
+
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    for _library in (lib, gil_lib):
+        _f = getattr(_library, _name)
+        _f.restype, _f.argtypes = _restype, _argtypes
 
 # The dtype codes, named by the library's one dtype table (lossjit_dtype_name).
 DTYPE_NAMES = []

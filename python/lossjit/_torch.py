@@ -573,7 +573,7 @@ def _reduce_setup(ctx, inputs, output):
     # torch.compile either). Of the others, those nothing differentiates get None, not zeros: a
     # gradient reaching one of them is refused.
     differentiable = _side(loss_id).loss._differentiable
-    constants = [output[k] for k in range(1, ctx.results) if not differentiable[k]]
+    constants = [output[k] for k in range(ctx.results if ctx.results > 1 else 0) if not differentiable[k]]
     if constants:
         ctx.mark_non_differentiable(*constants)
     ctx.set_materialize_grads(False)

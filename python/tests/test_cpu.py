@@ -119,6 +119,12 @@ def test_several_results_match_torch_on_the_cpu_reference():
         lossjit.compile("a = mean(x); b = x * 2; a, b")
 
 
+def test_result_names_python_does_not_take_as_fields_are_renamed():
+    loss = lossjit.compile("_a = mean(x); lambda = sum(x); _a, lambda")
+    out = loss.reference(np.arange(4.0))
+    assert out == (1.5, 6.0) and out._0 == 1.5 and out._1 == 6.0
+
+
 def test_results_of_one_value_per_row_on_the_reference():
     loss = lossjit.compile("param C = 9; m = amax(x, -1); s = sum(exp(x - m), -1); "
                            "t = where(y >= 0 && y < C, x[y], 0); m, s, t")

@@ -228,6 +228,11 @@ public:
                 }
             }
         }
+        // A reduction an input reaches only through what passes no gradient (a comparison, floor, a
+        // where's condition) got no adjoint: its seed is used nowhere, its factor is folded (as 1).
+        if (!out_.gradient_totals.empty()) factors_.resize(out_.gradient_totals.size(), kFolded);
+        for (int& f : factors_)
+            if (f < 0) f = kFolded;
         // The factor kernel, unless every factor was folded; a folded one is 1 there (its constant is
         // in the derivative already).
         if (std::any_of(factors_.begin(), factors_.end(), [](int f) { return f != kFolded; })) {

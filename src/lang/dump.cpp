@@ -87,7 +87,12 @@ std::string dump_gradients(const ir::Program& program) {
     // The seed: what the loss gives each element (ir::NodeKind::Seed), named g unless an input is;
     // those of a Composite program's further reductions g1, g2, ...
     std::string seed = "g";
-    while (taken(seed) || (program.gradient_totals.size() > 1 && taken(seed + "1"))) seed += "_";
+    auto seeds_taken = [&] {
+        for (std::size_t j = 0; j < std::max<std::size_t>(program.gradient_totals.size(), 1); ++j)
+            if (taken(j > 0 ? seed + std::to_string(j) : seed)) return true;
+        return false;
+    };
+    while (seeds_taken()) seed += "_";
     for (std::size_t id = 0; id < program.nodes.size(); ++id) {
         const ir::Node& n = program.nodes[id];
         if (n.kind == ir::NodeKind::Seed) printer.name(static_cast<int>(id), n.slot > 0 ? seed + std::to_string(n.slot) : seed);

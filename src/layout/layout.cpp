@@ -546,6 +546,8 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
         throw UsageError(fmt::format("the output has shape [{}], but the program's {} results of one value per row need "
                                      "[{}, ...] (result, then the rows)",
                                      fmt::join(output->shape, ", "), count, count));
+    if (count > 1 && strides[0] == 0)
+        throw UsageError("the output has a zero stride: several elements would share one location");
     const OperandShape one{output->name, Shape(output->shape.begin() + 1, output->shape.end()),
                            std::vector<std::int64_t>(strides.begin() + 1, strides.end())};
     Layout results = plan_row_layout(inputs, index, &one, true, program.row_dims);

@@ -192,8 +192,14 @@ struct Loss::State {
     Emitted emit_statistic_like(const ir::Program& kernel, std::span<const TensorView> inputs) const;
     // The fused value-and-gradient kernel value_and_grad() (a map: grad()) would run.
     Emitted emit_gradient_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
-    // The differentiated program those kernels come from (its gradient_factor: the kernel before them).
-    ir::Program differentiated_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
+    // The differentiated program those kernels come from (its gradient_factor: the kernel before
+    // them), and the value's layout it was differentiated for.
+    struct Differentiated {
+        ir::Program program;
+        Layout value_layout;
+    };
+    Differentiated differentiated_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
+    std::optional<Emitted> emit_factor_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const;
     std::vector<ReferenceGradient> gradients_on_cpu(std::span<const TensorView> host_inputs,
                                                     std::span<const std::string> wrt, double upstream,
                                                     const TensorView* host_upstream) const;
@@ -974,9 +980,31 @@ Loss::State::Emitted Loss::State::emit_statistic_like(const ir::Program& kernel,
     return {emit_cuda(kernel, spec), spec.fast_math};
 }
 
+namespace {
+
+// The views a tool compiles for: the caller's, or where it gives none, inputs that all share one
+// large contiguous shape (the variant for large, aligned, contiguous inputs). Not copied: `views`
+// may point into `defaults`.
+struct ShapesOrDefaults {
+    std::vector<TensorView> defaults;
+    std::span<const TensorView> views;
+    ShapesOrDefaults(const ShapesOrDefaults&) = delete;
+    ShapesOrDefaults& operator=(const ShapesOrDefaults&) = delete;
+    ShapesOrDefaults(std::span<const TensorView> inputs, std::size_t count) {
+        if (inputs.empty() && count > 0) {
+            defaults.assign(count, TensorView::contiguous(nullptr, {1 << 24}));
+            views = defaults;
+        } else {
+            views = inputs;
+        }
+    }
+};
+
+}  // namespace
+
 std::vector<std::string> Loss::statistic_sources(std::span<const TensorView> inputs) const {
-    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    const ShapesOrDefaults given(inputs, state_->program.inputs.size());
+    const auto shapes = given.views;
     check_count(state_->program.inputs, shapes.size());
     std::vector<std::string> sources;
     for (std::size_t i = 0; i < state_->program.statistics.size(); ++i) sources.push_back(state_->emit_statistic_for(i, shapes).source);
@@ -984,8 +1012,8 @@ std::vector<std::string> Loss::statistic_sources(std::span<const TensorView> inp
 }
 
 std::vector<KernelBuild> Loss::compile_statistics(std::span<const TensorView> inputs, const std::string& target) const {
-    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    const ShapesOrDefaults given(inputs, state_->program.inputs.size());
+    const auto shapes = given.views;
     check_count(state_->program.inputs, shapes.size());
     std::vector<KernelBuild> builds;
     for (std::size_t i = 0; i < state_->program.statistics.size(); ++i)
@@ -993,18 +1021,19 @@ std::vector<KernelBuild> Loss::compile_statistics(std::span<const TensorView> in
     return builds;
 }
 
-ir::Program Loss::State::differentiated_for(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+Loss::State::Differentiated Loss::State::differentiated_for(std::span<const TensorView> inputs,
+                                                           std::span<const std::string> wrt) const {
     const auto slots = gradient_slots(program, wrt);
     check_count(program.inputs, inputs.size());
     for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
-    const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
-    return differentiate(program, slots, per_row_inputs(program, value_layout));
+    Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
+    ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
+    return {std::move(differentiated), std::move(value_layout)};
 }
 
 Loss::State::Emitted Loss::State::emit_gradient_for(std::span<const TensorView> inputs,
                                                     std::span<const std::string> wrt) const {
-    const auto differentiated = differentiated_for(inputs, wrt);
-    const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
+    const auto [differentiated, value_layout] = differentiated_for(inputs, wrt);
     // The gradients' shared layout: the whole broadcast shape (even where the body is one per row).
     const Shape& shape = value_layout.shape;
     const OutputView gradients = OutputView::contiguous(nullptr, shape);
@@ -1026,28 +1055,28 @@ std::string Loss::cuda_source(std::span<const TensorView> inputs, std::span<cons
     return state_->emit_gradient_for(inputs, wrt).source;
 }
 
-std::optional<std::string> Loss::factor_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+std::optional<Loss::State::Emitted> Loss::State::emit_factor_for(std::span<const TensorView> inputs,
+                                                                  std::span<const std::string> wrt) const {
     if (wrt.empty()) return std::nullopt;
-    const auto factor = state_->differentiated_for(inputs, wrt).gradient_factor;
+    const auto factor = differentiated_for(inputs, wrt).program.gradient_factor;
     if (!factor) return std::nullopt;
-    return state_->emit_statistic_like(*factor, inputs).source;
+    return emit_statistic_like(*factor, inputs);
+}
+
+std::optional<std::string> Loss::factor_source(std::span<const TensorView> inputs, std::span<const std::string> wrt) const {
+    const ShapesOrDefaults given(inputs, state_->program.inputs.size());
+    const auto emitted = state_->emit_factor_for(given.views, wrt);
+    return emitted ? std::optional<std::string>(emitted->source) : std::nullopt;
 }
 
 std::optional<KernelBuild> Loss::compile_factor(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                                 const std::string& target) const {
-    if (wrt.empty()) return std::nullopt;
-    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
-    const auto factor = state_->differentiated_for(shapes, wrt).gradient_factor;
-    if (!factor) return std::nullopt;
-    return State::build_kernel(state_->emit_statistic_like(*factor, shapes), target);
+    const ShapesOrDefaults given(inputs, state_->program.inputs.size());
+    const auto emitted = state_->emit_factor_for(given.views, wrt);
+    return emitted ? std::optional<KernelBuild>(State::build_kernel(*emitted, target)) : std::nullopt;
 }
 
-std::string Loss::cuda_source() const {
-    // The variant for large, aligned, contiguous inputs that all have one shape.
-    const std::vector<TensorView> inputs(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    return cuda_source(inputs);
-}
+std::string Loss::cuda_source() const { return cuda_source(ShapesOrDefaults({}, state_->program.inputs.size()).defaults); }
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::string& target) const {
     return compile_kernel(inputs, {}, target);
@@ -1055,16 +1084,15 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, const std::
 
 KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, std::span<const std::string> wrt,
                                  const std::string& target) const {
-    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const auto shapes = inputs.empty() && !state_->program.inputs.empty() ? std::span<const TensorView>(defaults) : inputs;
+    const ShapesOrDefaults given(inputs, state_->program.inputs.size());
+    const auto shapes = given.views;
     return State::build_kernel(wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt), target);
 }
 
 std::string Loss::ptx(std::span<const TensorView> inputs, const std::string& arch) const {
     std::string target = normalize_target(arch);
     if (target.rfind("sm_", 0) == 0) target = "compute_" + target.substr(3);
-    const std::vector<TensorView> defaults(state_->program.inputs.size(), TensorView::contiguous(nullptr, {1 << 24}));
-    const State::Emitted emitted = state_->emit_for(inputs.empty() && !state_->program.inputs.empty() ? defaults : inputs);
+    const State::Emitted emitted = state_->emit_for(ShapesOrDefaults(inputs, state_->program.inputs.size()).views);
     return KernelCache::process().get(emitted.source, target, emitted.fast_math).image->data;
 }
 
