@@ -101,7 +101,9 @@ struct Program {
     // gradient_totals[j] (upstream / its divisor, times factor j). A plain reduction: {0}. A
     // Composite program: each reduction the inputs differentiated reach; the body's derivative by
     // each, a scalar of the reductions, is a result of gradient_factor (a Composite program of its
-    // own, launched first: its values scale the gradients; results in this order).
+    // own, launched first: its values scale the gradients; results in this order). A factor that is
+    // a constant is folded into the derivatives instead (1 in gradient_factor); where all are,
+    // gradient_factor is null.
     std::vector<int> gradient_totals;
     std::shared_ptr<const Program> gradient_factor;
     // Whole-tensor reductions used per element or inside another reduction (`x / sqrt(sum(x^2))`,
