@@ -454,6 +454,9 @@ class Generator:
             if body.cls == "T":  # one number: the program would be a reduction (or composite)
                 body = self.combine(body, self.input_leaf())
             p.body = body
+            if form == "map" and self.per_row_by_rule(body) and r.random() < 0.4:
+                # Several results of one value per row (an output [R, rows...]); no gradient yet.
+                p.extra = [self.row_value(2) for _ in range(r.choice((1, 2)))]
             if form == "reduce":
                 p.reduction = r.choice(TOTALS) if p.shape else r.choice(("sum", "mean"))
         self.ensure_takes()
@@ -484,7 +487,7 @@ class Generator:
             if alone:
                 text = next(iter(reached[r.choice(alone)]))
                 floating = [n for n in alone if reached[n] == {text}]
-        if floating:
+        if floating and not (p.form == "map" and p.extra):
             k = r.choice(range(1, len(floating) + 1))
             p.wrt = r.sample(floating, k)
         return p
@@ -648,6 +651,29 @@ class Generator:
         if domain == "ge1":
             return self.apply("+", [self.apply("abs", [node]), Node("const", value=1.5, cls="K")])
         return node
+
+    def per_row_by_rule(self, node):
+        """One value per row by lossjit's rule for a list of results, which knows no layout: row
+        reductions, takes, indices, and what is computed from those with constants (an input of
+        extent 1 along the row is per row only in a layout), at least one of them."""
+        def visit(n):
+            if n.kind in ("row", "take"):
+                return True, True
+            if n.kind == "input":
+                spec = next((i for i in self.data if i.name == n.name), None)
+                index = spec is not None and spec.role == "index"
+                return index, index
+            if n.kind in ("const", "param"):
+                return True, False
+            if n.kind == "total":
+                return False, False
+            ok, rowish = True, False
+            for a in n.args:
+                a_ok, a_row = visit(a)
+                ok, rowish = ok and a_ok, rowish or a_row
+            return ok, rowish
+        ok, rowish = visit(node)
+        return ok and rowish
 
     def row_value(self, depth):
         fn = self.rng.choice(list(ROW_REDUCTIONS))
