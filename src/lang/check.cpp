@@ -112,8 +112,9 @@ public:
     }
 
 private:
-    // `loss, z, acc`: every result a binding of one number computed from the data; the body is the
-    // first (what gradients are of), the program Composite (the kernel's finish computes each).
+    // `loss, z, acc`: every result a binding, all of one number computed from the data (a Composite
+    // program: the kernel's finish computes each) or all of one value per row (a map whose output
+    // holds each); the body is the first (what gradients are of).
     ir::Program with_results() {
         if (source_.results.size() > static_cast<std::size_t>(kMaxResults))
             fail(source_.results[static_cast<std::size_t>(kMaxResults)].pos,
