@@ -17,6 +17,18 @@ __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_x
 // The row accumulators (sum, amax, logsumexp, argmax, ...) are rows of the language table
 // (src/lang/builtins.cpp, kRowReductions): a kernel carries those its program uses, after this file.
 
+// A group of N neighbouring columns (j, j + 1, ...: one vector load's) into a row accumulator: at once
+// where it has add_vec (LogSumExpAcc), else element by element in column order.
+template <class Acc, class T, int N>
+__device__ __forceinline__ auto add_group(Acc& a, const T (&v)[N], long long j, int) -> decltype(a.add_vec(v, j), void()) {
+    a.add_vec(v, j);
+}
+template <class Acc, class T, int N>
+__device__ __forceinline__ void add_group(Acc& a, const T (&v)[N], long long j, long) {
+#pragma unroll
+    for (int q = 0; q < N; ++q) a.add(v[q], j + q);
+}
+
 // A team of TEAM threads (a warp, or the whole block) takes one row at a time.
 template <int BLOCK, int TEAM>
 struct Team {

@@ -447,6 +447,13 @@ constexpr std::string_view kExtremeAcc =
     "}  // namespace lj\n";
 // logsumexp in one pass: the running maximum m and the sum s of exp(x - m), rescaled when m grows.
 // Equal maxima add 1 instead of exp(m - m), so rows of +-inf give +-inf (not nan), as torch does.
+// add_vec takes a group of neighbouring columns (a vector load's) at once: the group's maximum
+// rescales s at most once, and its exps are summed in float and converted to double once, instead
+// of a compare-and-branch and a conversion per element (round 24, H100, 16384 x 32768: cross-entropy
+// 0.744 -> 0.710 ms, 92% -> 96% of the read roofline). A nan element is left out of the maximum and
+// reaches s; while the maximum is +-inf the group goes through add(), whose equal-maximum rule keeps
+// rows of +-inf from giving nan. An accumulator derived from this one must define its own add_vec
+// (add_group would otherwise take this one and skip the derived state).
 constexpr std::string_view kLogSumExpAcc =
     "namespace lj {\n"
     "template <class T>\n"
@@ -461,6 +468,25 @@ constexpr std::string_view kLogSumExpAcc =
     "            s += 1.0;  // not exp(m - m): rows of +-inf give +-inf, not nan, as torch\n"
     "        } else {\n"
     "            s += (double)exp(v - m);  // nan when v is nan: the row's result is nan\n"
+    "        }\n"
+    "    }\n"
+    "    template <int N>\n"
+    "    __device__ __forceinline__ void add_vec(const T (&v)[N], long long = 0) {\n"
+    "        T top = -__int_as_float(0x7f800000);\n"
+    "#pragma unroll\n"
+    "        for (int q = 0; q < N; ++q) top = v[q] > top ? v[q] : top;  // nan left out\n"
+    "        if (top > m) {\n"
+    "            s *= (double)exp(m - top);\n"
+    "            m = top;\n"
+    "        }\n"
+    "        if (isfinite(m)) {\n"
+    "            T group = 0;\n"
+    "#pragma unroll\n"
+    "            for (int q = 0; q < N; ++q) group += exp(v[q] - m);  // each at most 1\n"
+    "            s += (double)group;\n"
+    "        } else {\n"
+    "#pragma unroll\n"
+    "            for (int q = 0; q < N; ++q) add(v[q]);\n"
     "        }\n"
     "    }\n"
     "    __device__ __forceinline__ void combine(const LogSumExpAcc& o) {\n"
@@ -547,6 +573,22 @@ constexpr std::string_view kLogSumExpArgMaxAcc =  // after kLogSumExpAcc and kAr
     "            nan = true;\n"
     "            i = (Index)j;\n"
     "        }\n"
+    "    }\n"
+    "    template <int N>\n"
+    "    __device__ __forceinline__ void add_vec(const T (&v)[N], long long j) {  // columns j, j + 1, ...\n"
+    "        const T before = this->m;\n"
+    "        LogSumExpAcc<T>::add_vec(v, j);\n"
+    "        if (nan) return;  // the first nan's column stays\n"
+    "        int at = -1;\n"
+    "        if (this->s != this->s) {  // a nan in this group (s is nan from nan elements alone)\n"
+    "#pragma unroll\n"
+    "            for (int q = N - 1; q >= 0; --q) at = v[q] != v[q] ? q : at;\n"
+    "            nan = true;\n"
+    "        } else if (this->m > before || (i < 0 && this->m == before)) {  // a new maximum, or a row of -inf\n"
+    "#pragma unroll\n"
+    "            for (int q = N - 1; q >= 0; --q) at = v[q] == this->m ? q : at;\n"
+    "        }\n"
+    "        if (at >= 0) i = (Index)(j + at);\n"
     "    }\n"
     "    __device__ __forceinline__ void combine(const LogSumExpArgMaxAcc& o) {\n"
     "        // The column first, by (nan, maximum, column), from both sides' maxima before they merge.\n"

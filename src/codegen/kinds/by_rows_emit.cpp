@@ -388,6 +388,9 @@ private:
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
         out += fmt::format("{}if (j >= C) continue;\n", in3);
+        // Each reduction's argument at the VW columns, added as one group after them (add_group).
+        for (int id : reductions)
+            if (own(id)) out += fmt::format("{}Value e{}[VW];\n", in3, id);
         if (map_elements) out += fmt::format("{}Value r[VW];\n", in3);
         if (!grads.empty()) out += fmt::format("{}Value rg[{}][VW];\n", in3, grads.size());
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in3, in3);
@@ -396,13 +399,15 @@ private:
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
         out += element_bindings(bindings, in4);
         for (int id : reductions)
-            if (own(id)) out += fmt::format("{}a{}.add((Value)({}), col);\n", in4, id, print(program_.node(id).args[0]));
+            if (own(id)) out += fmt::format("{}e{}[q] = (Value)({});\n", in4, id, print(program_.node(id).args[0]));
         if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
         for (std::size_t k : element_totals)
             out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
         for (std::size_t i = 0; i < grads.size(); ++i)
             out += fmt::format("{}rg[{}][q] = (Value)({});\n", in4, i, print(program_.derivatives[grads[i]].node));
         out += fmt::format("{}}}\n", in3);
+        for (int id : reductions)
+            if (own(id)) out += fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in3, id, id);
         if (map_elements)
             out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
         for (std::size_t i = 0; i < grads.size(); ++i)
