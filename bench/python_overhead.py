@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Host time per call of lossjit's PyTorch entry points beside eager torch and torch.compile, on a
-4096-element MSE, forward only, the result left on the device (issue 14's target: <= 10 us on H100).
+4096-element MSE (--n), forward only, the result left on the device (issue 14's target: <= 10 us on
+H100); then forward and backward (torch.autograd.grad of the value) through each path (issue 31).
 
 Each variant is called `--calls` times back to back, timed on the host (time.perf_counter), then the
 device is synchronised once; a kernel of 4096 elements takes less time on the GPU than a call takes
@@ -158,6 +159,22 @@ def main():
         if args.profile:
             profile([("direct path", lambda: loss(p, t)), ("lossjit::value", lambda: value(loss._id, [p, t])),
                      ("compiled", lambda: lossjit_compiled(p, t))], 3000, args.profile)
+    # Forward and backward, as a training step calls a loss: torch.autograd.grad of the value with
+    # respect to p (p requires grad), host time per call, each path beside torch's own.
+    pg = p.detach().clone().requires_grad_(True)
+    grad_calls = max(args.calls // 4, 1000)
+    op_value = lambda a, b: op(loss._id, [a, b], 1)[0]  # noqa: E731
+    grad_variants = [
+        ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", lambda a, b: loss(a, b)),
+        ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the custom op, eager)", op_value),
+        ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled),
+        ("fwd+bwd torch eager: F.mse_loss(p, t)", F.mse_loss),
+        ("fwd+bwd torch.compile: torch.mean((p - t) ** 2)", mse_compiled),
+    ]
+    for name, fn in grad_variants:
+        median, best = host_us(lambda: torch.autograd.grad(fn(pg, t), pg), grad_calls, args.repeats)
+        rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
+        print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
     report = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
               "python": platform.python_version(), "n": args.n, "calls": args.calls, "repeats": args.repeats,
               "rows": rows}

@@ -145,7 +145,7 @@ class _Layout:
     and its buffer of results)."""
     __slots__ = ("buffer", "views", "words", "slots", "address", "count", "result_slot", "result_address",
                  "out_dtype", "out_code", "out_shape", "device", "torch_device", "keep", "check", "state",
-                 "stream", "generation", "scratch", "results")
+                 "stream", "generation", "scratch", "results", "grad_plans")
 
     def __init__(self, handle, tensors, device, state, results=1):
         n = self.count = len(tensors)
@@ -179,6 +179,7 @@ class _Layout:
         self.check = _not_yet
         self.state = state
         self.stream, self.generation, self.scratch, self.results = None, -1, None, None
+        self.grad_plans = {}  # wrt mask -> _GradPlan
 
     def set_data(self, tensors):
         words = self.words
@@ -194,6 +195,50 @@ class _Layout:
             results = self.state.results[key] = _Results(self.out_dtype, self.torch_device)
         self.results = results
         self.stream, self.generation = stream, _scratch_generation
+
+
+class _GradPlan:
+    """What value_and_grad passes for one layout and one set of inputs differentiated, made once: the
+    names, the gradients' views (of the inputs' shapes, contiguous, as torch.empty makes them) and the
+    value's, in one buffer; a call writes only the data pointers."""
+    __slots__ = ("positions", "names", "names_address", "buffer", "views", "words", "address", "value_slot",
+                 "value_address", "keep", "shapes", "dtypes")
+
+    def __init__(self, loss, tensors, mask, out_code, results):
+        self.positions = _set_bits(tensors, mask)
+        wrt = [loss.inputs[i] for i in self.positions]
+        self.names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
+        self.names_address = ctypes.addressof(self.names)
+        n = len(self.positions)
+        self.buffer = bytearray(_VIEW_BYTES * (n + 1))  # the gradients' views, then the value's
+        self.views = (_lib.View * (n + 1)).from_buffer(self.buffer)
+        self.address = ctypes.addressof(self.views)
+        self.words = memoryview(self.buffer).cast("Q")
+        self.value_slot = n * _VIEW_WORDS
+        self.value_address = self.address + n * _VIEW_BYTES
+        self.keep = []
+        self.shapes = [tensors[i].shape for i in self.positions]
+        self.dtypes = [tensors[i].dtype for i in self.positions]
+        for k, i in enumerate(self.positions):
+            t = tensors[i]
+            shape = _lib.shape_array(t.shape)
+            strides = _lib.shape_array(_contiguous(t.shape))
+            self.keep += [shape, strides]
+            self.views[k] = _lib.View(None, _CODES[t.dtype], t.dim(), shape, strides)
+        if results == 1:
+            self.views[n] = _lib.View(None, out_code, 0, None, None)
+        else:
+            shape = _lib.shape_array([results])
+            self.keep.append(shape)
+            self.views[n] = _lib.View(None, out_code, 1, shape, None)
+
+
+def _contiguous(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
 
 
 def _output_shape_of(handle, views_address, count):
@@ -304,7 +349,7 @@ class TorchLoss:
             return self.named(self.run_map(tensors, None))
         if self.results > 1:
             if _grad_enabled() and _any_requires_grad(tensors):
-                return self.through_ops(tensors)
+                return self.with_autograd(tensors)
             if tensors and tensors[0].get_device() < 0:
                 return self._on_cpu(tensors)
             return self.loss._Results(*self.evaluate(tensors).unbind())
@@ -318,7 +363,7 @@ class TorchLoss:
         if lay is None or len(tensors) != lay.count or not lay.check(*tensors):
             # Not the last call's layout, or not known to need no gradient: the full checks.
             if _grad_enabled() and _any_requires_grad(tensors):
-                return self.through_ops(tensors)
+                return self.with_autograd(tensors)
             if tensors and tensors[0].get_device() < 0:
                 return self._on_cpu(tensors)
             lay = self.layout(tensors, st)
@@ -374,6 +419,18 @@ class TorchLoss:
             return torch.ops.lossjit.reduce(self.id, list(tensors), mask)[0]
         return torch.ops.lossjit.value.default(self.id, list(tensors))
 
+    def with_autograd(self, tensors):
+        """An eager call of a reduction on tensors that need gradients (CUDA tensors: CPU ones go to the
+        op, which refuses them with the same message as every other path)."""
+        if tensors and tensors[0].get_device() < 0:
+            return self.through_ops(tensors)
+        mask = 0
+        for i, t in enumerate(tensors):
+            if t.requires_grad:
+                mask |= 1 << i
+        out = _EagerReduce.apply(self, mask, *tensors)
+        return self.loss._Results(*out) if self.results > 1 else out
+
     def _on_cpu(self, tensors):
         arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
         out = self.loss.reference(*arrays)
@@ -419,22 +476,24 @@ class TorchLoss:
     def value_and_grad_masked(self, tensors, mask):
         """[value, gradient of each input whose bit is set in mask] (fresh tensors); a program of several
         results gives each of them first, as 0-dim tensors of their own."""
-        lay = self.layout(tensors, self.state())
-        wrt, grads = [], []
-        for i, t in enumerate(tensors):
-            if mask >> i & 1:
-                wrt.append(self.loss.inputs[i])
-                grads.append(torch.empty(t.shape, dtype=t.dtype, device=lay.torch_device))
-        if not grads:
+        if not mask:
             return self.split(self.evaluate(tensors))
+        lay = self.layout(tensors, self.state())
+        plan = lay.grad_plans.get(mask)
+        if plan is None:
+            plan = lay.grad_plans[mask] = _GradPlan(self.loss, tensors, mask, lay.out_code, self.results)
         lay.set_data(tensors)
-        value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=lay.torch_device)
-        keep = []
-        grad_views = (_lib.View * len(grads))(*[_tensor_view(g, keep) for g in grads])
-        names = (ctypes.c_char_p * len(wrt))(*[n.encode() for n in wrt])
-        value_view = _tensor_view(value, keep)
-        self._launch(_value_and_grad, lay, ctypes.addressof(names), len(wrt), ctypes.addressof(grad_views),
-                     ctypes.addressof(value_view), 1.0, None)
+        words, device = plan.words, lay.torch_device
+        grads = []
+        slot = 0
+        for shape, dtype in zip(plan.shapes, plan.dtypes):
+            g = torch.empty(shape, dtype=dtype, device=device)
+            words[slot] = g.data_ptr()
+            grads.append(g)
+            slot += _VIEW_WORDS
+        value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=device)
+        words[plan.value_slot] = value.data_ptr()
+        self._launch(_value_and_grad, lay, plan.names_address, len(grads), plan.address, plan.value_address, 1.0, None)
         return [*self.split(value), *grads]
 
     def split(self, value):
@@ -563,23 +622,25 @@ def _(loss_id, inputs, wrt_mask):
     return out
 
 
-def _reduce_setup(ctx, inputs, output):
-    loss_id, tensors, wrt_mask = inputs
-    ctx.mask, ctx.count = wrt_mask, len(tensors)
-    ctx.results = _side(loss_id).results
-    ctx.names = _side(loss_id).loss.results
-    ctx.save_for_backward(*output[ctx.results:])
+def _save_gradients(ctx, side, count, mask, values, grads):
+    """What backward needs, for the custom op and the eager autograd.Function alike: the gradients the
+    fused kernel computed (saved), which inputs they belong to, and the results' names."""
+    ctx.mask, ctx.count = mask, count
+    ctx.results = side.results
+    ctx.names = side.loss.results
+    ctx.save_for_backward(*grads)
     # Results with no gradient at all (accuracy) are constants to autograd (no tangent under
     # torch.compile either). Of the others, those nothing differentiates get None, not zeros: a
     # gradient reaching one of them is refused.
-    differentiable = _side(loss_id).loss._differentiable
-    constants = [output[k] for k in range(ctx.results if ctx.results > 1 else 0) if not differentiable[k]]
+    differentiable = side.loss._differentiable
+    constants = [values[k] for k in range(ctx.results if ctx.results > 1 else 0) if not differentiable[k]]
     if constants:
         ctx.mark_non_differentiable(*constants)
     ctx.set_materialize_grads(False)
 
 
-def _reduce_backward(ctx, grad_outputs):
+def _input_gradients(ctx, grad_outputs):
+    """Each input's gradient (None where not differentiated): the saved ones times the upstream gradient."""
     for k in range(1, ctx.results):
         if grad_outputs[k] is not None:
             raise UnsupportedError(
@@ -596,10 +657,38 @@ def _reduce_backward(ctx, grad_outputs):
             k += 1
         else:
             grads.append(None)
-    return None, grads, None
+    return grads
+
+
+def _reduce_setup(ctx, inputs, output):
+    loss_id, tensors, wrt_mask = inputs
+    side = _side(loss_id)
+    _save_gradients(ctx, side, len(tensors), wrt_mask, output[:side.results], output[side.results:])
+
+
+def _reduce_backward(ctx, grad_outputs):
+    return None, _input_gradients(ctx, grad_outputs), None
 
 
 reduce.register_autograd(_reduce_backward, setup_context=_reduce_setup)
+
+
+class _EagerReduce(torch.autograd.Function):
+    """A reduction called eagerly on tensors that need gradients: the fused value-and-gradient kernel in
+    forward, the saved gradients times the upstream one in backward, as lossjit::reduce (which
+    torch.compile traces) but without the custom op's dispatch (H100, 4096 elements, torch.autograd.grad
+    of the value: 143 us a call against 371 through the op; docs/python.md)."""
+
+    @staticmethod
+    def forward(ctx, side, mask, *tensors):
+        out = side.value_and_grad_masked(tensors, mask)
+        values = out[:side.results]
+        _save_gradients(ctx, side, len(tensors), mask, values, out[side.results:])
+        return tuple(values) if side.results > 1 else values[0]
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        return (None, None, *_input_gradients(ctx, grad_outputs))
 
 
 @torch.library.custom_op("lossjit::map", mutates_args=())
