@@ -584,7 +584,9 @@ def as_float64_case(p, arrays):
     """The same program over float64 inputs (the float32 twin's arbiter)."""
     q = P.rebuilt(p, None, None)
     q.inputs = [P.InputSpec(s.name, s.shape, "float64" if s.floating else s.dtype, s.role, s.layout) for s in q.inputs]
-    return q, [np.asarray(a, dtype=np.float64) if s.floating else a for s, a in zip(p.inputs, arrays)]
+    # By name: rebuilding drops inputs the program no longer reads (an unused binding's).
+    by_name = {s.name: a for s, a in zip(p.inputs, arrays)}
+    return q, [np.asarray(by_name[s.name], dtype=np.float64) if s.floating else by_name[s.name] for s in q.inputs]
 
 
 # ---- main ------------------------------------------------------------------------------------------
