@@ -1,5 +1,7 @@
 // layout: broadcasting rules and dimension collapsing.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
@@ -125,6 +127,36 @@ TEST_CASE("the output must have the broadcast shape and distinct elements") {
     const OperandShape transposed{"output", {4, 6}, {1, 4}};
     const auto layout = plan_layout(ops, &transposed);
     CHECK_FALSE(layout.output.contiguous);
+}
+
+TEST_CASE("an output whose elements would share a location is refused, however its strides interleave") {
+    struct Row {
+        Shape shape;
+        std::vector<std::int64_t> strides;
+        const char* refused;  // what the message says, or nullptr: planned
+    };
+    const Row rows[] = {
+        {{2, 3}, {3, 1}, nullptr},                // contiguous
+        {{2, 3}, {1, 2}, nullptr},                // column-major
+        {{2, 3}, {4, 1}, nullptr},                // padded rows
+        {{2, 3}, {-3, 1}, nullptr},               // rows walked backwards
+        {{1, 3}, {0, 1}, nullptr},                // a zero stride along an extent of 1
+        {{0, 3}, {0, 0}, nullptr},                // no elements
+        {{2, 3}, {0, 1}, "zero stride"},          // every row at one place
+        {{2, 3}, {1, 1}, "at one location"},      // rows one element apart: 1 and 2 shared
+        {{2, 3}, {2, 1}, "at one location"},      // the first row's last element is the second's first
+        {{2, 2, 2}, {4, 1, 1}, "at one location"},
+        {{3, 2}, {2, 3}, "at one location"},      // interleaved without overlap: refused by the sufficient test
+    };
+    for (const auto& row : rows) {
+        CAPTURE(fmt::format("[{}] strides [{}]", fmt::join(row.shape, ", "), fmt::join(row.strides, ", ")));
+        const std::vector<OperandShape> ops{{"x", row.shape, {}}};
+        const OperandShape out{"output", row.shape, row.strides};
+        if (row.refused)
+            CHECK_THROWS_WITH_AS(plan_layout(ops, &out), doctest::Contains(row.refused), UsageError);
+        else
+            CHECK_NOTHROW(plan_layout(ops, &out));
+    }
 }
 
 TEST_CASE("more than 8 uncollapsible dimensions is refused") {

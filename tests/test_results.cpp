@@ -237,6 +237,9 @@ TEST_CASE("results of one value per row: an output [R, rows...], each as its pro
     // Results may not share a location (a zero stride from one to the next).
     CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {3, 64}, {0, 1}}),
                          doctest::Contains("zero stride"), UsageError);
+    // Nor overlap with the rows' own (result r's row i at r + i).
+    CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {3, 64}, {1, 1}}),
+                         doctest::Contains("at one location"), UsageError);
     // The output must hold every result; no gradient yet.
     CHECK_THROWS_WITH_AS(loss.reference_map(host, OutputView{out.data(), DType::float64, {64}, {}}),
                          doctest::Contains("need [3, ...]"), UsageError);

@@ -3,6 +3,7 @@
 // alike are merged, so the common cases reach the kernel as rank 1 (all contiguous) or rank 2 (a row
 // vector broadcast over rows).
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -100,6 +101,33 @@ Shape broadcast_shapes(std::span<const OperandShape> inputs) {
     return result;
 }
 
+namespace {
+
+// Two elements of an output at one location would be written by two threads: a race, one of them
+// lost. A zero stride is the plain case; a view whose dimensions interleave (strides [2, 3] over
+// [3, 2]) is refused too. Sorted by stride, each dimension must step past everything the smaller ones
+// reach: a sufficient test (a few exotic views that do not overlap fail it and are refused as well).
+void refuse_overlapping_output(const OperandShape& output) {
+    if (output.strides.empty()) return;  // contiguous
+    std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, extent) of extents above 1
+    for (std::size_t d = 0; d < output.shape.size(); ++d) {
+        if (output.shape[d] == 0) return;  // no elements
+        if (output.shape[d] > 1) dims.emplace_back(std::abs(output.strides[d]), output.shape[d]);
+    }
+    std::sort(dims.begin(), dims.end());
+    std::int64_t reach = 0;  // the largest offset the smaller dimensions reach
+    for (const auto& [stride, extent] : dims) {
+        if (stride == 0) throw UsageError("the output has a zero stride: several elements would share one location");
+        if (stride <= reach)
+            throw UsageError(fmt::format("the output's strides [{}] over its shape [{}] put several elements at one "
+                                         "location; give an output whose elements do not overlap (a contiguous one)",
+                                         fmt::join(output.strides, ", "), fmt::join(output.shape, ", ")));
+        reach += stride * (extent - 1);
+    }
+}
+
+}  // namespace
+
 Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* output) {
     Layout layout;
     layout.shape = broadcast_shapes(inputs);
@@ -115,12 +143,10 @@ Layout plan_layout(std::span<const OperandShape> inputs, const OperandShape* out
     std::vector<std::vector<std::int64_t>> all;
     for (const auto& op : inputs) all.push_back(aligned_strides(op, rank));
     if (output) {
+        refuse_overlapping_output(*output);
         auto s = strides_of(*output);
-        for (std::size_t d = 0; d < rank; ++d) {
-            if (s[d] == 0 && layout.shape[d] > 1)
-                throw UsageError("the output has a zero stride: several elements would share one location");
+        for (std::size_t d = 0; d < rank; ++d)
             if (layout.shape[d] == 1) s[d] = 0;
-        }
         all.push_back(std::move(s));
     }
 
@@ -338,6 +364,7 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     std::vector<std::vector<std::int64_t>> all;
     for (const auto& op : operands) all.push_back(aligned_strides(op, full_rank));
     if (output) {
+        refuse_overlapping_output(*output);
         // Per row: the rows' shape (torch's keepdim=False), or with the reduced dimensions kept as 1;
         // else the full shape.
         const Shape keepdim = keepdim_shape(layout);
@@ -356,12 +383,7 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         }
         if (out.shape.size() < full_rank) out.shape.insert(out.shape.begin(), full_rank - out.shape.size(), 1);
         if (!out.strides.empty() && out.strides.size() < full_rank) out.strides.insert(out.strides.begin(), full_rank - out.strides.size(), 0);
-        auto s = aligned_strides(out, full_rank);
-        for (std::size_t d = 0; d < full_rank; ++d) {
-            const bool shared = s[d] == 0 && full[d] > 1 && (!is_reduced(d) || !output_per_row);
-            if (shared) throw UsageError("the output has a zero stride: several elements would share one location");
-        }
-        all.push_back(std::move(s));
+        all.push_back(aligned_strides(out, full_rank));
     }
     // Every operand's strides in the walk's order.
     for (auto& strides : all) {
@@ -546,8 +568,7 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
         throw UsageError(fmt::format("the output has shape [{}], but the program's {} results of one value per row need "
                                      "[{}, ...] (result, then the rows)",
                                      fmt::join(output->shape, ", "), count, count));
-    if (count > 1 && strides[0] == 0)
-        throw UsageError("the output has a zero stride: several elements would share one location");
+    refuse_overlapping_output(*output);  // the results' stride too, against the rows'
     const OperandShape one{output->name, Shape(output->shape.begin() + 1, output->shape.end()),
                            std::vector<std::int64_t>(strides.begin() + 1, strides.end())};
     Layout results = plan_row_layout(inputs, index, &one, true, program.row_dims);
