@@ -66,6 +66,12 @@ TEST_CASE("mistakes in row reductions, indices and combined reductions point at 
         {"mean(amax(x, 1, 2))", "'amax' takes 2 arguments", 6},
         {"mean(x[y + 1])", "an index must be an input", 10},  // at the index's operator
         {"mean(x[2])", "an index must be an input", 8},
+        // Takes of what is the same at every column: they would ignore y.
+        {"mean(2[y] * x[y])", "the same at every column of the row", 7},
+        {"param w = 3; mean(w[y] * x[y])", "the same at every column of the row", 20},
+        {"mean(logsumexp(x, -1)[y])", "the same at every column of the row", 22},
+        {"mean(sum(x)[y] + x[y])", "the same at every column of the row", 12},
+        {"mean((y * 2)[y] + x[y])", "the same at every column of the row", 13},
         {"mean(x[y", "expected ']'", 9},
         {"amax = 2; amax", "is a function name and cannot be bound", 1},
         {"sum(x, -1, 2)", "'sum' takes 1 argument (the whole tensor) or 2", 1},
