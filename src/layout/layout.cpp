@@ -109,10 +109,11 @@ namespace {
 // reach: a sufficient test (a few exotic views that do not overlap fail it and are refused as well).
 void refuse_overlapping_output(const OperandShape& output) {
     if (output.strides.empty()) return;  // contiguous
+    const std::vector<std::int64_t> strides = strides_of(output);  // its rank and reach checked first
     std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, extent) of extents above 1
     for (std::size_t d = 0; d < output.shape.size(); ++d) {
         if (output.shape[d] == 0) return;  // no elements
-        if (output.shape[d] > 1) dims.emplace_back(std::abs(output.strides[d]), output.shape[d]);
+        if (output.shape[d] > 1) dims.emplace_back(std::abs(strides[d]), output.shape[d]);
     }
     std::sort(dims.begin(), dims.end());
     std::int64_t reach = 0;  // the largest offset the smaller dimensions reach
