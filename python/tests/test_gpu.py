@@ -271,7 +271,7 @@ def test_eager_gradients_take_the_autograd_function_and_match_the_op():
     """An eager call that needs gradients runs the autograd.Function (no custom-op dispatch); it gives
     the op's gradients bit for bit, and each set of inputs differentiated gets its own plan."""
     loss = example("mse")
-    p = torch.rand(3, 1000, device=dev).t().requires_grad_()  # not contiguous: the gradient is
+    p = torch.rand(3, 1000, device=dev).t().requires_grad_()  # not contiguous; its gradient is, in its shape
     t = torch.rand(1000, 3, device=dev)
     out = loss(p, t)
     assert type(out.grad_fn).__name__ == "_EagerReduceBackward"
