@@ -1,4 +1,8 @@
 // layout: broadcasting rules and dimension collapsing.
+#include <algorithm>
+#include <random>
+#include <set>
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -157,6 +161,66 @@ TEST_CASE("an output whose elements would share a location is refused, however i
         else
             CHECK_NOTHROW(plan_layout(ops, &out));
     }
+}
+
+TEST_CASE("random output views: every one whose elements overlap is refused") {
+    // Against brute force: each view's element offsets enumerated. An overlapping view must be
+    // refused; one that does not overlap may be (the test is sufficient, not necessary), but plain
+    // permutations of contiguous strides never are.
+    std::mt19937 rng(31);
+    int overlapping = 0, accepted = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        const int rank = 1 + static_cast<int>(rng() % 3);
+        Shape shape;
+        std::vector<std::int64_t> strides;
+        for (int d = 0; d < rank; ++d) {
+            shape.push_back(1 + static_cast<std::int64_t>(rng() % 4));
+            strides.push_back(static_cast<std::int64_t>(rng() % 9) - 2);  // -2 .. 6
+        }
+        std::set<std::int64_t> offsets;
+        std::int64_t count = 1;
+        for (auto e : shape) count *= e;
+        for (std::int64_t i = 0; i < count; ++i) {
+            std::int64_t rest = i, offset = 0;
+            for (int d = rank - 1; d >= 0; --d) {
+                offset += (rest % shape[static_cast<std::size_t>(d)]) * strides[static_cast<std::size_t>(d)];
+                rest /= shape[static_cast<std::size_t>(d)];
+            }
+            offsets.insert(offset);
+        }
+        const bool overlaps = static_cast<std::int64_t>(offsets.size()) < count;
+        CAPTURE(fmt::format("[{}] strides [{}]", fmt::join(shape, ", "), fmt::join(strides, ", ")));
+        const std::vector<OperandShape> ops{{"x", shape, {}}};
+        const OperandShape out{"output", shape, strides};
+        bool refused = false;
+        try {
+            (void)plan_layout(ops, &out);
+        } catch (const UsageError&) {
+            refused = true;
+        }
+        if (overlaps) {
+            ++overlapping;
+            CHECK(refused);
+        } else {
+            accepted += refused ? 0 : 1;
+        }
+    }
+    CHECK(overlapping > 300);  // the generator reaches both kinds
+    CHECK(accepted > 300);
+    // Every permutation of a contiguous layout is accepted.
+    const Shape shape{2, 3, 4};
+    std::vector<int> order{0, 1, 2};
+    do {
+        std::vector<std::int64_t> strides(3);
+        std::int64_t step = 1;
+        for (int k = 2; k >= 0; --k) {
+            strides[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = step;
+            step *= shape[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
+        }
+        const std::vector<OperandShape> ops{{"x", shape, {}}};
+        const OperandShape out{"output", shape, strides};
+        CHECK_NOTHROW(plan_layout(ops, &out));
+    } while (std::next_permutation(order.begin(), order.end()));
 }
 
 TEST_CASE("more than 8 uncollapsible dimensions is refused") {
