@@ -87,6 +87,13 @@ TEST_CASE("mistakes in row reductions, indices and combined reductions point at 
             CHECK(e.where().column == c.column);
         }
     }
+    // A take of a parameter behind 60 bindings that each use the one before twice: checked in time
+    // linear in the program (a walk of the uses would take 2^60 steps).
+    std::string chain = "param a = 1.5; t0 = a * a; ";
+    for (int k = 1; k < 60; ++k)
+        chain += "t" + std::to_string(k) + " = t" + std::to_string(k - 1) + " * t" + std::to_string(k - 1) + " + 1; ";
+    chain += "mean(t59[y] * x[y])";
+    CHECK_THROWS_WITH_AS(compile(chain), doctest::Contains("the same at every column of the row"), SourceError);
 }
 
 TEST_CASE("what a program is: kinds and output shapes") {

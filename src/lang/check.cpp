@@ -384,31 +384,18 @@ private:
     // column, so the take would give it whatever y says: never what is meant. (An input constant
     // along the row by its shape is refused by the layout, which knows the shapes.)
     void check_takes() const {
-        std::vector<bool> index(out_.inputs.size(), false);
-        for (const auto& n : out_.nodes)
-            if (n.kind == ir::NodeKind::Take) index[static_cast<std::size_t>(out_.node(n.args[1]).slot)] = true;
+        std::vector<bool> row_constant;  // per node: the same at every column (per_row_nodes), made on first need
         for (const auto& n : out_.nodes) {
             if (n.kind != ir::NodeKind::Take) continue;
             if (out_.row_dims.size() > 1)
                 fail(n.pos, fmt::format("x[y] takes along one dimension, but the program's reductions go along ({})",
                                         fmt::join(out_.row_dims, ", ")));
-            if (!varies_along_row(n.args[0], index))
+            if (row_constant.empty()) row_constant = per_row_nodes(out_, out_.index_inputs());
+            if (row_constant[static_cast<std::size_t>(n.args[0])])
                 fail(n.pos, "x[y] takes from a value that is the same at every column of the row (a constant, a "
                             "parameter, a reduction, an index): it would give that value whatever y is; take from an "
                             "input (x[y], (x / T)[y])");
         }
-    }
-    bool varies_along_row(int root, const std::vector<bool>& index) const {
-        std::vector<int> stack{root};
-        while (!stack.empty()) {
-            const ir::Node& n = out_.node(stack.back());
-            stack.pop_back();
-            if (n.kind == ir::NodeKind::Input && !index[static_cast<std::size_t>(n.slot)]) return true;
-            if (n.kind == ir::NodeKind::RowReduce || n.kind == ir::NodeKind::Take || n.kind == ir::NodeKind::Total) continue;
-            if (n.kind == ir::NodeKind::Binding) stack.push_back(out_.bindings[static_cast<std::size_t>(n.slot)].node);
-            for (int a = 0; a < n.arity; ++a) stack.push_back(n.args[static_cast<std::size_t>(a)]);
-        }
-        return false;
     }
 
     // The dimensions of sum(x, d) / sum(x, (d1, d2, ...)): integer constants, each once, sorted.

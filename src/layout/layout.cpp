@@ -365,7 +365,6 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     std::vector<std::vector<std::int64_t>> all;
     for (const auto& op : operands) all.push_back(aligned_strides(op, full_rank));
     if (output) {
-        refuse_overlapping_output(*output);
         // Per row: the rows' shape (torch's keepdim=False), or with the reduced dimensions kept as 1;
         // else the full shape.
         const Shape keepdim = keepdim_shape(layout);
@@ -377,6 +376,7 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
                 output_per_row ? "one value per row:" : "one value per element:",
                 fmt::join(output_per_row ? row_shape : layout.shape, ", ")));
         }
+        refuse_overlapping_output(*output);  // after the shape: a wrong shape is the plainer mistake
         OperandShape out = *output;
         if (output_per_row && out.shape == row_shape && !layout.shape.empty()) {
             out.strides = keepdim_strides(layout, strides_of(out));

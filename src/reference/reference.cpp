@@ -420,11 +420,11 @@ std::vector<double> reference_results_rows(const ir::Program& program, const Lay
 void reference_map_rows(const ir::Program& program, const Layout& layout, std::span<const HostOperand> inputs,
                         std::span<const double> params, HostOutput output) {
     const std::size_t last = layout.dims.size() - 1;
+    const std::vector<int> results = program.result_nodes();
     for_each_row(program, layout, inputs, params, [&](const RowEvaluator& eval, std::int64_t row, std::size_t) {
         const std::int64_t base = eval.row_offset(row, layout.output);
         if (eval.per_row(program.body)) {
             // Several results: result r at r times the output's stride along the row (plan_program_layout).
-            const std::vector<int> results = program.result_nodes();
             for (std::size_t r = 0; r < results.size(); ++r)
                 store_from_double(output.data, output.dtype, base + static_cast<std::int64_t>(r) * layout.output.strides[last],
                                   eval.at(results[r], 0));
