@@ -26,6 +26,7 @@
 #include "lossjit/lossjit.hpp"
 #include "cuda/timer.hpp"
 #include "tools/roofline.hpp"
+#include "tuning/knobs.hpp"
 
 using namespace lossjit;
 using json = nlohmann::json;
@@ -194,6 +195,14 @@ struct RowProblem {
     Problem problem;
     std::vector<std::string> wrt;
 };
+// The knobs of --knob: every lossjit variant this run times starts from them.
+Knobs g_knobs;
+Options base_options() {
+    Options o;
+    o.knobs = g_knobs;
+    return o;
+}
+
 const std::vector<RowProblem> kRowProblems = {
     {{"cross_entropy 32768x4096", "cross_entropy.loss", {{"x", "32768x4096:uniform[-4,4]"}, {"y", "32768:integers[0,4095]:i64"}}}, {"x"}},
     {{"cross_entropy 16384x32768", "cross_entropy.loss", {{"x", "16384x32768:uniform[-4,4]"}, {"y", "16384:integers[0,32767]:i64"}}}, {"x"}},
@@ -252,9 +261,8 @@ json bench_problem(const Problem& problem, const Device& d, int reps, const Opti
 
 // A loss and its gradients in one kernel: reads each input once, writes each gradient once (in its
 // input's own shape: hinge's d/dt is a sum over rows).
-json bench_value_and_grad(const Problem& problem, const std::vector<std::string>& wrt, int reps, bool explore,
-                          bool check_accuracy) {
-    const Device d = upload(problem.inputs, 2027);
+json bench_value_and_grad(const Problem& problem, const Device& d, const std::vector<std::string>& wrt, int reps,
+                          bool explore, bool check_accuracy, const Options& options = base_options()) {
     std::vector<DeviceBuffer> buffers;
     std::vector<OutputView> grads;
     double bytes = 0;
@@ -274,14 +282,14 @@ json bench_value_and_grad(const Problem& problem, const std::vector<std::string>
         return time_ms([&] { loss.value_and_grad(d.views, wrt, grads, static_cast<float*>(value.data())); }, reps);
     };
     json row = {{"problem", fmt::format("{} value_and_grad ({})", problem.name, fmt::join(wrt, ", "))},
-                {"bytes", bytes}, {"ms", time_variant(Options{})}};
+                {"bytes", bytes}, {"ms", time_variant(options)}};
     row["gbps"] = bytes / (row["ms"].get<double>() * 1e6);
     if (explore) {
         json variants = json::array();
         for (int block : {256, 512, 1024}) {
             for (int unroll : {1, 2, 4}) {
                 for (int per_sm : {0, 1024 / block}) {  // no cap, or 1024 threads per SM
-                    Options o;
+                    Options o = base_options();
                     o.knobs.block_threads = block;
                     o.knobs.unroll = unroll;
                     o.knobs.max_blocks_per_sm = per_sm;
@@ -352,6 +360,41 @@ json size_sweep(Roofline& roofline, int reps) {
     return rows;
 }
 
+json bench_value_and_grad(const Problem& problem, const std::vector<std::string>& wrt, int reps, bool explore,
+                          bool check_accuracy) {
+    const Device d = upload(problem.inputs, 2027);
+    return bench_value_and_grad(problem, d, wrt, reps, explore, check_accuracy);
+}
+
+// --variant: each row problem's inputs uploaded once, then every variant's value and value with
+// gradients timed in turn, `rounds` times over (alternating, so that a drift of the GPU's clocks
+// or temperature reaches every variant alike).
+json bench_row_variants(const RowProblem& rp, const std::vector<std::string>& variants, int reps, int rounds,
+                        double read_gbps, double copy_gbps) {
+    const Device d = upload(rp.problem.inputs, 2026);
+    json out = json::array();
+    for (const auto& v : variants) out.push_back({{"knobs", v}, {"ms", json::array()}, {"value_and_grad_ms", json::array()}});
+    for (int round = 0; round < rounds; ++round) {
+        for (std::size_t i = 0; i < variants.size(); ++i) {
+            Options o = base_options();
+            std::stringstream list(variants[i]);
+            for (std::string assignment; std::getline(list, assignment, ',');)
+                if (!assignment.empty()) set_knob(o.knobs, assignment);
+            const json fwd = bench_problem(rp.problem, d, reps, o, false);
+            const json vg = bench_value_and_grad(rp.problem, d, rp.wrt, reps, false, false, o);
+            out[i]["ms"].push_back(fwd["ms"]);
+            out[i]["value_and_grad_ms"].push_back(vg["ms"]);
+            out[i]["read_fraction"] = fwd["gbps"].get<double>() / read_gbps;
+            out[i]["value_and_grad_floor_fraction"] = vg["gbps"].get<double>() / copy_gbps;
+            std::fprintf(stderr, "%-28s %-36s %8.3f ms (%.1f%% of read)  value+grad %8.3f ms (%.1f%% of floor)\n",
+                         rp.problem.name.c_str(), variants[i].c_str(),
+                         fwd["ms"].get<double>(), 100 * fwd["gbps"].get<double>() / read_gbps, vg["ms"].get<double>(),
+                         100 * vg["gbps"].get<double>() / copy_gbps);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -376,7 +419,15 @@ int main(int argc, char** argv) try {
                    "the five problems' inputs in this dtype (generated in float32, then rounded), maps writing it "
                    "too; other than float32, only the problems are timed")
         ->capture_default_str();
+    std::vector<std::string> row_variants;
+    app.add_option("--variant", row_variants,
+                   "with --rows: time these variants of each row problem instead (KNOB=VALUE,KNOB=VALUE; row_cache=auto "
+                   "is the defaults), inputs uploaded once, twice over in turn; --only names the row problems");
+    std::vector<std::string> knob_assignments;
+    app.add_option("-k,--knob", knob_assignments,
+                   "KNOB=VALUE: a kernel variant knob for every lossjit variant timed (docs/tuning.md); repeatable");
     CLI11_PARSE(app, argc, argv);
+    for (const auto& assignment : knob_assignments) set_knob(g_knobs, assignment);
     const auto parsed_dtype = parse_dtype(dtype_name);
     if (!parsed_dtype || !is_floating(*parsed_dtype)) {
         std::fprintf(stderr, "lossjit_bench: --dtype %s: give float32, bfloat16, float16 or float64\n", dtype_name.c_str());
@@ -432,11 +483,20 @@ int main(int argc, char** argv) try {
         // Forward: the inputs read once, against the read roofline. Value and gradients: the inputs
         // read once and the gradients written once is the floor, against the copy roofline.
         json row_problems = json::array();
-        for (const auto& rp : kRowProblems) {
+        if (!row_variants.empty()) {
+            for (const auto& rp : kRowProblems) {
+                if (!wanted(rp.problem.name)) continue;
+                row_problems.push_back({{"problem", rp.problem.name},
+                                        {"variants", bench_row_variants(rp, row_variants, reps, 2,
+                                                                        out["read_roofline"]["gbps"].get<double>(),
+                                                                        out["copy_roofline"]["gbps"].get<double>())}});
+            }
+        }
+        for (const auto& rp : row_variants.empty() ? kRowProblems : std::vector<RowProblem>{}) {
             json row;
             {
                 const Device d = upload(rp.problem.inputs, 2026);
-                row = bench_problem(rp.problem, d, reps, Options{}, false);
+                row = bench_problem(rp.problem, d, reps, base_options(), false);
             }
             row["read_fraction"] = row["gbps"].get<double>() / out["read_roofline"]["gbps"].get<double>();
             if (explore) {
@@ -445,7 +505,7 @@ int main(int argc, char** argv) try {
                 for (int block : {128, 256, 512}) {
                     for (int unroll : {2, 4, 8}) {
                         for (int per_sm : {0, 2, 4, 8}) {
-                            Options o;
+                            Options o = base_options();
                             o.knobs.block_threads = block;
                             o.knobs.unroll = unroll;
                             o.knobs.max_blocks_per_sm = per_sm;
@@ -475,12 +535,12 @@ int main(int argc, char** argv) try {
     for (const auto& problem : kProblems) {
         if (!wanted(problem.name)) continue;
         const Device d = upload(problem.inputs, 2026, dtype);
-        json row = bench_problem(problem, d, reps, Options{}, accuracy);
+        json row = bench_problem(problem, d, reps, base_options(), accuracy);
         if (explore) {
             json variants = json::array();
             for (int unroll : {1, 2, 4, 8}) {
                 for (int per_sm : {0, 2, 4, 8}) {
-                    Options o;
+                    Options o = base_options();
                     o.knobs.unroll = unroll;
                     o.knobs.max_blocks_per_sm = per_sm;
                     json v = bench_problem(problem, d, reps, o, false);
