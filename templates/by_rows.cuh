@@ -29,6 +29,50 @@ __device__ __forceinline__ void add_group(Acc& a, const T (&v)[N], long long j, 
     for (int q = 0; q < N; ++q) a.add(v[q], j + q);
 }
 
+// The row cache (KernelSpec::row_cache_columns): a program that walks each row more than once keeps
+// the leading columns of the inputs its later walks read again in dynamic shared memory, each
+// team its share. A launch sizes it for the row (or as much as fits); the kernel reads the size, so
+// one source serves every row length. Each thread reads back only the columns it wrote (every walk
+// maps column j to the same thread), so the walks need no barrier for it.
+template <class T>
+__device__ __forceinline__ T* row_cache() {
+    extern __shared__ __align__(16) unsigned char lj_row_cache_bytes[];
+    return reinterpret_cast<T*>(lj_row_cache_bytes);
+}
+// Columns each team keeps of each cached input: a multiple of 4, so that a vector of 4 columns is
+// kept whole or not at all.
+template <class T, int INPUTS, int TEAMS>
+__device__ __forceinline__ long long row_cache_columns() {
+    unsigned bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return (long long)(bytes / (sizeof(T) * INPUTS * TEAMS)) / 4 * 4;
+}
+template <int VW, class T>
+__device__ __forceinline__ void cache_store(T* p, const T (&v)[VW]) {
+    if constexpr (VW == 4 && sizeof(T) == 4) {
+        *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else if constexpr (VW == 4 && sizeof(T) == 8) {
+        reinterpret_cast<double2*>(p)[0] = make_double2(v[0], v[1]);
+        reinterpret_cast<double2*>(p)[1] = make_double2(v[2], v[3]);
+    } else {
+#pragma unroll
+        for (int q = 0; q < VW; ++q) p[q] = v[q];
+    }
+}
+template <int VW, class T>
+__device__ __forceinline__ void cache_load(const T* p, T (&v)[VW]) {
+    if constexpr (VW == 4 && sizeof(T) == 4) {
+        const float4 f = *reinterpret_cast<const float4*>(p);
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    } else if constexpr (VW == 4 && sizeof(T) == 8) {
+        const double2 a = reinterpret_cast<const double2*>(p)[0], b = reinterpret_cast<const double2*>(p)[1];
+        v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < VW; ++q) v[q] = p[q];
+    }
+}
+
 // A team of TEAM threads (a warp, or the whole block) takes one row at a time.
 template <int BLOCK, int TEAM>
 struct Team {

@@ -2,7 +2,9 @@
 // keyed by, and the dispatcher's choice of kind.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -102,6 +104,89 @@ TEST_CASE("an index beyond 2^24 columns is refused in float32, not rounded") {
     const OperandShape long_rows{"x", {2, (1LL << 24) + 1}, {}};
     CHECK(KernelSpec::choose(lse, plan_program_layout(lse, std::vector{long_rows}, nullptr), KernelOperands::unplaced(lse)).loop ==
           KernelSpec::Loop::ByRow);
+}
+
+TEST_CASE("the row cache: the inputs a later walk reads again, as much of the row as the GPU's shared memory holds") {
+    const auto checked = [](const std::string& text) { return check(parse(text, "expr"), {}); };
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024};
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;  // differentiated: the fused value and gradient kernel
+        long long columns;
+        GpuFacts gpu;
+        std::optional<bool> knob;
+        long long cached_columns;      // 0: no cache
+        int cached_inputs;
+        const char* note;              // a note the spec must carry, or ""
+        int team = 0, unroll = 0;      // threads per row and unroll, where they matter (0: any)
+        DType dtype = DType::float32;
+    };
+    const Row rows[] = {
+        // Cross-entropy's value and gradient: logits read by the value's walk and the gradient's.
+        // One block an SM: its own 512 threads keep 64 KB of loads in flight (ByRowCachedBytesInFlight).
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 32768, 1, "", 512, 8},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, false, 0, 0, ""},
+        // Any GPU: 40 KB of the portable 48, a quarter of a 128 KB row at least.
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, {}, std::nullopt, 10240, 1, ""},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 65536, {}, std::nullopt, 0, 0, ""},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 65536, {}, true, 10240, 1, ""},
+        // The value alone walks the row once: nothing to keep.
+        {"mean(logsumexp(x, -1) - x[y])", {}, 32768, h100, true, 0, 0, "no input is read by more than one walk"},
+        // Softmax: the statistic's walk, then the elements'. Warp teams: 16 a block of 512 threads,
+        // each its share (219 KB / 16 / 4 bytes, whole vectors of 4).
+        {"exp(x - logsumexp(x, -1))", {}, 4096, h100, std::nullopt, 3504, 1, "", 32, 8},
+        // A row not a multiple of 4 is loaded an element at a time: no cache unless asked for, then
+        // 32 loads of 4 bytes each.
+        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, std::nullopt, 0, 0, ""},
+        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, true, 3504, 1, "", 32, 32},
+        // Where the warps would keep less than half their rows (3504 of 8192), the block takes each
+        // row and keeps all of it; no more loads than the row has.
+        {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 512, 4},
+        // A block team, a row not a multiple of 4: whole vectors.
+        {"exp(x - logsumexp(x, -1))", {}, 10001, h100, true, 10004, 1, ""},
+        // bfloat16: half the bytes a load, and the registers' limit (32 values a thread) holds unroll
+        // at 8: one block an SM keeps 32 KB in flight, short of 64: not automatic.
+        {"exp(x - logsumexp(x, -1))", {}, 32768, h100, std::nullopt, 0, 0, "", 0, 0, DType::bfloat16},
+        {"exp(x - logsumexp(x, -1))", {}, 32768, h100, true, 32768, 1, "", 512, 8, DType::bfloat16},
+        // Rows longer than shared memory holds: the leading columns, where they are a quarter of the row.
+        {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, ""},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, 0, 0, ""},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, true, (219 * 1024) / 4 / 4 * 4, 1, ""},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        CAPTURE(row.knob.value_or(false));
+        ir::Program program = checked(row.program);
+        std::vector<int> wrt;
+        for (const auto& name : row.wrt) wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
+        const bool grad = !wrt.empty();
+        if (grad) program = differentiate(program, wrt, {});
+        std::vector<OperandShape> shapes{{"x", {512, row.columns}, {}}};
+        if (program.inputs.size() > 1) shapes.push_back({"y", {512}, {}});
+        const OperandShape gradients{"gradients", {512, row.columns}, {}};
+        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
+        Knobs knobs;
+        knobs.row_cache = row.knob;
+        const KernelSpec spec =
+            KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
+        CHECK(spec.row_cache_columns == row.cached_columns);
+        CHECK(spec.row_cache_inputs == row.cached_inputs);
+        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs * 4) *
+                                                 static_cast<std::size_t>(spec.block_threads / spec.team));
+        if (*row.note) {
+            REQUIRE(spec.notes.size() == 1);
+            CHECK(spec.notes[0].find(row.note) != std::string::npos);
+        }
+        if (row.team) CHECK(spec.team == row.team);
+        if (row.unroll) CHECK(spec.unroll == row.unroll);
+        if (spec.row_cache_columns > 0) {  // the source reads the cache's size itself: one source for every length
+            const std::string source = emit_cuda(program, spec);
+            CHECK(source.find("lj::cache_store<VW>") != std::string::npos);
+            CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
+        }
+    }
 }
 
 }  // TEST_SUITE

@@ -107,6 +107,9 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"fast_math=on", [](const Options& o) { return o.knobs.fast_math == true; }},
         {"fast_math=0", [](const Options& o) { return o.knobs.fast_math == false; }},
         {"fast_math=auto", [](const Options& o) { return !o.knobs.fast_math.has_value(); }},
+        {"row_cache=on", [](const Options& o) { return o.knobs.row_cache == true; }},
+        {"cache_rows=off", [](const Options& o) { return o.knobs.row_cache == false; }},
+        {"row_cache=auto", [](const Options& o) { return !o.knobs.row_cache.has_value(); }},
     };
     for (const auto& row : table) {
         CAPTURE(row.text);
@@ -121,7 +124,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK((both.unroll == 0 && both.items_per_thread == 8));
 
     const std::pair<const char*, const char*> errors[] = {
-        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math)"},
+        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache)"},
         {"block", "expected KNOB=VALUE"},
         {"block=", "expected KNOB=VALUE"},
         {"block=fast", "knob block: 'fast' is not a whole number (or 'auto')"},
@@ -129,6 +132,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"block=100", "threads per block must be a multiple of 32"},
         {"acc=float16", "knob acc: 'float16' is not an accumulator (float64, float32, compensated or auto)"},
         {"fast_math=maybe", "knob fast_math: 'maybe' is not on, off or auto"},
+        {"row_cache=2", "knob row_cache: '2' is not on, off or auto"},
         {"vector=3", "vector width must be 1, 4 or 8"},
     };
     for (const auto& [text, message] : errors) {
@@ -142,8 +146,10 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     set_knob(described, "block=128");
     set_knob(described, "fast_math=on");
     CHECK(describe(described) == "block 128, acc compensated, fast_math on");
+    set_knob(described, "row_cache=off");
+    CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off");
     // The help names the ranges validate_knobs checks.
-    REQUIRE(knob_help().size() == 7);
+    REQUIRE(knob_help().size() == 8);
     CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
                                       "with logs (KL), 128 for "
           "maps, 1024 for small fused gradient kernels (512 when summing over rows, and along rows except on an "

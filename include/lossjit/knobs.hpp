@@ -32,7 +32,7 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 //   takes the tuning store's value for the program, input shapes and GPU, if any, else the built-in
 //   default; a knob that is set always wins.
 // - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
-//   not Auto, fast_math set; max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows,
+//   not Auto, fast_math and row_cache set; max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows,
 //   maps: none). KernelInfo gives unroll, vector_width and items_per_thread as the kernel runs them
 //   (1 each for the strided loop, which has no tiles). A tuning record keeps items_per_thread and
 //   vector_width (unroll is implied: items / vector width), both 0 where the winner had no tiles, so
@@ -48,6 +48,9 @@ struct Knobs {
     int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
     Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
     std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
+    std::optional<bool> row_cache;                // programs that walk a row more than once: keep the row in shared
+                                                  // memory between the walks; default on where the GPU's shared
+                                                  // memory holds a row (or a large part of one)
 
     bool operator==(const Knobs&) const = default;
 };

@@ -59,6 +59,9 @@ std::string KernelSpec::signature() const {
     if (tuned) knobs += ", tuned";
     if (min_blocks_per_sm > 1) knobs += fmt::format(", registers for {} blocks per SM", min_blocks_per_sm);
     if (one_block) knobs += ", one block";
+    if (row_cache_columns > 0)
+        knobs += fmt::format(", row cache of {} columns of {} input{}", row_cache_columns, row_cache_inputs,
+                             row_cache_inputs == 1 ? "" : "s");
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
     auto named = [](std::span<const DType> dtypes) {
         std::vector<std::string_view> names;
@@ -96,6 +99,13 @@ std::string KernelSpec::signature() const {
 bool KernelSpec::common_path(const ir::Program& program) const {
     return loop == Loop::Rows && compute == DType::float32 && !fast_math && program.derivatives.empty() &&
            has_common_path(program);
+}
+
+std::size_t KernelSpec::dynamic_shared_bytes() const {
+    if (row_cache_columns <= 0) return 0;
+    const long long teams = side_by_side ? 1 : block_threads / team;
+    return static_cast<std::size_t>(row_cache_columns) * static_cast<std::size_t>(row_cache_inputs) * size_of(compute) *
+           static_cast<std::size_t>(teams);
 }
 
 bool KernelSpec::sums() const {

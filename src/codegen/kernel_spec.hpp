@@ -71,6 +71,13 @@ struct KernelSpec {
     // ByRow: per derivative, whether its input holds one value per row, one for each row ([N, 1]
     // against [N, C]): its gradient, summed along the row, is written once per row, at the row's index.
     std::vector<bool> grad_per_row;
+    // ByRow: the row cache. A program that walks each row more than once (a statistic, then the
+    // elements; a value, then its gradient) keeps the first `row_cache_columns` columns of the
+    // `row_cache_inputs` inputs that later walks read again in shared memory (dynamic: the kernel
+    // reads its size), so that those walks read the row from the SM, not from memory. 0: no cache.
+    long long row_cache_columns = 0;
+    int row_cache_inputs = 0;
+    std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
     int min_blocks_per_sm = 1;

@@ -21,6 +21,7 @@ DeviceFacts open_device(int ordinal) {
     facts.gpu.multiprocessors = info.multiprocessors;
     facts.gpu.l2_bytes = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
     facts.gpu.memory_bytes = static_cast<std::int64_t>(info.memory_bytes);
+    facts.gpu.shared_bytes_per_block = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     // Peak bandwidth: double data rate over the bus (kHz x bits x 2 / 8 bytes). A driver that does not
     // report the clock gives 0, and the GPU's class falls back on its memory size.
     const double clock_khz = cuda::attribute_or_zero(device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
@@ -49,8 +50,14 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     kernel.module = std::make_unique<cuda::Module>(device.context, lookup.image->data);
     kernel.function = kernel.module->function(kKernelName);
     auto& info = kernel.info;
+    // A row cache is opted into per function: with the kernel's static shared memory it may pass the
+    // 48 KB every block may have without asking (and the driver refuses what the GPU cannot give).
+    const std::size_t dynamic_shared = spec.dynamic_shared_bytes();
+    if (dynamic_shared > 0)
+        LOSSJIT_CU(cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      static_cast<int>(dynamic_shared)));
     LOSSJIT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&info.resident_blocks_per_sm, kernel.function,
-                                                           spec.block_threads, 0));
+                                                           spec.block_threads, dynamic_shared));
     LOSSJIT_CU(cuFuncGetAttribute(&info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
     LOSSJIT_CU(cuFuncGetAttribute(&info.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kernel.function));
     LOSSJIT_CU(cuFuncGetAttribute(&info.shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
@@ -62,6 +69,9 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     info.knobs.items_per_thread = info.knobs.unroll * info.knobs.vector_width;
     info.knobs.accumulator = spec.accumulator;
     info.knobs.fast_math = spec.fast_math;
+    // Only a program that walks its rows knows the row cache: for the others it stays unset (a
+    // tuning record of theirs leaves it automatic).
+    if (spec.loop == KernelSpec::Loop::ByRow) info.knobs.row_cache = spec.row_cache_columns > 0;
     info.target = device.target;
     timings.load_ms = watch.lap_ms();
     return kernels_.emplace(signature, std::move(kernel)).first->second;

@@ -528,7 +528,8 @@ struct Loss::State {
 
     static void launch(const Plan& p, LaunchArgs& args, Stream stream) {
         LOSSJIT_CU(cuLaunchKernel(p.kernel->function, p.grid.blocks, 1, 1, static_cast<unsigned>(p.spec.block_threads),
-                                  1, 1, 0, stream, args.data(), nullptr));
+                                  1, 1, static_cast<unsigned>(p.spec.dynamic_shared_bytes()), stream, args.data(),
+                                  nullptr));
     }
 
     // A map that reduces along rows is differentiated as sum(U * body) (differentiate()): its

@@ -29,6 +29,9 @@ const std::vector<KnobHelp>& knobs() {
                                       "maps none", kMaxBlocksPerSm)},
         {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
         {"fast_math", "on or off: NVRTC --use_fast_math; default off"},
+        {"row_cache", "on or off: a program that walks each row more than once (a statistic, then the elements; a "
+                      "value, then its gradient) keeps the row in shared memory after the first walk; default on where "
+                      "the GPU's shared memory holds a row, or a large part of one"},
     };
     return table;
 }
@@ -39,7 +42,8 @@ struct Alias {
 };
 constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "block"}, {"items_per_thread", "items"},
                               {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
-                              {"accumulator", "acc"},        {"fastmath", "fast_math"}};
+                              {"accumulator", "acc"},        {"fastmath", "fast_math"},
+                              {"cache_rows", "row_cache"}};
 
 bool is_auto(std::string_view v) { return v == "auto" || v == "default"; }
 
@@ -128,11 +132,12 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
             throw UsageError(fmt::format("knob acc: '{}' is not an accumulator (float64, float32, compensated or auto)",
                                          printable(value)));
         changed.accumulator = *acc;
-    } else if (*knob == "fast_math") {
-        if (is_auto(value)) changed.fast_math.reset();
-        else if (value == "on" || value == "1" || value == "true" || value == "yes") changed.fast_math = true;
-        else if (value == "off" || value == "0" || value == "false" || value == "no") changed.fast_math = false;
-        else throw UsageError(fmt::format("knob fast_math: '{}' is not on, off or auto", printable(value)));
+    } else if (*knob == "fast_math" || *knob == "row_cache") {
+        std::optional<bool>& knob_value = *knob == "fast_math" ? changed.fast_math : changed.row_cache;
+        if (is_auto(value)) knob_value.reset();
+        else if (value == "on" || value == "1" || value == "true" || value == "yes") knob_value = true;
+        else if (value == "off" || value == "0" || value == "false" || value == "no") knob_value = false;
+        else throw UsageError(fmt::format("knob {}: '{}' is not on, off or auto", *knob, printable(value)));
     } else {
         const int v = is_auto(value) ? 0 : parse_int(*knob, value);  // 0 is automatic, as in Knobs
         if (*knob == "block") {
@@ -167,6 +172,7 @@ std::string describe(const Knobs& k) {
     if (k.max_blocks_per_sm) parts.push_back(fmt::format("blocks_per_sm {}", k.max_blocks_per_sm));
     if (k.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(k.accumulator)));
     if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
+    if (k.row_cache) parts.push_back(fmt::format("row_cache {}", *k.row_cache ? "on" : "off"));
     return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -196,6 +202,10 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
     }
     if (!asked.fast_math) {
         asked.fast_math = tuned.fast_math;
+        used = true;
+    }
+    if (!asked.row_cache && tuned.row_cache) {  // records from before the knob leave it automatic
+        asked.row_cache = tuned.row_cache;
         used = true;
     }
     return used;

@@ -44,7 +44,7 @@ std::string shape_text(const Dims& shape, const Dims& strides) {
 }
 
 json to_json(const TuningRecord& r) {
-    return json{{"program", r.key.program},
+    json j{{"program", r.key.program},
                 {"shapes", r.key.shapes},
                 {"dtype", r.key.dtype},
                 {"device", r.key.device},
@@ -62,6 +62,9 @@ json to_json(const TuningRecord& r) {
                 {"lossjit", r.lossjit},
                 {"nvrtc", r.nvrtc},
                 {"when", r.when}};
+    // Written only where known: a record from before the knob reads and writes back as it was.
+    if (r.knobs.row_cache) j["knobs"]["row_cache"] = *r.knobs.row_cache;
+    return j;
 }
 
 // Throws (json's exceptions or UsageError) for a record that does not make sense.
@@ -80,6 +83,7 @@ TuningRecord from_json(const json& j) {
     if (!acc || *acc == Accumulator::Auto) throw UsageError("the accumulator is not float64, float32 or compensated");
     r.knobs.accumulator = *acc;
     r.knobs.fast_math = k.at("fast_math").get<bool>();
+    if (k.contains("row_cache") && !k.at("row_cache").is_null()) r.knobs.row_cache = k.at("row_cache").get<bool>();
     if (r.knobs.block_threads == 0) throw UsageError("threads per block are 0");
     Knobs applied;  // the same rules as the knobs a caller sets, on what the record would set
     apply_tuned(applied, r.knobs);

@@ -16,6 +16,101 @@
 
 namespace lossjit::kinds {
 
+namespace {
+
+// The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
+// and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
+// most of an SM's shared memory: often one block an SM, whose own threads must keep the bytes in
+// flight that many blocks would (ByRowCachedThreads, ByRowCachedBytesInFlight; knobs set win).
+// Rows a warp would take, each warp of the block its share of the cache, go to the whole block
+// where the warps would keep less than ByRowCacheWarpMinShare-th of their rows and the block more
+// (triplet 32768 x 8192: 14% of each row, or the whole row). Automatic where at least
+// ByRowCacheMinShare-th of the row fits the shared memory a block may have (48 KB where the GPU is
+// not known); asked for, as much of the row as fits.
+void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long columns, bool warp_per_row,
+                      const Knobs& knobs, const GpuFacts& gpu) {
+    if (knobs.row_cache == false) return;
+    const bool asked = knobs.row_cache == true;
+    const int inputs = row_cache_inputs(program, spec);
+    if (inputs == 0 || spec.side_by_side) {
+        if (asked)
+            spec.notes.push_back(spec.side_by_side ? "a row cache was asked for, but rows side by side are not cached"
+                                                   : "a row cache was asked for, but no input is read by more than one walk "
+                                                     "over the row");
+        return;
+    }
+    // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this.
+    constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
+    const std::int64_t budget = (gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared) - kStaticReserve;
+    const long long row = (columns + 3) / 4 * 4;
+    long long element_bytes = 0, element_inputs = 0;  // of the inputs read along the row
+    for (std::size_t k = 0; k < spec.inner_strides.size(); ++k) {
+        if (spec.inner_strides[k] == 0) continue;
+        element_bytes += static_cast<long long>(size_of(spec.input_dtypes[k]));
+        ++element_inputs;
+    }
+    element_bytes = std::max(element_bytes, 1LL);
+    element_inputs = std::max(element_inputs, 1LL);
+    // Rows read an element at a time keep too few bytes in flight for one block an SM (an L2
+    // normalization of 8192 x 65535 on an H100: 30.5% of the floor with the cache at 512 threads x 32
+    // loads, spilling; 54.2% at 1024 x 2, as without it): only where asked for.
+    if (!asked && spec.vector_width < 4) return;
+    auto with_cache = [&](bool warp_team) {
+        KernelSpec cached = spec;
+        if (knobs.block_threads == 0) cached.block_threads = default_value(Default::ByRowCachedThreads, gpu);
+        cached.team = warp_team ? kWarpThreads : cached.block_threads;
+        if (knobs.unroll == 0 && knobs.items_per_thread == 0) {
+            const long long per_unroll = static_cast<long long>(cached.block_threads) * cached.vector_width * element_bytes;
+            const long long in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu);
+            // Each load's values stay in registers until the row's walk uses them: past
+            // ByRowCachedValuesPerThread, 512 threads spill.
+            const long long values_per_unroll = static_cast<long long>(cached.vector_width) * element_inputs;
+            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu);
+            cached.unroll = 1;
+            while (cached.unroll * 2 <= kMaxUnroll && per_unroll * cached.unroll * 2 <= in_flight &&
+                   values_per_unroll * cached.unroll * 2 <= values)
+                cached.unroll *= 2;
+            // No more loads than a row has.
+            while (cached.unroll > 1 && static_cast<long long>(cached.team) * cached.vector_width * (cached.unroll / 2) >= columns)
+                cached.unroll /= 2;
+        }
+        const std::int64_t per_column = static_cast<std::int64_t>(inputs) * static_cast<std::int64_t>(size_of(cached.compute)) *
+                                        (cached.block_threads / cached.team);
+        cached.row_cache_columns = std::max<long long>(0, std::min<long long>(row, budget / per_column / 4 * 4));
+        cached.row_cache_inputs = inputs;
+        return cached;
+    };
+    KernelSpec cached = with_cache(warp_per_row);
+    if (warp_per_row && knobs.block_threads == 0 &&
+        cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
+        KernelSpec block_team = with_cache(false);
+        if (block_team.row_cache_columns > cached.row_cache_columns) cached = std::move(block_team);
+    }
+    // The bytes an SM's blocks keep in flight: as many blocks as its shared memory and threads hold.
+    // Short of ByRowCachedBytesInFlight (16-bit inputs, whose registers hold half the bytes), not
+    // automatic: bfloat16 softmax 16384 x 32768 on an H100, 512 threads x 8 x 4 x 2 bytes, one block
+    // an SM: 48.3% of the floor with the cache, 59.7% without (32768 x 4096, the warps' share: 61.8%
+    // against 54.8%, lost by this rule).
+    constexpr long long kThreadsPerSm = 2048;  // Ampere and Hopper SMs
+    const long long block_shared = static_cast<long long>(cached.dynamic_shared_bytes()) + kStaticReserve;
+    const long long blocks_per_sm = std::max(1LL, std::min(kThreadsPerSm / cached.block_threads, (budget + kStaticReserve) / block_shared));
+    const long long sm_in_flight =
+        blocks_per_sm * cached.block_threads * cached.unroll * cached.vector_width * element_bytes;
+    const long long kept = cached.row_cache_columns;
+    const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row &&
+                       sm_in_flight >= default_value(Default::ByRowCachedBytesInFlight, gpu);
+    if (kept <= 0 || (!asked && !worth)) {
+        if (asked)
+            spec.notes.push_back(fmt::format("a row cache was asked for, but no column of the row fits the {} KB of shared "
+                                             "memory a block may have",
+                                             budget / 1024));
+        return;
+    }
+    spec = std::move(cached);
+}
+
+}  // namespace
+
 KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                           const Knobs& knobs, bool tuned, const GpuFacts& gpu) {
     using Loop = KernelSpec::Loop;
@@ -187,6 +282,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
+    choose_row_cache(spec, program, columns, warp_per_row, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }

@@ -68,6 +68,7 @@ public:
         per_row_ = per_row_nodes(program, input_per_row);
         mark_live();
         stages();
+        plan_passes();
         for (std::size_t id = 0; id < program.nodes.size(); ++id) {
             const ir::Node& n = program.nodes[id];
             const bool named = live_[id] && per_row_[id] &&
@@ -116,6 +117,9 @@ public:
 
     std::size_t totals() const { return totals_.size(); }
 
+    // The inputs read along the row by more than one pass: what a row cache would hold.
+    int inputs_read_again() const { return static_cast<int>(read_again_.size()); }
+
 private:
     // Live: what the outputs (a map's body, the totals' arguments) need, through bindings.
     void mark_live() {
@@ -148,6 +152,60 @@ private:
             if (n.kind == ir::NodeKind::RowReduce) ++s;
             stage_[id] = s;
         }
+    }
+
+    // One walk over the row: the row reductions it computes and whether it does the element work.
+    struct PassPlan {
+        int number = 0;
+        std::vector<int> reductions;
+        bool elements = false;
+        std::vector<int> loaded;  // kernel indices of the inputs it reads along the row
+    };
+
+    // The passes over the row, in order, and which of their inputs more than one reads (the row
+    // cache's, kept by the first pass that reads them where the spec has a cache).
+    void plan_passes() {
+        int last_pass = 0;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+            if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce) last_pass = std::max(last_pass, stage_[id]);
+        const int elements = element_pass();
+        last_pass = std::max(last_pass, elements);
+        std::map<int, int> reads;  // kernel index -> passes reading it
+        for (int p = 1; p <= last_pass; ++p) {
+            PassPlan plan;
+            plan.number = p;
+            plan.elements = elements == p;
+            for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+                if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce && stage_[id] == p)
+                    plan.reductions.push_back(static_cast<int>(id));
+            if (plan.reductions.empty() && !plan.elements) continue;
+            std::set<int> inputs, bindings;
+            element_needs(pass_roots(plan.reductions, plan.elements), inputs, bindings);
+            plan.loaded.assign(inputs.begin(), inputs.end());
+            for (int k : plan.loaded)
+                if (reads[k]++ == 0) first_pass_[k] = p;
+            passes_.push_back(std::move(plan));
+        }
+        for (const auto& [k, count] : reads)
+            if (count > 1) read_again_.push_back(k);
+        if (spec_.row_cache_columns > 0) {
+            if (static_cast<int>(read_again_.size()) != spec_.row_cache_inputs || spec_.side_by_side)
+                throw InternalError("the kernel spec's row cache does not match the program's passes");
+            for (std::size_t i = 0; i < read_again_.size(); ++i) cache_slot_[read_again_[i]] = static_cast<int>(i);
+        }
+    }
+
+    // What a pass evaluates at each column: its reductions' arguments and, with the element work,
+    // the gradients written per element, a map's body, the totals of per-element values.
+    std::vector<int> pass_roots(const std::vector<int>& reductions, bool elements) const {
+        std::vector<int> roots;
+        for (int id : reductions) roots.push_back(program_.node(id).args[0]);
+        if (!elements) return roots;
+        for (std::size_t g : element_gradients()) roots.push_back(program_.derivatives[g].node);
+        if (program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)]) roots.push_back(program_.body);
+        for (const auto& t : totals_)
+            if (!per_row_[static_cast<std::size_t>(t.argument)]) roots.push_back(t.argument);
+        return roots;
     }
 
     // Element-level work (a map's per-element body, per-element totals) goes into the first pass
@@ -381,13 +439,26 @@ private:
         out += fmt::format("{}if (j < C) {{\n", in3);
         for (std::size_t s = 0; s < loaded.size(); ++s) {
             const int k = loaded[s];
-            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);\n",
-                               in4, k, k, k, k, s);
+            const std::string from_memory =
+                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);", k, k,
+                            k, k, s);
+            if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
+                out += fmt::format("{}if (j < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + j, v[u][{}]);\n"
+                                   "{}else {}\n",
+                                   in4, slot->second, s, in4, from_memory);
+            else
+                out += fmt::format("{}{}\n", in4, from_memory);
         }
         out += fmt::format("{}}}\n{}}}\n", in3, in2);
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
         out += fmt::format("{}if (j >= C) continue;\n", in3);
+        // The first pass to read an input the row cache holds keeps its columns there: each thread
+        // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
+        for (std::size_t s = 0; s < loaded.size(); ++s)
+            if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
+                out += fmt::format("{}if (j < cache_columns) lj::cache_store<VW>(row_cache + {} * cache_columns + j, v[u][{}]);\n",
+                                   in3, slot->second, s);
         // Each reduction's argument at the VW columns, added as one group after them (add_group).
         for (int id : reductions)
             if (own(id)) out += fmt::format("{}Value e{}[VW];\n", in3, id);
@@ -486,19 +557,17 @@ private:
         }
         std::map<int, std::string> reduced;
         out += stage_definitions(0, reduced);
-        int last_pass = 0;
-        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
-            if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce) last_pass = std::max(last_pass, stage_[id]);
-        const int elements = element_pass();
-        last_pass = std::max(last_pass, elements);
-        for (int p = 1; p <= last_pass; ++p) {
-            std::vector<int> reductions;
-            for (std::size_t id = 0; id < program_.nodes.size(); ++id)
-                if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce && stage_[id] == p)
-                    reductions.push_back(static_cast<int>(id));
-            if (reductions.empty() && elements != p) continue;
-            out += pass(p, reductions, elements == p, reduced);
-            out += stage_definitions(p, reduced);
+        if (!cache_slot_.empty()) {
+            out += fmt::format("{}// The row cache: this team's share of the block's (templates/by_rows.cuh).\n", kIndent);
+            out += fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n",
+                               kIndent, cache_slot_.size());
+            out += fmt::format("{}Value* const row_cache = lj::row_cache<Value>() + (long long)Team::team_in_block() * {} * "
+                               "cache_columns;\n",
+                               kIndent, cache_slot_.size());
+        }
+        for (const PassPlan& plan : passes_) {
+            out += pass(plan.number, plan.reductions, plan.elements, reduced);
+            out += stage_definitions(plan.number, reduced);
         }
         // Per-row outputs, once per row.
         std::string once;
@@ -540,10 +609,20 @@ private:
     std::vector<bool> per_row_;
     std::vector<bool> live_;
     std::vector<int> stage_;
+    std::vector<PassPlan> passes_;
+    std::map<int, int> first_pass_;   // kernel input index -> the first pass that reads it along the row
+    std::vector<int> read_again_;     // kernel input indices read along the row by more than one pass
+    std::map<int, int> cache_slot_;   // of those, where the spec has a row cache: kernel index -> its slot
     mutable std::set<int> defined_bindings_;  // per-row bindings already defined (by slot)
 };
 
 }  // namespace
+
+int kinds::row_cache_inputs(const ir::Program& program, const KernelSpec& spec) {
+    KernelSpec without = spec;
+    without.row_cache_columns = 0;
+    return RowEmitter(program, without).inputs_read_again();
+}
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("emit_by_rows needs a by-row kernel spec");

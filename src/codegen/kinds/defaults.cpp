@@ -16,6 +16,7 @@ constexpr std::string_view kHistory = "docs/results/performance-history.md";
 constexpr std::string_view kRows = "docs/results/issue-12/rows_explore.json";
 constexpr std::string_view kAxisRows = "docs/results/issue-29/axis-rows.txt";
 constexpr std::string_view kFourthRound = "docs/results/issue-15/session4/README.md";
+constexpr std::string_view kRowCache = "docs/results/issue-31/row-cache/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -117,6 +118,29 @@ constexpr std::array kTable = {
     DefaultRow{D::ByRowSideAloneIndexUnroll, G::Any, 4,
                "H100, a thread a row: argmax over dim 1 of [128, 4096, 4095] 73.7% at 4, 71.0% at 8, 60.3% at 16 "
                "(90 registers)", kAxisRows},
+    DefaultRow{D::ByRowCachedThreads, G::Any, 512,
+               "H100, value + gradient with the row cache: cosine 16384 x 16384 96.0% of the floor at 512 threads "
+               "(unroll 4), 46.7% at 1024; cross-entropy 16384 x 32768 71.6% at 512 (unroll 8), 64.4% at 256; "
+               "softmax 32768 x 4096 89.3% at 512 (unroll 8), 72.9% at 256",
+               kRowCache},
+    DefaultRow{D::ByRowCachedBytesInFlight, G::Any, 65536,
+               "H100, float32 in vectors of 4 (16 bytes): cross-entropy 32768 x 4096 value + gradient 83.1% at 512 "
+               "threads x unroll 8 x 1 input (64 KB), 79.9% at 512 x 4; cosine 96.4% at 512 x 4 x 2 inputs (64 KB), "
+               "59.2% at 512 x 8 x 2; softmax 16384 x 32768 84.0% at 512 x 8, 74.4% at 512 x 4",
+               kRowCache},
+    DefaultRow{D::ByRowCachedValuesPerThread, G::Any, 32,
+               "H100, 512 threads: float32 softmax 32768 x 4096 at unroll 8 x vector 4 (32 values) 119-128 registers, "
+               "no spill, 89.8%; bfloat16 at 16 x 4 (64) 288 bytes spilled, 26.5% against 54.4% without the cache",
+               kRowCache},
+    DefaultRow{D::ByRowCacheMinShare, G::Any, 4,
+               "H100, cross-entropy 4096 x 131072 (43% of the row kept) value + gradient 65.7% of the floor against "
+               "62.2% without; triplet 32768 x 8192 (28%) 69.1% against 64.1%",
+               kRowCache},
+    DefaultRow{D::ByRowCacheWarpMinShare, G::Any, 2,
+               "H100 value + gradient: triplet 32768 x 8192, warps keeping 14% of their rows 64.0% of the floor, the "
+               "block the whole row 95.7%; cross-entropy 32768 x 4096, warps keeping 85% 83.2%, the block the whole "
+               "row 76.4%",
+               kRowCache},
 };
 
 }  // namespace
@@ -187,6 +211,11 @@ std::string_view to_string(Default what) {
         case D::CommonPathUnrollLimit: return "common-path unroll limit";
         case D::ColumnsSmallUnroll: return "columns small unroll";
         case D::ByRowUnrollOneInput: return "by-row unroll, one input";
+        case D::ByRowCachedThreads: return "by-row threads with a row cache";
+        case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";
+        case D::ByRowCachedValuesPerThread: return "by-row loaded values a thread with a row cache";
+        case D::ByRowCacheMinShare: return "by-row row cache, least share of the row";
+        case D::ByRowCacheWarpMinShare: return "by-row row cache, least share of a warp's row";
         case D::ByRowUnrollSeveralInputs: return "by-row unroll, several inputs";
         case D::Count_: break;
     }

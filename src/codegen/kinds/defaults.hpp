@@ -18,6 +18,7 @@ struct GpuFacts {
     std::int64_t l2_bytes = 0;
     std::int64_t memory_bytes = 0;
     double memory_bytes_per_second = 0;  // peak, from the memory clock and bus width; 0 if not reported
+    std::int64_t shared_bytes_per_block = 0;  // shared memory a block may have, opting in past 48 KB; 0 if not known
 };
 
 // The classes the defaults tell apart: GPUs whose measured best settings differ. Hopper with HBM3
@@ -70,6 +71,11 @@ enum class Default : unsigned char {
     ByRowSideTeamUnroll,            // by rows, side by side: elements of its row a thread loads at once
     ByRowSideAloneUnroll,           // ... where each row has one thread (it steps through its rows alone)
     ByRowSideAloneIndexUnroll,      // ... the same for a program with argmax or argmin (larger accumulators)
+    ByRowCachedThreads,             // by rows with a row cache: threads per block (one block an SM, mostly)
+    ByRowCachedBytesInFlight,       // ... bytes its loads keep in flight (threads x unroll x vector x input bytes)
+    ByRowCachedValuesPerThread,     // ... at most this many loaded values a thread (unroll x vector x inputs)
+    ByRowCacheMinShare,             // ... automatic where at least 1 / this of the row fits
+    ByRowCacheWarpMinShare,         // ... rows a warp would take go to the block where warps keep less
     Count_,
 };
 

@@ -58,5 +58,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
 LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                         const Occupancy& occupancy);
 std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
+// How many inputs read along the row more than one of the spec's passes reads (what a row cache
+// would hold); the spec's row cache is ignored.
+int row_cache_inputs(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit::kinds
