@@ -55,8 +55,10 @@ const Problem kProblems[] = {
 };
 
 // The row cache (KernelSpec::row_cache_columns) off, and asked for: longer rows than shared memory
-// holds keep part of the row (3 x 70000: two inputs of 280 KB a row).
+// holds keep part of the row (3 x 70000: two inputs of 280 KB a row; 64 x 4096: a warp per row, each
+// of a block's 16 warps keeping part of its row of one input, the whole block's of two).
 const Problem kCachedProblems[] = {
+    {"64x4096", 64, 4096},
     {"512x1024", 512, 1024},
     {"300x1001", 300, 1001},
     {"24x20000", 24, 20000},
@@ -344,6 +346,8 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
         {"x - logsumexp(x, -1)", false, false},                        // log_softmax
         {"exp(x - logsumexp(x, -1))", false, false},                   // softmax
         {"x / sqrt(mean(x * x, -1) + 1e-6)", false, false},            // RMS norm
+        // Layer norm: three walks over x, the last two from the row cache.
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false, false},
         {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
     };
     std::vector<std::pair<Problem, std::optional<bool>>> runs;  // automatic, and the row cache off and on

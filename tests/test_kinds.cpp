@@ -11,6 +11,7 @@
 #include "codegen/kernel_spec.hpp"
 #include "codegen/kinds/defaults.hpp"
 #include "codegen/kinds/kinds.hpp"
+#include "jit/compile.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;
@@ -149,6 +150,11 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         // at 8: one block an SM keeps 32 KB in flight, short of 64: not automatic.
         {"exp(x - logsumexp(x, -1))", {}, 32768, h100, std::nullopt, 0, 0, "", 0, 0, DType::bfloat16},
         {"exp(x - logsumexp(x, -1))", {}, 32768, h100, true, 32768, 1, "", 512, 8, DType::bfloat16},
+        // Two inputs read again (cosine's value and gradients), float64 arithmetic: 8 bytes a column.
+        {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 16384, h100, std::nullopt,
+         16384, 2, "", 512, 4},
+        {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 8192, h100, true, 8192, 2, "",
+         512, 0, DType::float64},
         // Rows longer than shared memory holds: the leading columns, where they are a quarter of the row.
         {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, ""},
         {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, 0, 0, ""},
@@ -164,7 +170,10 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         const bool grad = !wrt.empty();
         if (grad) program = differentiate(program, wrt, {});
         std::vector<OperandShape> shapes{{"x", {512, row.columns}, {}}};
-        if (program.inputs.size() > 1) shapes.push_back({"y", {512}, {}});
+        if (program.inputs.size() > 1) {  // class indices, or a second input of x's shape
+            const bool index = program.index_inputs()[1];
+            shapes.push_back({"y", index ? Shape{512} : Shape{512, row.columns}, {}});
+        }
         const OperandShape gradients{"gradients", {512, row.columns}, {}};
         const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
         Knobs knobs;
@@ -173,20 +182,51 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
             KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
         CHECK(spec.row_cache_columns == row.cached_columns);
         CHECK(spec.row_cache_inputs == row.cached_inputs);
-        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs * 4) *
-                                                 static_cast<std::size_t>(spec.block_threads / spec.team));
+        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs) *
+                                                 size_of(spec.compute) * static_cast<std::size_t>(spec.block_threads / spec.team));
         if (*row.note) {
             REQUIRE(spec.notes.size() == 1);
             CHECK(spec.notes[0].find(row.note) != std::string::npos);
         }
         if (row.team) CHECK(spec.team == row.team);
         if (row.unroll) CHECK(spec.unroll == row.unroll);
+        CHECK((spec.row_cache_columns > 0) == (spec.signature().find("row cache") != std::string::npos));
         if (spec.row_cache_columns > 0) {  // the source reads the cache's size itself: one source for every length
             const std::string source = emit_cuda(program, spec);
             CHECK(source.find("lj::cache_store<VW>") != std::string::npos);
             CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
+            CHECK(compile_cuda(source, "sm_90").is_cubin());
         }
     }
+}
+
+TEST_CASE("the row cache: one source for every row length; a tuning record's knobs replay the kernel it timed") {
+    const auto softmax = check(parse("exp(x - logsumexp(x, -1))", "expr"), {});
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    auto spec_for = [&](long long columns, const Knobs& knobs) {
+        const OperandShape x{"x", {4096, columns}, {}};
+        return KernelSpec::choose(softmax, plan_program_layout(softmax, std::vector{x}, nullptr),
+                                  KernelOperands::unplaced(softmax), knobs, false, h100);
+    };
+    // Rows of 12288 and 16384: the same source, other launch sizes.
+    const KernelSpec a = spec_for(12288, {}), b = spec_for(16384, {});
+    REQUIRE(a.row_cache_columns == 12288);
+    REQUIRE(b.row_cache_columns == 16384);
+    CHECK(a.dynamic_shared_bytes() != b.dynamic_shared_bytes());
+    CHECK(emit_cuda(softmax, a) == emit_cuda(softmax, b));
+    // Rows of 8192 go to the block (the warps would keep 43% of theirs), and so they do with the
+    // threads, items and vector width a tuning record holds.
+    const KernelSpec automatic = spec_for(8192, {});
+    Knobs recorded;
+    recorded.block_threads = automatic.block_threads;
+    recorded.items_per_thread = automatic.unroll * automatic.vector_width;
+    recorded.vector_width = automatic.vector_width;
+    recorded.row_cache = true;
+    const KernelSpec replayed = spec_for(8192, recorded);
+    CHECK(automatic.team == automatic.block_threads);
+    CHECK(replayed.team == automatic.team);
+    CHECK(emit_cuda(softmax, replayed) == emit_cuda(softmax, automatic));
 }
 
 }  // TEST_SUITE

@@ -291,6 +291,40 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     CHECK_FALSE(apply_tuned(all, stored));  // nothing automatic: not tuned
 
     CHECK(describe(stored) == "block 512, items 16, vector 4, blocks_per_sm 4, acc compensated, fast_math off");
+
+    // The row cache: a record that has it gives it; one without it (from before the knob, or of a
+    // kernel that keeps no row) was timed without one, and replays its other knobs without one;
+    // where it gives nothing else, it leaves the knob automatic and the call untuned.
+    Knobs cached_record = stored;
+    cached_record.row_cache = true;
+    Knobs takes_cache;
+    CHECK(apply_tuned(takes_cache, cached_record));
+    CHECK(takes_cache.row_cache == true);
+    Knobs old_record;
+    CHECK(apply_tuned(old_record, stored));
+    CHECK(old_record.row_cache == false);
+    Knobs all_but_cache = all;
+    CHECK_FALSE(apply_tuned(all_but_cache, stored));
+    CHECK_FALSE(all_but_cache.row_cache.has_value());
+    CHECK(apply_tuned(all_but_cache, cached_record));
+    CHECK(all_but_cache.row_cache == true);
+    Knobs mine_cache;
+    mine_cache.row_cache = false;
+    apply_tuned(mine_cache, cached_record);
+    CHECK(mine_cache.row_cache == false);  // set knobs win
+}
+
+TEST_CASE("a record's row cache is written where known and read back") {
+    TempDir dir;
+    TuningRecord with = record("p=8x8 t=8x8");
+    with.knobs.row_cache = false;  // off is a choice too, not "automatic"
+    TuningStore store(dir.path / "tuning.json", true);
+    store.put(with);
+    CHECK(read(dir.path / "tuning.json").find("\"row_cache\": false") != std::string::npos);
+    TuningStore reader(dir.path / "tuning.json", false);
+    const auto found = reader.find(with.key);
+    REQUIRE(found);
+    CHECK(found->knobs == with.knobs);
 }
 
 TEST_CASE("the store follows the kernel cache's settings") {

@@ -59,9 +59,8 @@ std::string KernelSpec::signature() const {
     if (tuned) knobs += ", tuned";
     if (min_blocks_per_sm > 1) knobs += fmt::format(", registers for {} blocks per SM", min_blocks_per_sm);
     if (one_block) knobs += ", one block";
-    if (row_cache_columns > 0)
-        knobs += fmt::format(", row cache of {} columns of {} input{}", row_cache_columns, row_cache_inputs,
-                             row_cache_inputs == 1 ? "" : "s");
+    // Not the columns kept: the source reads them from the launch, one source for every row length.
+    if (row_cache_columns > 0) knobs += fmt::format(", row cache of {} input{}", row_cache_inputs, row_cache_inputs == 1 ? "" : "s");
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
     auto named = [](std::span<const DType> dtypes) {
         std::vector<std::string_view> names;

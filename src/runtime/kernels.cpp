@@ -1,6 +1,9 @@
 // kernels: opening the device and loading kernel variants (kernels.hpp).
 #include "runtime/kernels.hpp"
 
+#include <fmt/format.h>
+
+#include "codegen/kinds/kinds.hpp"
 #include "jit/cache.hpp"
 #include "jit/compile.hpp"
 #include "tuning/store.hpp"
@@ -14,6 +17,7 @@ DeviceFacts open_device(int ordinal) {
     const auto info = device_info(ordinal);
     facts.multiprocessors = info.multiprocessors;
     facts.max_threads_per_sm = cuda::attribute(facts.context->device(), CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    facts.gpu.threads_per_sm = facts.max_threads_per_sm;
     facts.target = target_for(info.major, info.minor);
     facts.tuning_text = tuning_device_text(ordinal);
     const CUdevice device = facts.context->device();
@@ -32,7 +36,11 @@ DeviceFacts open_device(int ordinal) {
 
 const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec& spec, const std::string& label,
                                    const DeviceFacts& device, Timings& timings) {
-    const std::string signature = label + spec.signature();
+    // One source for every row length, but a loaded function per size of its row cache: the
+    // occupancy and the function's opt-in to dynamic shared memory depend on it.
+    const std::size_t dynamic_shared = spec.dynamic_shared_bytes();
+    const std::string signature =
+        label + spec.signature() + (dynamic_shared > 0 ? fmt::format(" [{} B dynamic shared]", dynamic_shared) : "");
     if (auto it = kernels_.find(signature); it != kernels_.end()) return it->second;
 
     util::Stopwatch watch;
@@ -52,7 +60,6 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     auto& info = kernel.info;
     // A row cache is opted into per function: with the kernel's static shared memory it may pass the
     // 48 KB every block may have without asking (and the driver refuses what the GPU cannot give).
-    const std::size_t dynamic_shared = spec.dynamic_shared_bytes();
     if (dynamic_shared > 0)
         LOSSJIT_CU(cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       static_cast<int>(dynamic_shared)));
@@ -69,9 +76,12 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     info.knobs.items_per_thread = info.knobs.unroll * info.knobs.vector_width;
     info.knobs.accumulator = spec.accumulator;
     info.knobs.fast_math = spec.fast_math;
-    // Only a program that walks its rows knows the row cache: for the others it stays unset (a
-    // tuning record of theirs leaves it automatic).
-    if (spec.loop == KernelSpec::Loop::ByRow) info.knobs.row_cache = spec.row_cache_columns > 0;
+    // Only a kernel that could keep a row (it walks the row again for an input) reports the row
+    // cache; for the others it stays unset, and so does a tuning record of theirs, which then leaves
+    // a caller's knob automatic (and the call untuned where every other knob is set).
+    if (spec.row_cache_columns > 0 ||
+        (spec.loop == KernelSpec::Loop::ByRow && !spec.side_by_side && kinds::row_cache_inputs(program, spec) > 0))
+        info.knobs.row_cache = spec.row_cache_columns > 0;
     info.target = device.target;
     timings.load_ms = watch.lap_ms();
     return kernels_.emplace(signature, std::move(kernel)).first->second;

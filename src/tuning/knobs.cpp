@@ -204,9 +204,15 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
         asked.fast_math = tuned.fast_math;
         used = true;
     }
-    if (!asked.row_cache && tuned.row_cache) {  // records from before the knob leave it automatic
-        asked.row_cache = tuned.row_cache;
-        used = true;
+    if (!asked.row_cache) {
+        if (tuned.row_cache) {
+            asked.row_cache = tuned.row_cache;
+            used = true;
+        } else if (used) {
+            // A record from before the knob (or of a kernel that keeps no row) was timed without a row
+            // cache: its threads and unroll are replayed without one too.
+            asked.row_cache = false;
+        }
     }
     return used;
 }

@@ -81,8 +81,9 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
         return cached;
     };
     KernelSpec cached = with_cache(warp_per_row);
-    if (warp_per_row && knobs.block_threads == 0 &&
-        cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
+    // (Threads per row are not a knob: a block size set by hand or by a tuning record switches too,
+    // so that a record replays the kernel it timed.)
+    if (warp_per_row && cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
         KernelSpec block_team = with_cache(false);
         if (block_team.row_cache_columns > cached.row_cache_columns) cached = std::move(block_team);
     }
@@ -91,9 +92,10 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
     // automatic: bfloat16 softmax 16384 x 32768 on an H100, 512 threads x 8 x 4 x 2 bytes, one block
     // an SM: 48.3% of the floor with the cache, 59.7% without (32768 x 4096, the warps' share: 61.8%
     // against 54.8%, lost by this rule).
-    constexpr long long kThreadsPerSm = 2048;  // Ampere and Hopper SMs
+    constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
+    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
     const long long block_shared = static_cast<long long>(cached.dynamic_shared_bytes()) + kStaticReserve;
-    const long long blocks_per_sm = std::max(1LL, std::min(kThreadsPerSm / cached.block_threads, (budget + kStaticReserve) / block_shared));
+    const long long blocks_per_sm = std::max(1LL, std::min(threads_per_sm / cached.block_threads, (budget + kStaticReserve) / block_shared));
     const long long sm_in_flight =
         blocks_per_sm * cached.block_threads * cached.unroll * cached.vector_width * element_bytes;
     const long long kept = cached.row_cache_columns;
@@ -102,8 +104,8 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
     if (kept <= 0 || (!asked && !worth)) {
         if (asked)
             spec.notes.push_back(fmt::format("a row cache was asked for, but no column of the row fits the {} KB of shared "
-                                             "memory a block may have",
-                                             budget / 1024));
+                                             "memory a block may have ({} KB kept for the kernel's own)",
+                                             (budget + kStaticReserve) / 1024, kStaticReserve / 1024));
         return;
     }
     spec = std::move(cached);

@@ -19,6 +19,7 @@ struct GpuFacts {
     std::int64_t memory_bytes = 0;
     double memory_bytes_per_second = 0;  // peak, from the memory clock and bus width; 0 if not reported
     std::int64_t shared_bytes_per_block = 0;  // shared memory a block may have, opting in past 48 KB; 0 if not known
+    int threads_per_sm = 0;                   // resident threads an SM holds; 0 if not known
 };
 
 // The classes the defaults tell apart: GPUs whose measured best settings differ. Hopper with HBM3

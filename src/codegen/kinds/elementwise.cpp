@@ -57,6 +57,8 @@ KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, 
     spec.accumulator = program.is_map() ? Accumulator::Float64 : accumulator;
     if (program.is_map() && accumulator != Accumulator::Float64)
         spec.notes.push_back("a map sums nothing: the accumulator does not apply");
+    if (knobs.row_cache == true)
+        spec.notes.push_back("a row cache was asked for, but the program does not reduce along rows: it walks no row twice");
     spec.rank = static_cast<int>(layout.dims.size());
     const std::size_t inner = layout.dims.size() - 1;
     const auto slots = read_inputs(program);
