@@ -38,8 +38,9 @@ extern "C" {
 #endif
 
 #define LOSSJIT_C_API_VERSION_MAJOR 1
-#define LOSSJIT_C_API_VERSION_MINOR 2  /* 1.1: lossjit_compile_n; 1.2: several results (lossjit_result_*,
-                                          lossjit_reference_values; result views of their count) */
+#define LOSSJIT_C_API_VERSION_MINOR 3  /* 1.1: lossjit_compile_n; 1.2: several results (lossjit_result_*,
+                                          lossjit_reference_values; result views of their count);
+                                          1.3: lossjit_options.knobs */
 #define LOSSJIT_C_API_VERSION ((LOSSJIT_C_API_VERSION_MAJOR << 16) | LOSSJIT_C_API_VERSION_MINOR)
 
 /* The library's ABI version (LOSSJIT_C_API_VERSION of the header it was built from) and lossjit's version ("0.1.0"). */
@@ -110,6 +111,10 @@ typedef struct lossjit_options {
     size_t param_count;
     int32_t device;                  /* the default CUDA device of calls whose lossjit_exec is NULL */
     int32_t expect;                  /* lossjit_kind: the other kind is a LOSSJIT_ERROR_SOURCE at the body */
+    const char* knobs;               /* since 1.3: kernel variant knobs, "KNOB=VALUE" separated by commas or
+                                        spaces ("block=512,row_cache=on"; docs/tuning.md), checked here
+                                        (LOSSJIT_ERROR_USAGE); NULL: all automatic. A caller built against
+                                        1.2 (a smaller size) has none */
 } lossjit_options;
 LOSSJIT_C_EXPORT void lossjit_options_init(lossjit_options* options);
 

@@ -46,15 +46,20 @@ _registry_lock = threading.Lock()
 _ids = itertools.count(1)
 
 
-def compile(program, inputs=None, params=None, *, source_name="expr", expect=None):
+def compile(program, inputs=None, params=None, *, source_name="expr", expect=None, knobs=None):
     """Parses and checks `program` (SourceError with a caret on mistakes); needs no GPU.
 
     inputs: the call order of the inputs (default: order of first appearance); params: {name: default}
-    (overrides `param x = v;`); expect: "reduction" or "map" to refuse the other kind. Tensors run
-    on their own CUDA device, whichever it is.
+    (overrides `param x = v;`); expect: "reduction" or "map" to refuse the other kind; knobs: kernel
+    variant knobs, {"block": 512, "row_cache": "on"} or "block=512,row_cache=on" (docs/tuning.md;
+    UsageError for a bad one). Tensors run on their own CUDA device, whichever it is.
     """
     if expect not in _KINDS:
         raise UsageError(f"expect is {expect!r}; it takes 'reduction', 'map' or None")
+    if isinstance(knobs, dict):
+        knobs = ",".join(f"{k}={_knob_text(v)}" for k, v in knobs.items())
+    elif knobs is not None and not isinstance(knobs, str):
+        raise UsageError(f"knobs is {type(knobs).__name__}; it takes a dict or a string such as 'block=512'")
     options = _lib.Options()
     _lib.lib.lossjit_options_init(ctypes.byref(options))
     options.source_name = source_name.encode()
@@ -68,10 +73,21 @@ def compile(program, inputs=None, params=None, *, source_name="expr", expect=Non
         keep.append(array)
         options.params, options.param_count = array, len(params)
     options.expect = _KINDS[expect]
+    if knobs:
+        options.knobs = knobs.encode()
     handle = ctypes.c_void_p()
     text = program.encode()  # with its length: a NUL inside is the checker's to refuse, not the end
     _lib.check(_lib.lib.lossjit_compile_n(text, len(text), ctypes.byref(options), ctypes.byref(handle)))
     return Loss(handle.value, program)
+
+
+def _knob_text(value):
+    """A knob's value as the CLI writes it: True/False as on/off, None as auto."""
+    if value is None:
+        return "auto"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 class _HostViews:

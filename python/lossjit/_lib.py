@@ -6,7 +6,7 @@ import os
 import pathlib
 
 C_API_MAJOR = 1  # the LOSSJIT_C_API_VERSION major this package is written against
-C_API_MINOR = 2  # and the minor it needs at least (1.1: lossjit_compile_n; 1.2: several results)
+C_API_MINOR = 3  # and the minor it needs at least (1.1: lossjit_compile_n; 1.2: several results; 1.3: knobs)
 
 
 class LossjitError(Exception):
@@ -83,7 +83,7 @@ class Options(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("source_name", ctypes.c_char_p),
                 ("inputs", ctypes.POINTER(ctypes.c_char_p)), ("input_count", ctypes.c_size_t),
                 ("params", ctypes.POINTER(Param)), ("param_count", ctypes.c_size_t),
-                ("device", ctypes.c_int32), ("expect", ctypes.c_int32)]
+                ("device", ctypes.c_int32), ("expect", ctypes.c_int32), ("knobs", ctypes.c_char_p)]
 
 
 def _candidates():

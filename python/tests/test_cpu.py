@@ -40,6 +40,22 @@ def test_expect_and_usage_errors():
     assert issubclass(lossjit.UsageError, ValueError)
 
 
+def test_knobs_are_checked_at_compile():
+    # As the CLI's --knob: a dict (True/False as on/off, None as auto) or a string.
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    for knobs in ({"block": 512, "row_cache": True, "unroll": 4}, "block=512, row_cache=off", {"row_cache": None}):
+        loss = lossjit.compile("mean(logsumexp(x, -1))", knobs=knobs)
+        assert abs(loss.reference(x) - np.mean(np.log(np.sum(np.exp(x.astype(np.float64)), -1)))) < 1e-12
+    with pytest.raises(lossjit.UsageError, match="multiple of 32"):
+        lossjit.compile("mean(p)", knobs={"block": 100})
+    with pytest.raises(lossjit.UsageError, match="row_cache: 'sometimes'"):
+        lossjit.compile("mean(p)", knobs="row_cache=sometimes")
+    with pytest.raises(lossjit.UsageError, match="unknown knob 'blocks'"):
+        lossjit.compile("mean(p)", knobs={"blocks": 2})
+    with pytest.raises(lossjit.UsageError, match="dict or a string"):
+        lossjit.compile("mean(p)", knobs=[("block", 512)])
+
+
 @pytest.mark.parametrize("name, make, torchlike", [
     ("mse", lambda: (rng.random((64, 48), np.float32), rng.random((64, 48), np.float32)),
      lambda p, t: np.mean((p.astype(np.float64) - t) ** 2)),

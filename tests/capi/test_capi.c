@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "lossjit/lossjit.h"
@@ -64,6 +65,22 @@ static void cpu_part(void) {
     lossjit_options_init(&options);
     options.expect = LOSSJIT_KIND_MAP;
     CHECK(lossjit_compile("mean(p)", &options, &bad) == LOSSJIT_ERROR_SOURCE);
+
+    /* Knobs (1.3): checked at compile, as the CLI's --knob; a 1.2 caller's smaller struct has none. */
+    lossjit_options_init(&options);
+    options.knobs = "block=512, row_cache=on,unroll=4";
+    CHECK_OK(lossjit_compile("mean(logsumexp(x, -1))", &options, &bad));
+    lossjit_free(bad);
+    options.knobs = "block=100";
+    CHECK(lossjit_compile("mean(p)", &options, &bad) == LOSSJIT_ERROR_USAGE);
+    CHECK(strstr(lossjit_last_error(), "multiple of 32") != NULL);
+    options.knobs = "row_cache=sometimes";
+    CHECK(lossjit_compile("mean(p)", &options, &bad) == LOSSJIT_ERROR_USAGE);
+    CHECK(strstr(lossjit_last_error(), "row_cache") != NULL);
+    options.size = (uint32_t)offsetof(lossjit_options, knobs);
+    CHECK_OK(lossjit_compile("mean(p)", &options, &bad));  /* the bad knobs lie past its size */
+    lossjit_free(bad);
+    bad = NULL;
 
     /* With a length, a NUL inside the program is a stray byte at its column, not the program's end. */
     lossjit_options_init(&options);
