@@ -60,7 +60,7 @@ std::string format_sweep_table(const SweepResult& r) {
                          info.strided ? "-" : std::to_string(k.vector_width), info.strided ? "-" : std::to_string(k.unroll),
                          k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
                          std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
-                         k.row_cache.value_or(false) ? "on" : "off", fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
+                         k.row_cache ? (*k.row_cache ? "on" : "off") : "-", fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
                          fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
                          std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error), mark});
         for (const auto& note : info.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.label, note));
@@ -143,7 +143,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["max_blocks_per_sm"] = k.max_blocks_per_sm;
         j["accumulator"] = std::string(to_string(k.accumulator));
         j["fast_math"] = k.fast_math.value_or(false);
-        j["row_cache"] = k.row_cache.value_or(false);
+        j["row_cache"] = k.row_cache ? json(*k.row_cache) : json(nullptr);  // null: the kernel keeps no row
         j["ms"] = row.ms;
         j["gbps"] = row.gbps;
         j["roofline_fraction"] = row.roofline;
