@@ -140,6 +140,14 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         Options options;
         CHECK_THROWS_WITH_AS(set_knob(options.knobs, text), doctest::Contains(message), UsageError);
     }
+    // A list, as the C API's lossjit_options.knobs: commas or spaces, empty items skipped.
+    Knobs listed;
+    set_knobs(listed, "block=512, row_cache=on,,unroll=4 ");
+    CHECK((listed.block_threads == 512 && listed.row_cache == true && listed.unroll == 4));
+    Knobs untouched;
+    CHECK_THROWS_WITH_AS(set_knobs(untouched, "block=512,vector=3"), doctest::Contains("vector width must be 1, 4 or 8"),
+                         UsageError);
+
     Knobs described;
     CHECK(describe(described) == "defaults");
     set_knob(described, "acc=compensated");

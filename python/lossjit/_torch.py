@@ -199,8 +199,9 @@ class _Layout:
 
 class _GradPlan:
     """What value_and_grad passes for one layout and one set of inputs differentiated, made once: the
-    names, the gradients' views (of the inputs' shapes, contiguous, as torch.empty makes them) and the
-    value's, in one buffer; a call writes only the data pointers."""
+    names, the gradients' views (of the inputs' shapes, contiguous as torch.empty makes them: strides
+    NULL, which the C API reads as row-major) and the value's, in one buffer; a call writes only the
+    data pointers."""
     __slots__ = ("positions", "names", "names_address", "buffer", "views", "words", "address", "value_slot",
                  "value_address", "keep", "shapes", "dtypes")
 
@@ -222,23 +223,14 @@ class _GradPlan:
         for k, i in enumerate(self.positions):
             t = tensors[i]
             shape = _lib.shape_array(t.shape)
-            strides = _lib.shape_array(_contiguous(t.shape))
-            self.keep += [shape, strides]
-            self.views[k] = _lib.View(None, _CODES[t.dtype], t.dim(), shape, strides)
+            self.keep.append(shape)
+            self.views[k] = _lib.View(None, _CODES[t.dtype], t.dim(), shape, None)
         if results == 1:
             self.views[n] = _lib.View(None, out_code, 0, None, None)
         else:
             shape = _lib.shape_array([results])
             self.keep.append(shape)
             self.views[n] = _lib.View(None, out_code, 1, shape, None)
-
-
-def _contiguous(shape):
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
 
 
 def _output_shape_of(handle, views_address, count):

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <new>
 #include <span>
-#include <string_view>
 
 #include "lossjit/version.hpp"
 #include "tuning/knobs.hpp"
@@ -217,15 +216,7 @@ lossjit_status lossjit_compile_n(const char* program, size_t length, const lossj
             if (options->size < kSize12)
                 throw UsageError("lossjit_options.size is " + std::to_string(options->size) +
                                  "; call lossjit_options_init first");
-            if (options->size >= sizeof(lossjit_options) && options->knobs) {
-                std::string_view list = options->knobs;
-                while (!list.empty()) {
-                    const std::size_t end = list.find_first_of(", ");
-                    const std::string_view assignment = list.substr(0, end);
-                    if (!assignment.empty()) set_knob(opts.knobs, assignment);
-                    list = end == std::string_view::npos ? std::string_view{} : list.substr(end + 1);
-                }
-            }
+            if (options->size >= sizeof(lossjit_options) && options->knobs) set_knobs(opts.knobs, options->knobs);
             if (options->source_name) opts.source_name = options->source_name;
             if (options->input_count > 0 && !options->inputs) throw UsageError("lossjit_options.inputs is NULL");
             for (std::size_t i = 0; i < options->input_count; ++i) {

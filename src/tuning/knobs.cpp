@@ -163,6 +163,14 @@ void set_knob(Knobs& knobs, std::string_view assignment) {
     set_knob(knobs, assignment.substr(0, eq), assignment.substr(eq + 1));
 }
 
+void set_knobs(Knobs& knobs, std::string_view list) {
+    while (!list.empty()) {
+        const std::size_t end = list.find_first_of(", ");
+        if (end != 0) set_knob(knobs, list.substr(0, end));
+        list = end == std::string_view::npos ? std::string_view{} : list.substr(end + 1);
+    }
+}
+
 std::string describe(const Knobs& k) {
     std::vector<std::string> parts;
     if (k.block_threads) parts.push_back(fmt::format("block {}", k.block_threads));

@@ -37,6 +37,9 @@ void apply_knob(Knobs& knobs, std::string_view name, std::string_view value);
 void set_knob(Knobs& knobs, std::string_view name, std::string_view value);
 // The same for "NAME=VALUE".
 void set_knob(Knobs& knobs, std::string_view assignment);
+// Several "KNOB=VALUE" separated by commas or spaces ("block=512, row_cache=on": the C API's
+// lossjit_options.knobs), each as set_knob.
+void set_knobs(Knobs& knobs, std::string_view list);
 
 // The knobs that are set, in a fixed order and as --knob names them: "block 512, items 16, acc
 // float32"; "defaults" if none.

@@ -27,8 +27,9 @@ namespace {
 // (triplet 32768 x 8192: 14% of each row, or the whole row). Automatic where at least
 // ByRowCacheMinShare-th of the row fits the shared memory a block may have (48 KB where the GPU is
 // not known); asked for, as much of the row as fits.
+// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
 void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long columns, bool warp_per_row,
-                      const Knobs& knobs, const GpuFacts& gpu) {
+                      long long element_inputs, long long element_bytes, const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
     const int inputs = row_cache_inputs(program, spec);
@@ -43,14 +44,8 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
     constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
     const std::int64_t budget = (gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared) - kStaticReserve;
     const long long row = (columns + 3) / 4 * 4;
-    long long element_bytes = 0, element_inputs = 0;  // of the inputs read along the row
-    for (std::size_t k = 0; k < spec.inner_strides.size(); ++k) {
-        if (spec.inner_strides[k] == 0) continue;
-        element_bytes += static_cast<long long>(size_of(spec.input_dtypes[k]));
-        ++element_inputs;
-    }
-    element_bytes = std::max(element_bytes, 1LL);
     element_inputs = std::max(element_inputs, 1LL);
+    element_bytes = std::max(element_bytes, 1LL);
     // Rows read an element at a time keep too few bytes in flight for one block an SM (an L2
     // normalization of 8192 x 65535 on an H100: 30.5% of the floor with the cache at 512 threads x 32
     // loads, spilling; 54.2% at 1024 x 2, as without it): only where asked for.
@@ -158,11 +153,13 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     if (operands.input_dtypes.size() < program.inputs.size() || operands.input_data.size() < program.inputs.size())
         throw InternalError("kernel operands do not match the program");
     int element_inputs = 0;
+    long long element_bytes = 0;  // one element of each input read along the row
     for (int slot : slots) {
         const auto k = static_cast<std::size_t>(slot);
         spec.inner_strides.push_back(per_row[k] ? 0 : 1);
         spec.input_dtypes.push_back(operands.input_dtypes[k]);
         element_inputs += per_row[k] ? 0 : 1;
+        element_bytes += per_row[k] ? 0 : static_cast<long long>(size_of(operands.input_dtypes[k]));
     }
     spec.compute = compute_dtype(spec.input_dtypes);
     // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.
@@ -284,7 +281,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
-    choose_row_cache(spec, program, columns, warp_per_row, knobs, gpu);
+    choose_row_cache(spec, program, columns, warp_per_row, element_inputs, element_bytes, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }

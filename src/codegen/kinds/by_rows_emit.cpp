@@ -378,24 +378,19 @@ private:
     }
 
     // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
-    std::string pass(int number, const std::vector<int>& reductions, bool elements, std::map<int, std::string>& reduced) {
-        std::vector<int> roots;
-        for (int id : reductions) roots.push_back(program_.node(id).args[0]);
+    std::string pass(const PassPlan& plan, std::map<int, std::string>& reduced) {
+        const int number = plan.number;
+        const std::vector<int>& reductions = plan.reductions;
+        const bool elements = plan.elements;
+        const std::vector<int>& loaded = plan.loaded;
         const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
         std::vector<std::size_t> element_totals;
         const std::vector<std::size_t> grads = elements ? element_gradients() : std::vector<std::size_t>{};
-        for (std::size_t g : grads) roots.push_back(program_.derivatives[g].node);
-        if (elements) {
-            if (map_elements) roots.push_back(program_.body);
-            for (std::size_t k = 0; k < totals_.size(); ++k) {
-                if (per_row_[static_cast<std::size_t>(totals_[k].argument)]) continue;
-                element_totals.push_back(k);
-                roots.push_back(totals_[k].argument);
-            }
-        }
+        if (elements)
+            for (std::size_t k = 0; k < totals_.size(); ++k)
+                if (!per_row_[static_cast<std::size_t>(totals_[k].argument)]) element_totals.push_back(k);
         std::set<int> inputs, bindings;
-        element_needs(roots, inputs, bindings);
-        const std::vector<int> loaded(inputs.begin(), inputs.end());
+        element_needs(pass_roots(reductions, elements), inputs, bindings);
         const std::size_t slots = std::max<std::size_t>(loaded.size(), 1);
 
         std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, number, kIndent);
@@ -566,7 +561,7 @@ private:
                                kIndent, cache_slot_.size());
         }
         for (const PassPlan& plan : passes_) {
-            out += pass(plan.number, plan.reductions, plan.elements, reduced);
+            out += pass(plan, reduced);
             out += stage_definitions(plan.number, reduced);
         }
         // Per-row outputs, once per row.
