@@ -3,7 +3,7 @@
 {{PRELUDE}}
 {{PROGRAM}}
 
-extern "C" __global__ void __launch_bounds__({{LAUNCH_BOUNDS}})
+extern "C" __global__ void {{CLUSTER_DIMS}}__launch_bounds__({{LAUNCH_BOUNDS}})
 lossjit_kernel({{PARAMETER_LIST}})
 {
     using Team = {{TEAM}};

@@ -29,6 +29,32 @@ __device__ __forceinline__ void add_group(Acc& a, const T (&v)[N], long long j, 
     for (int q = 0; q < N; ++q) a.add(v[q], j + q);
 }
 
+// A whole tile's U groups of N columns (group u at columns j0 + u * STRIDE, ...): an accumulator
+// whose add_vec takes any values regardless of their columns (kAddsTiles: LogSumExpAcc) takes the
+// U x N at once after the tile (add_tile: one rescale a tile, U x N independent exps); any other
+// takes each group as it is computed (add_tile_group), in column order, as add_group.
+template <class Acc, class = void>
+struct adds_tiles {
+    static constexpr bool value = false;
+};
+template <class Acc>
+struct adds_tiles<Acc, decltype((void)Acc::kAddsTiles)> {
+    static constexpr bool value = Acc::kAddsTiles;
+};
+template <class Acc, class T, int N>
+__device__ __forceinline__ void add_tile_group(Acc& a, const T (&v)[N], long long j) {
+    if constexpr (!adds_tiles<Acc>::value) add_group(a, v, j, 0);
+}
+template <class Acc, class T, int U, int N>
+__device__ __forceinline__ void add_tile(Acc& a, const T (&v)[U][N], long long j0) {
+    if constexpr (adds_tiles<Acc>::value) {
+        T flat[U * N];  // register copies once unrolled (a cast of v's address would put it in memory)
+#pragma unroll
+        for (int k = 0; k < U * N; ++k) flat[k] = v[k / N][k % N];
+        a.add_vec(flat, j0);
+    }
+}
+
 // The row cache (KernelSpec::row_cache_columns): a program that walks each row more than once keeps
 // the leading columns of the inputs its later walks read again in dynamic shared memory, each
 // team its share. A launch sizes it for the row (or as much as fits); the kernel reads the size, so
@@ -73,21 +99,67 @@ __device__ __forceinline__ void cache_load(const T* p, T (&v)[VW]) {
     }
 }
 
-// A team of TEAM threads (a warp, or the whole block) takes one row at a time.
-template <int BLOCK, int TEAM>
+// A thread-block cluster's barrier (sm_90): every thread of every block of the cluster arrives, then
+// waits until all have. Arrive releases this thread's writes to shared memory, wait acquires the
+// others'; between them a thread may do other work.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// The same shared variable in block `rank` of the cluster (distributed shared memory), as a generic
+// address.
+template <class T>
+__device__ __forceinline__ const T* cluster_peer(const T* p, unsigned rank) {
+    unsigned long long remote;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+    return reinterpret_cast<const T*>(remote);
+}
+
+// A team of TEAM threads (a warp, or the whole block) takes one row at a time; or, with CLUSTER > 1,
+// the CLUSTER blocks of a thread-block cluster take one row together (KernelSpec::row_cluster), so
+// that a long row cached in shared memory is split over several SMs' (or several blocks of one SM
+// where they fit) and each SM keeps several rows under way. The team's lanes then number
+// CLUSTER x BLOCK: block r of the cluster walks the columns of lanes r x BLOCK to (r + 1) x BLOCK - 1.
+template <int BLOCK, int TEAM, int CLUSTER = 1>
 struct Team {
     static_assert(TEAM == 32 || TEAM == BLOCK, "a team is a warp or the whole block");
+    static_assert(CLUSTER == 1 || TEAM == BLOCK, "a cluster takes a row with whole blocks");
     static constexpr bool kSideBySide = false;
-    static constexpr int kTeam = TEAM;
+    static constexpr int kTeam = TEAM * CLUSTER;
     static constexpr int kPerBlock = BLOCK / TEAM;
-    __device__ __forceinline__ static int lane() { return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x; }
+    static constexpr int kCluster = CLUSTER;
+    __device__ __forceinline__ static int lane() {
+        if constexpr (CLUSTER > 1) return (int)(cluster_rank() * BLOCK + threadIdx.x);
+        return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x;
+    }
     __device__ __forceinline__ static int team_in_block() { return TEAM == 32 ? (int)(threadIdx.x >> 5) : 0; }
     __device__ __forceinline__ static long long first_row() {
+        if constexpr (CLUSTER > 1) return (long long)(blockIdx.x / CLUSTER);
         return (long long)blockIdx.x * kPerBlock + (TEAM == 32 ? (long long)(threadIdx.x >> 5) : 0);
     }
-    __device__ __forceinline__ static long long row_step() { return (long long)gridDim.x * kPerBlock; }
+    __device__ __forceinline__ static long long row_step() { return (long long)gridDim.x * kPerBlock / CLUSTER; }
+    // Where column j (the first of a vector of VW this thread walks) lies among the columns this block
+    // walks, in walking order: the row cache's index.
+    template <int VW>
+    __device__ __forceinline__ static long long block_column(long long j) {
+        if constexpr (CLUSTER == 1) return j;
+        constexpr long long kStride = (long long)kTeam * VW, kBlock = (long long)BLOCK * VW;
+        return j / kStride * kBlock + j % kBlock;
+    }
+    // The cluster's barrier is kept in step: arrive at the start, wait at the end (every block's
+    // shared memory stays until the others have read it), each all_reduce in between.
+    __device__ __forceinline__ static void begin() {
+        if constexpr (CLUSTER > 1) cluster_arrive();
+    }
+    __device__ __forceinline__ static void end() {
+        if constexpr (CLUSTER > 1) cluster_wait();
+    }
 
-    // Every thread of the team gets the combination of the team's accumulators, in a fixed order.
+    // Every thread of the team gets the combination of the team's accumulators, in a fixed order
+    // (with a cluster, the blocks' combinations in rank order: the same in every block).
     template <class Acc>
     __device__ __forceinline__ static Acc all_reduce(Acc a) {
 #pragma unroll
@@ -100,6 +172,17 @@ struct Team {
             a = warps[0];
 #pragma unroll
             for (int w = 1; w < BLOCK / 32; ++w) a.combine(warps[w]);
+        }
+        if constexpr (CLUSTER > 1) {
+            __shared__ Acc block_total;
+            cluster_wait();  // every block has read the previous block_total
+            if (threadIdx.x == 0) block_total = a;
+            cluster_arrive();
+            cluster_wait();  // every block's block_total is written
+            a = *cluster_peer(&block_total, 0);
+#pragma unroll
+            for (int r = 1; r < CLUSTER; ++r) a.combine(*cluster_peer(&block_total, (unsigned)r));
+            cluster_arrive();  // this block has read them (the next all_reduce, or end(), waits on it)
         }
         return a;
     }
@@ -160,7 +243,9 @@ __device__ __forceinline__ void for_each_row(long long rows, long long columns, 
             body(active ? row : rows - 1, active ? columns : 0, active);
         }
     } else {
+        Team::begin();
         for (long long row = Team::first_row(); row < rows; row += Team::row_step()) body(row, columns, true);
+        Team::end();
     }
 }
 

@@ -15,6 +15,16 @@ inline bool have_typed_gpu() {
     return available;
 }
 
+// The device's compute capability x 10 (90 for sm_90); 0 without a device.
+inline int device_arch() {
+    static const int arch = [] {
+        if (!have_typed_gpu()) return 0;
+        const auto info = lossjit::device_info();
+        return info.major * 10 + info.minor;
+    }();
+    return arch;
+}
+
 // A host tensor of `dtype` from a generator spec, and its copy on the device (a few spare bytes so
 // that an offset view stays inside the allocation).
 struct Typed {

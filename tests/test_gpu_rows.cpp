@@ -65,6 +65,29 @@ const Problem kCachedProblems[] = {
     {"3x70000", 3, 70000},
 };
 
+// Blocks of a cluster sharing each row (KernelSpec::row_cluster, sm_90): rows a block takes, all
+// kept (24 x 20000 in 2 blocks; 3 x 70000 in 8) or part (3 x 70000 in 2: 280 KB a row), and, for
+// reductions (whose grid is capped), more clusters than the grid holds (600 x 8192 in 8: rows in
+// turn).
+struct Run {
+    Problem problem;
+    std::optional<bool> row_cache;  // automatic, off or on
+    int row_cluster = 0;
+};
+std::vector<Run> cached_runs(bool reduction) {
+    std::vector<Run> runs;
+    for (const auto& problem : kProblems) runs.push_back({problem, std::nullopt});
+    for (const auto& problem : kCachedProblems)
+        for (bool cache : {false, true}) runs.push_back({problem, cache, cache ? 0 : 1});
+    if (lossjit_test::device_arch() >= 90) {
+        for (const auto& [problem, cluster] : {std::pair{Problem{"24x20000", 24, 20000}, 2}, {Problem{"3x70000", 3, 70000}, 8},
+                                               {Problem{"3x70000", 3, 70000}, 2}})
+            runs.push_back({problem, true, cluster});
+        if (reduction) runs.push_back({Problem{"600x8192", 600, 8192}, true, 8});
+    }
+    return runs;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -237,11 +260,7 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
         {"l = logsumexp(x, -1) - x[y]; sum(where(y % 3 != 0, l, 0)) / sum(y % 3 != 0)", true},
         {"l = logsumexp(x, -1) - x[y]; sum((y % 5 + 1) * l) / sum(y % 5 + 1)", true},
     };
-    std::vector<std::pair<Problem, std::optional<bool>>> runs;  // automatic, and the row cache off and on
-    for (const auto& problem : kProblems) runs.push_back({problem, std::nullopt});
-    for (const auto& problem : kCachedProblems)
-        for (bool cache : {false, true}) runs.push_back({problem, cache});
-    for (const auto& [problem, row_cache] : runs) {
+    for (const auto& [problem, row_cache, row_cluster] : cached_runs(true)) {
         for (DType dtype : {DType::float32, DType::bfloat16}) {
             const Typed x(problem.shape + ":normal", dtype, 21);
             const Typed s(problem.shape + ":normal", dtype, 22);
@@ -252,8 +271,10 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 CAPTURE(to_string(dtype));
                 CAPTURE(std::string(c.program));
                 CAPTURE(row_cache.value_or(false));
+                CAPTURE(row_cluster);
                 Options options;
                 options.knobs.row_cache = row_cache;
+                options.knobs.row_cluster = row_cluster;
                 options.inputs = {"x", c.indexed ? "y" : "s"};
                 auto loss = compile(c.program, options);
                 const Typed& second = c.indexed ? y : s;
@@ -273,6 +294,7 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 // of the value to rounding on the longest rows (the same with the cache off).
                 CHECK(rel_error(v, loss.reference(host)) < (problem.columns > 20000 ? 5e-6 : 2e-6));
                 if (row_cache) CHECK(loss.kernel_info()->knobs.row_cache == *row_cache);  // each walks its rows twice
+                if (row_cluster > 1) CHECK(loss.kernel_info()->knobs.row_cluster == row_cluster);
                 const auto ref = loss.reference_grad(host, wrt);
                 const Spread d = spread(got, ref[0].values);
                 // float32: within 1e-5 of the largest (the issue's bound); bfloat16: its rounding.
@@ -350,11 +372,7 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false, false},
         {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
     };
-    std::vector<std::pair<Problem, std::optional<bool>>> runs;  // automatic, and the row cache off and on
-    for (const auto& problem : kProblems) runs.push_back({problem, std::nullopt});
-    for (const auto& problem : kCachedProblems)
-        for (bool cache : {false, true}) runs.push_back({problem, cache});
-    for (const auto& [problem, row_cache] : runs) {
+    for (const auto& [problem, row_cache, row_cluster] : cached_runs(false)) {
         for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
             const Typed x(problem.shape + ":normal", dtype, 31);
             const Typed y(std::to_string(problem.rows) + ":integers[0," + std::to_string(problem.columns - 1) + "]",
@@ -364,8 +382,10 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
                 CAPTURE(to_string(dtype));
                 CAPTURE(std::string(c.program));
                 CAPTURE(row_cache.value_or(false));
+                CAPTURE(row_cluster);
                 Options options;
                 options.knobs.row_cache = row_cache;
+                options.knobs.row_cluster = row_cluster;
                 auto loss = compile(c.program, options);
                 std::vector<TensorView> views{x.view()}, host{x.host.view()};
                 if (c.indexed) {
@@ -381,6 +401,7 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
                 loss.grad(views, wrt, grads, up.view());
                 synchronize();
                 grad.download(got.bytes.data(), got.bytes.size());
+                if (row_cluster > 1) CHECK(loss.kernel_info()->knobs.row_cluster == row_cluster);
                 const auto ref = loss.reference_grad(host, wrt, up.host.view());
                 const Spread d = spread(got, ref[0].values);
                 CHECK(d.worst <= (dtype == DType::bfloat16 ? 8e-3 : 1e-5) * d.largest);

@@ -111,6 +111,8 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
     const auto checked = [](const std::string& text) { return check(parse(text, "expr"), {}); };
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
                         .shared_bytes_per_block = 227 * 1024};
+    // The same SM's numbers on a GPU without clusters (the A100's are much the same).
+    const GpuFacts h100_no_clusters{.arch = 80, .multiprocessors = 132, .shared_bytes_per_block = 227 * 1024};
     struct Row {
         const char* program;
         std::vector<std::string> wrt;  // differentiated: the fused value and gradient kernel
@@ -122,11 +124,18 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         const char* note;              // a note the spec must carry, or ""
         int team = 0, unroll = 0;      // threads per row and unroll, where they matter (0: any)
         DType dtype = DType::float32;
+        int cluster = 1;               // blocks of a cluster a row (KernelSpec::row_cluster)
+        int cluster_knob = 0;          // Knobs::row_cluster
     };
     const Row rows[] = {
         // Cross-entropy's value and gradient: logits read by the value's walk and the gradient's.
         // One block an SM: its own 512 threads keep 64 KB of loads in flight (ByRowCachedBytesInFlight).
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 32768, 1, "", 512, 8},
+        // Asked for, two blocks of a cluster take each row, 64 KB each, so that two fit an SM, each of
+        // 512 threads keeping 32 KB of loads in flight (ByRowCachedBytesInFlight / 2).
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 16384, 1, "", 512, 4, DType::float32, 2, 2},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100_no_clusters, std::nullopt, 32768, 1,
+         "a row cluster of 2 blocks was asked for", 512, 8, DType::float32, 1, 2},
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, false, 0, 0, ""},
         // Any GPU: 40 KB of the portable 48, a quarter of a 128 KB row at least.
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, {}, std::nullopt, 10240, 1, ""},
@@ -155,10 +164,24 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
          16384, 2, "", 512, 4},
         {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 8192, h100, true, 8192, 2, "",
          512, 0, DType::float64},
+        {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 16384, h100, std::nullopt,
+         8192, 2, "", 512, 2, DType::float32, 2, 2},
+        // Triplet's three inputs of 8192: 96 KB a row; in clusters of 4, 24 KB a block.
+        {"mean(max(sqrt(sum((x - y)^2, -1)) - sqrt(sum((x - z)^2, -1)) + 1, 0))", {"x", "y", "z"}, 8192, h100,
+         std::nullopt, 2048, 3, "", 512, 0, DType::float32, 4, 4},
+        // A cluster asked for where a block would hold the row alone; and where warps take the rows.
+        {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 4096, 1, "", 512, 0, DType::float32, 2, 2},
+        {"exp(x - logsumexp(x, -1))", {}, 4096, h100, std::nullopt, 3504, 1, "a row cluster of 2 blocks was asked for", 32,
+         0, DType::float32, 1, 2},
         // Rows longer than shared memory holds: the leading columns, where they are a quarter of the row.
         {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, ""},
         {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, 0, 0, ""},
         {"exp(x - logsumexp(x, -1))", {}, 262144, h100, true, (219 * 1024) / 4 / 4 * 4, 1, ""},
+        // In clusters of 8: 64 KB a block (131072 columns); past what 8 blocks hold at two an SM, each
+        // keeps its leading 105.5 KB (262144 columns: 84% of the row, automatic again).
+        {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, 16384, 1, "", 512, 0, DType::float32, 8, 8},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "", 512, 0,
+         DType::float32, 8, 8},
     };
     for (const Row& row : rows) {
         CAPTURE(std::string(row.program));
@@ -169,17 +192,17 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         for (const auto& name : row.wrt) wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
         const bool grad = !wrt.empty();
         if (grad) program = differentiate(program, wrt, {});
-        std::vector<OperandShape> shapes{{"x", {512, row.columns}, {}}};
-        if (program.inputs.size() > 1) {  // class indices, or a second input of x's shape
-            const bool index = program.index_inputs()[1];
-            shapes.push_back({"y", index ? Shape{512} : Shape{512, row.columns}, {}});
-        }
+        std::vector<OperandShape> shapes;  // class indices, or inputs of x's shape
+        for (std::size_t k = 0; k < program.inputs.size(); ++k)
+            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? Shape{512} : Shape{512, row.columns}, {}});
         const OperandShape gradients{"gradients", {512, row.columns}, {}};
         const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
         Knobs knobs;
         knobs.row_cache = row.knob;
+        knobs.row_cluster = row.cluster_knob;
         const KernelSpec spec =
             KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
+        CHECK(spec.row_cluster == row.cluster);
         CHECK(spec.row_cache_columns == row.cached_columns);
         CHECK(spec.row_cache_inputs == row.cached_inputs);
         CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs) *
@@ -195,6 +218,7 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
             const std::string source = emit_cuda(program, spec);
             CHECK(source.find("lj::cache_store<VW>") != std::string::npos);
             CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
+            CHECK((source.find("__cluster_dims__") != std::string::npos) == (row.cluster > 1));
             CHECK(compile_cuda(source, "sm_90").is_cubin());
         }
     }

@@ -168,11 +168,11 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     for (char c : table)
         if (c != ' ' || (!words.empty() && words.back() != ' ' && words.back() != '\n')) words += c;
     CAPTURE(words);
-    CHECK(words.find("\n# block items vector unroll bps cap acc fast math row cache ms GB/s % roof regs spill B occupancy rel. error\n") != std::string::npos);
-    CHECK(words.find("\n1 512 16 4 4 auto float64 off - 0.1790 2999 100.0% 40 0 100% (4/SM) 3.60e-09\n") != std::string::npos);
-    CHECK(words.find("\n2 256 32 4 8 auto float64 off - 0.1801 2981 99.4% 40 0 100% (8/SM) 3.60e-09 default\n") != std::string::npos);
-    CHECK(words.find("\n3 256 32 4 8 auto float64 off - 0.1802 2979 99.3% 40 0 100% (8/SM) 3.60e-09 = default\n") != std::string::npos);
-    CHECK(words.find("\n4 128 4 4 1 auto float64 off - 0.2500 2147 71.6% 40 0 100% (16/SM) 3.60e-09\n") != std::string::npos);
+    CHECK(words.find("\n# block items vector unroll bps cap acc fast math row cache cluster ms GB/s % roof regs spill B occupancy rel. error\n") != std::string::npos);
+    CHECK(words.find("\n1 512 16 4 4 auto float64 off - - 0.1790 2999 100.0% 40 0 100% (4/SM) 3.60e-09\n") != std::string::npos);
+    CHECK(words.find("\n2 256 32 4 8 auto float64 off - - 0.1801 2981 99.4% 40 0 100% (8/SM) 3.60e-09 default\n") != std::string::npos);
+    CHECK(words.find("\n3 256 32 4 8 auto float64 off - - 0.1802 2979 99.3% 40 0 100% (8/SM) 3.60e-09 = default\n") != std::string::npos);
+    CHECK(words.find("\n4 128 4 4 1 auto float64 off - - 0.2500 2147 71.6% 40 0 100% (16/SM) 3.60e-09\n") != std::string::npos);
     CHECK(table.find("notes:\n  #4 (block=128 items=4): vector width 4 was asked for") != std::string::npos);
     CHECK(table.find("not timed:\n  block=1024 items=2 vector=4: items per thread (2) must be") != std::string::npos);
 

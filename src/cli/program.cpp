@@ -101,7 +101,7 @@ void add_common(CLI::App* cmd, CommonArgs& args) {
     cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
     cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
     cmd->add_option("-k,--knob", args.knobs,
-                    "KNOB=VALUE: a kernel variant knob (block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache; "
+                    "KNOB=VALUE: a kernel variant knob (block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster; "
                     "docs/tuning.md); repeatable. Set knobs override the tuning store")
         ->allow_extra_args(false);
     cmd->add_flag("--no-tuning", args.no_tuning, "ignore knobs stored by `lossjit tune`");

@@ -42,7 +42,7 @@ KernelOperands KernelOperands::unplaced(const ir::Program& program, DType dtype)
 long long KernelSpec::blocks(const KernelSpec& spec, const Layout& layout) {
     if (spec.loop == Loop::ByRow) {
         const long long teams = spec.block_threads / spec.team;
-        return std::max<long long>(1, (layout.rows + teams - 1) / teams);
+        return std::max<long long>(1, (layout.rows + teams - 1) / teams) * spec.row_cluster;
     }
     if (spec.loop == Loop::Strided) return std::max<long long>(1, (layout.count + spec.block_threads - 1) / spec.block_threads);
     const long long inner = layout.dims.back();
@@ -61,6 +61,7 @@ std::string KernelSpec::signature() const {
     if (one_block) knobs += ", one block";
     // Not the columns kept: the source reads them from the launch, one source for every row length.
     if (row_cache_columns > 0) knobs += fmt::format(", row cache of {} input{}", row_cache_inputs, row_cache_inputs == 1 ? "" : "s");
+    if (row_cluster > 1) knobs += fmt::format(", clusters of {} blocks a row", row_cluster);
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
     auto named = [](std::span<const DType> dtypes) {
         std::vector<std::string_view> names;

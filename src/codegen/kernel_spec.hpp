@@ -77,6 +77,10 @@ struct KernelSpec {
     // reads its size), so that those walks read the row from the SM, not from memory. 0: no cache.
     long long row_cache_columns = 0;
     int row_cache_inputs = 0;
+    // ByRow with block teams: the blocks of a thread-block cluster (sm_90) that take each row
+    // together, each walking and caching its share of the row (row_cache_columns is a block's
+    // share); 1: a block per row.
+    int row_cluster = 1;
     std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).

@@ -81,7 +81,10 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     // a caller's knob automatic (and the call untuned where every other knob is set).
     if (spec.row_cache_columns > 0 ||
         (spec.loop == KernelSpec::Loop::ByRow && !spec.side_by_side && kinds::row_cache_inputs(program, spec) > 0))
+    {
         info.knobs.row_cache = spec.row_cache_columns > 0;
+        info.knobs.row_cluster = spec.row_cluster;
+    }
     info.target = device.target;
     timings.load_ms = watch.lap_ms();
     return kernels_.emplace(signature, std::move(kernel)).first->second;

@@ -40,7 +40,7 @@ std::string format_sweep_table(const SweepResult& r) {
                        r.input_sets, r.input_sets == 1 ? "" : "s", r.seconds);
     out += fmt::format("roofline {:.0f} GB/s ({})\n\n", r.roofline_gbps, r.roofline_method);
 
-    const std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "row cache", "ms",
+    const std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "row cache", "cluster", "ms",
                                           "GB/s", "% roof", "regs", "spill B", "occupancy", "rel. error", ""};
     std::vector<std::vector<std::string>> cells;
     std::vector<std::string> notes, failures;
@@ -60,7 +60,9 @@ std::string format_sweep_table(const SweepResult& r) {
                          info.strided ? "-" : std::to_string(k.vector_width), info.strided ? "-" : std::to_string(k.unroll),
                          k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
                          std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
-                         k.row_cache ? (*k.row_cache ? "on" : "off") : "-", fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
+                         k.row_cache ? (*k.row_cache ? "on" : "off") : "-",
+                         k.row_cache && *k.row_cache && k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
+                         fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
                          fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
                          std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error), mark});
         for (const auto& note : info.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.label, note));
@@ -144,6 +146,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["accumulator"] = std::string(to_string(k.accumulator));
         j["fast_math"] = k.fast_math.value_or(false);
         j["row_cache"] = k.row_cache ? json(*k.row_cache) : json(nullptr);  // null: the kernel keeps no row
+        j["row_cluster"] = k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr);
         j["ms"] = row.ms;
         j["gbps"] = row.gbps;
         j["roofline_fraction"] = row.roofline;
@@ -178,7 +181,8 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
             t["knobs"] = {{"block_threads", k.block_threads}, {"items_per_thread", k.items_per_thread},
                           {"vector_width", k.vector_width},   {"max_blocks_per_sm", k.max_blocks_per_sm},
                           {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math.value_or(false)},
-                          {"row_cache", k.row_cache ? json(*k.row_cache) : json(nullptr)}};
+                          {"row_cache", k.row_cache ? json(*k.row_cache) : json(nullptr)},
+                          {"row_cluster", k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr)}};
             t["key"] = tuned->record->key.id();
         }
         t["stored_in"] = tuned->stored_in.empty() ? json(nullptr) : json(tuned->stored_in);

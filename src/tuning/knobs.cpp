@@ -32,6 +32,9 @@ const std::vector<KnobHelp>& knobs() {
         {"row_cache", "on or off: a program that walks each row more than once (a statistic, then the elements; a "
                       "value, then its gradient) keeps the row in shared memory after the first walk; default on where "
                       "the GPU's shared memory holds a row, or a large part of one"},
+        {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each cached row together, "
+                        "each keeping its share, so that long rows leave room for several blocks an SM; default per "
+                        "row length and GPU (1 where the GPU has no clusters)"},
     };
     return table;
 }
@@ -43,7 +46,7 @@ struct Alias {
 constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "block"}, {"items_per_thread", "items"},
                               {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
                               {"accumulator", "acc"},        {"fastmath", "fast_math"},
-                              {"cache_rows", "row_cache"}};
+                              {"cache_rows", "row_cache"},   {"cluster", "row_cluster"}};
 
 bool is_auto(std::string_view v) { return v == "auto" || v == "default"; }
 
@@ -95,6 +98,8 @@ void validate_knobs(const Knobs& k) {
     if (k.max_blocks_per_sm < 0 || k.max_blocks_per_sm > kMaxBlocksPerSm)
         throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSm,
                                      k.max_blocks_per_sm));
+    if (k.row_cluster != 0 && k.row_cluster != 1 && k.row_cluster != 2 && k.row_cluster != 4 && k.row_cluster != 8)
+        throw UsageError(fmt::format("blocks of a row cluster must be 1, 2, 4 or 8 (0: automatic), not {}", k.row_cluster));
     switch (k.accumulator) {
         case Accumulator::Auto: case Accumulator::Float64: case Accumulator::Float32:
         case Accumulator::CompensatedFloat32: break;
@@ -152,6 +157,8 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
             changed.vector_width = v;
         } else if (*knob == "blocks_per_sm") {
             changed.max_blocks_per_sm = v;
+        } else if (*knob == "row_cluster") {
+            changed.row_cluster = v;
         }
     }
 }
@@ -181,6 +188,7 @@ std::string describe(const Knobs& k) {
     if (k.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(k.accumulator)));
     if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
     if (k.row_cache) parts.push_back(fmt::format("row_cache {}", *k.row_cache ? "on" : "off"));
+    if (k.row_cluster) parts.push_back(fmt::format("row_cluster {}", k.row_cluster));
     return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -221,6 +229,10 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
             // cache: its threads and unroll are replayed without one too.
             asked.row_cache = false;
         }
+    }
+    if (asked.row_cluster == 0 && used) {
+        // A record from before the knob was timed with a block a row: 0 there replays as 1.
+        asked.row_cluster = tuned.row_cluster > 0 ? tuned.row_cluster : 1;
     }
     return used;
 }

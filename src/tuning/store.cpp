@@ -64,6 +64,7 @@ json to_json(const TuningRecord& r) {
                 {"when", r.when}};
     // Written only where known: a record from before the knob reads and writes back as it was.
     if (r.knobs.row_cache) j["knobs"]["row_cache"] = *r.knobs.row_cache;
+    if (r.knobs.row_cluster > 0) j["knobs"]["row_cluster"] = r.knobs.row_cluster;
     return j;
 }
 
@@ -84,6 +85,7 @@ TuningRecord from_json(const json& j) {
     r.knobs.accumulator = *acc;
     r.knobs.fast_math = k.at("fast_math").get<bool>();
     if (k.contains("row_cache") && !k.at("row_cache").is_null()) r.knobs.row_cache = k.at("row_cache").get<bool>();
+    if (k.contains("row_cluster")) r.knobs.row_cluster = k.at("row_cluster").get<int>();
     if (r.knobs.block_threads == 0) throw UsageError("threads per block are 0");
     Knobs applied;  // the same rules as the knobs a caller sets, on what the record would set
     apply_tuned(applied, r.knobs);

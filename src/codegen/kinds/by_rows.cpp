@@ -18,6 +18,8 @@ namespace lossjit::kinds {
 
 namespace {
 
+constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
+
 // The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
 // and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
 // most of an SM's shared memory: often one block an SM, whose own threads must keep the bytes in
@@ -26,7 +28,10 @@ namespace {
 // where the warps would keep less than ByRowCacheWarpMinShare-th of their rows and the block more
 // (triplet 32768 x 8192: 14% of each row, or the whole row). Automatic where at least
 // ByRowCacheMinShare-th of the row fits the shared memory a block may have (48 KB where the GPU is
-// not known); asked for, as much of the row as fits.
+// not known); asked for, as much of the row as fits. Asked for (knob row_cluster, sm_90), the
+// blocks of a thread-block cluster share each row a block would take, each walking and keeping its
+// part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
+// that an SM keeps several rows under way.
 // `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
 void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long columns, bool warp_per_row,
                       long long element_inputs, long long element_bytes, const Knobs& knobs, const GpuFacts& gpu) {
@@ -50,38 +55,58 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
     // normalization of 8192 x 65535 on an H100: 30.5% of the floor with the cache at 512 threads x 32
     // loads, spilling; 54.2% at 1024 x 2, as without it): only where asked for.
     if (!asked && spec.vector_width < 4) return;
-    auto with_cache = [&](bool warp_team) {
+    const std::int64_t cluster_block_bytes = (budget + kStaticReserve) / default_value(Default::ByRowClusterBlocksPerSm, gpu);
+    // `cluster` blocks of a thread-block cluster take each row (block teams only), each caching its
+    // share; they are meant to fit ByRowClusterBlocksPerSm to an SM, whose loads share the bytes in
+    // flight and whose registers are bounded for it.
+    auto with_cache = [&](bool warp_team, int cluster) {
         KernelSpec cached = spec;
         if (knobs.block_threads == 0) cached.block_threads = default_value(Default::ByRowCachedThreads, gpu);
         cached.team = warp_team ? kWarpThreads : cached.block_threads;
+        cached.row_cluster = cluster;
+        const long long blocks_per_sm = cluster > 1 ? default_value(Default::ByRowClusterBlocksPerSm, gpu) : 1;
+        if (cluster > 1) cached.min_blocks_per_sm = static_cast<int>(blocks_per_sm);
         if (knobs.unroll == 0 && knobs.items_per_thread == 0) {
             const long long per_unroll = static_cast<long long>(cached.block_threads) * cached.vector_width * element_bytes;
-            const long long in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu);
+            const long long in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu) / blocks_per_sm;
             // Each load's values stay in registers until the row's walk uses them: past
             // ByRowCachedValuesPerThread, 512 threads spill.
             const long long values_per_unroll = static_cast<long long>(cached.vector_width) * element_inputs;
-            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu);
+            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu) / blocks_per_sm;
             cached.unroll = 1;
             while (cached.unroll * 2 <= kMaxUnroll && per_unroll * cached.unroll * 2 <= in_flight &&
                    values_per_unroll * cached.unroll * 2 <= values)
                 cached.unroll *= 2;
             // No more loads than a row has.
-            while (cached.unroll > 1 && static_cast<long long>(cached.team) * cached.vector_width * (cached.unroll / 2) >= columns)
+            while (cached.unroll > 1 &&
+                   static_cast<long long>(cached.team) * cluster * cached.vector_width * (cached.unroll / 2) >= columns)
                 cached.unroll /= 2;
         }
         const std::int64_t per_column = static_cast<std::int64_t>(inputs) * static_cast<std::int64_t>(size_of(cached.compute)) *
                                         (cached.block_threads / cached.team);
-        cached.row_cache_columns = std::max<long long>(0, std::min<long long>(row, budget / per_column / 4 * 4));
+        // A block's share of the row: whole vectors of its threads' walks.
+        const long long stride = static_cast<long long>(cached.team) * cached.vector_width;
+        const long long share = cluster > 1 ? (row + stride * cluster - 1) / (stride * cluster) * stride : row;
+        // A cluster's block keeps no more than leaves room for its fellows on the SM (rows longer
+        // than the largest cluster holds keep their leading columns).
+        const std::int64_t block_budget = cluster > 1 ? std::min(budget, cluster_block_bytes - kStaticReserve) : budget;
+        cached.row_cache_columns = std::max<long long>(0, std::min<long long>(share, block_budget / per_column / 4 * 4));
         cached.row_cache_inputs = inputs;
         return cached;
     };
-    KernelSpec cached = with_cache(warp_per_row);
+    KernelSpec cached = with_cache(warp_per_row, 1);
     // (Threads per row are not a knob: a block size set by hand or by a tuning record switches too,
     // so that a record replays the kernel it timed.)
     if (warp_per_row && cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
-        KernelSpec block_team = with_cache(false);
+        KernelSpec block_team = with_cache(false, 1);
         if (block_team.row_cache_columns > cached.row_cache_columns) cached = std::move(block_team);
     }
+    // Blocks of a cluster share a row a block takes only where asked for (knob row_cluster): on an
+    // H200 the automatic choice of the smallest cluster whose blocks' shares leave room for
+    // ByRowClusterBlocksPerSm blocks an SM won for RMS norm 16384 x 32768 (83.2% of the floor against
+    // 76.9% with a block a row) and lost for cross-entropy, cosine and softmax (docs/tuning.md).
+    if (cached.team == cached.block_threads && gpu.arch >= kFirstClusterArch && knobs.row_cluster > 1)
+        cached = with_cache(false, knobs.row_cluster);
     // The bytes an SM's blocks keep in flight: as many blocks as its shared memory and threads hold.
     // Short of ByRowCachedBytesInFlight (16-bit inputs, whose registers hold half the bytes), not
     // automatic: bfloat16 softmax 16384 x 32768 on an H100, 512 threads x 8 x 4 x 2 bytes, one block
@@ -93,7 +118,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
     const long long blocks_per_sm = std::max(1LL, std::min(threads_per_sm / cached.block_threads, (budget + kStaticReserve) / block_shared));
     const long long sm_in_flight =
         blocks_per_sm * cached.block_threads * cached.unroll * cached.vector_width * element_bytes;
-    const long long kept = cached.row_cache_columns;
+    const long long kept = cached.row_cache_columns * cached.row_cluster;
     const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row &&
                        sm_in_flight >= default_value(Default::ByRowCachedBytesInFlight, gpu);
     if (kept <= 0 || (!asked && !worth)) {
@@ -282,6 +307,10 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
             spec.unroll /= 2;
     }
     choose_row_cache(spec, program, columns, warp_per_row, element_inputs, element_bytes, knobs, gpu);
+    if (knobs.row_cluster > 1 && spec.row_cluster == 1)
+        spec.notes.push_back(fmt::format("a row cluster of {} blocks was asked for, but clusters share only a row kept in "
+                                         "shared memory and taken by whole blocks, on GPUs with clusters (sm_90 or later)",
+                                         knobs.row_cluster));
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
@@ -302,7 +331,10 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
         grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
     }
     LaunchGrid grid;
-    grid.blocks = static_cast<unsigned>(std::clamp<long long>(KernelSpec::blocks(spec, layout), 1, grid_limit));
+    // Whole clusters: a launch of a kernel with a cluster size takes a grid of its multiples.
+    const long long cluster = std::max(1, spec.row_cluster);
+    grid_limit = std::max(cluster, grid_limit / cluster * cluster);
+    grid.blocks = static_cast<unsigned>(std::clamp<long long>(KernelSpec::blocks(spec, layout), cluster, grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
     return grid;
 }

@@ -5,6 +5,7 @@
 // The scaffolding (teams, accumulators, the finish) is templates/by_rows.cuh; this file prints the
 // program's row function.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -377,12 +378,14 @@ private:
         return out;
     }
 
-    // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
-    std::string pass(const PassPlan& plan, std::map<int, std::string>& reduced) {
+    // One tile of a pass: U loads of VW columns of each input the pass reads (from the row cache where
+    // it holds them), then the element work at each column. `whole`: every u lies in the row (no
+    // test per u; the reductions' arguments kept for the whole tile and added at once). `reductions`:
+    // the pass's reductions with accumulators of their own (a reduction sharing another's has none).
+    std::string tile(const PassPlan& plan, bool whole, const std::string& in3, const std::vector<int>& reductions) const {
         const int number = plan.number;
-        const std::vector<int>& reductions = plan.reductions;
-        const bool elements = plan.elements;
         const std::vector<int>& loaded = plan.loaded;
+        const bool elements = plan.elements;
         const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
         std::vector<std::size_t> element_totals;
         const std::vector<std::size_t> grads = elements ? element_gradients() : std::vector<std::size_t>{};
@@ -390,10 +393,90 @@ private:
             for (std::size_t k = 0; k < totals_.size(); ++k)
                 if (!per_row_[static_cast<std::size_t>(totals_[k].argument)]) element_totals.push_back(k);
         std::set<int> inputs, bindings;
-        element_needs(pass_roots(reductions, elements), inputs, bindings);
-        const std::size_t slots = std::max<std::size_t>(loaded.size(), 1);
+        element_needs(pass_roots(plan.reductions, elements), inputs, bindings);
+        const std::string in4 = in3 + "    ", in5 = in4 + "    ";
+        std::string out;
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in3, in3);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in4);
+        const std::string& in_load = whole ? in4 : in5;
+        if (!whole) out += fmt::format("{}if (j < C) {{\n", in4);
+        // The row cache's index of column j: j itself, unless blocks of a cluster share the row.
+        auto cached_at = [&](std::string_view indent) {
+            return fmt::format("{}const long long jc = Team::template block_column<VW>(j);\n", indent);
+        };
+        const bool loads_cached = std::any_of(loaded.begin(), loaded.end(), [&](int k) {
+            return cache_slot_.count(k) && first_pass_.at(k) != number;
+        });
+        const bool stores_cached = std::any_of(loaded.begin(), loaded.end(), [&](int k) {
+            return cache_slot_.count(k) && first_pass_.at(k) == number;
+        });
+        if (loads_cached) out += cached_at(in_load);
+        for (std::size_t s = 0; s < loaded.size(); ++s) {
+            const int k = loaded[s];
+            const std::string from_memory =
+                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);", k, k,
+                            k, k, s);
+            if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
+                out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n"
+                                   "{}else {}\n",
+                                   in_load, slot->second, s, in_load, from_memory);
+            else
+                out += fmt::format("{}{}\n", in_load, from_memory);
+        }
+        if (!whole) out += fmt::format("{}}}\n", in4);
+        out += fmt::format("{}}}\n", in3);
+        // Each reduction's argument at the VW columns, added as one group after them (add_group); in
+        // a whole tile, kept for the tile's U x VW columns where the accumulator adds them at once
+        // after the tile (add_tile; lj::add_tile_group adds the others' groups as before).
+        if (whole)
+            for (int id : reductions) out += fmt::format("{}Value e{}[U][VW];\n", in3, id);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in3, in3);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in4);
+        if (!whole) out += fmt::format("{}if (j >= C) continue;\n", in4);
+        // The first pass to read an input the row cache holds keeps its columns there: each thread
+        // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
+        if (stores_cached) out += cached_at(in4);
+        for (std::size_t s = 0; s < loaded.size(); ++s)
+            if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
+                out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n",
+                                   in4, slot->second, s);
+        if (!whole)
+            for (int id : reductions) out += fmt::format("{}Value e{}[VW];\n", in4, id);
+        if (map_elements) out += fmt::format("{}Value r[VW];\n", in4);
+        if (!grads.empty()) out += fmt::format("{}Value rg[{}][VW];\n", in4, grads.size());
+        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in4, in4);
+        out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in5, in5);
+        for (std::size_t s = 0; s < loaded.size(); ++s)
+            out += fmt::format("{}const Value {} = v[u][{}][q];\n", in5, input_name(loaded[s]), s);
+        out += element_bindings(bindings, in5);
+        for (int id : reductions)
+            out += fmt::format("{}e{}{}[q] = (Value)({});\n", in5, id, whole ? "[u]" : "", print(program_.node(id).args[0]));
+        if (map_elements) out += fmt::format("{}r[q] = {};\n", in5, print(program_.body));
+        for (std::size_t k : element_totals)
+            out += fmt::format("{}totals[{}] += (double)({});\n", in5, k, print(totals_[k].argument));
+        for (std::size_t i = 0; i < grads.size(); ++i)
+            out += fmt::format("{}rg[{}][q] = (Value)({});\n", in5, i, print(program_.derivatives[grads[i]].node));
+        out += fmt::format("{}}}\n", in4);
+        for (int id : reductions)
+            out += whole ? fmt::format("{}lj::add_tile_group(a{}, e{}[u], j);\n", in4, id, id)
+                         : fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in4, id, id);
+        if (map_elements)
+            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in4);
+        for (std::size_t i = 0; i < grads.size(); ++i)
+            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
+                               in4, grads[i], grads[i], i);
+        out += fmt::format("{}}}\n", in3);
+        if (whole)
+            for (int id : reductions) out += fmt::format("{}lj::add_tile(a{}, e{}, j0);\n", in3, id, id);
+        return out;
+    }
 
-        std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, number, kIndent);
+    // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
+    std::string pass(const PassPlan& plan, std::map<int, std::string>& reduced) {
+        const std::vector<int>& reductions = plan.reductions;
+        const std::size_t slots = std::max<std::size_t>(plan.loaded.size(), 1);
+
+        std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, plan.number, kIndent);
         const std::string in1 = std::string(kIndent) + "    ";
         // Reductions of one argument that share an accumulator (shared_accumulators): the second's
         // value comes from the first's. Not side by side: a shared accumulator is larger than the
@@ -414,6 +497,8 @@ private:
                     second_of[b] = {a, &shared};
                 }
         auto own = [&](int id) { return !second_of.count(id); };
+        std::vector<int> accumulated;  // the reductions with accumulators of their own
+        std::copy_if(reductions.begin(), reductions.end(), std::back_inserter(accumulated), own);
         for (int id : reductions) {
             if (!own(id)) continue;
             const std::string acc = fmt::format("a{}", id);
@@ -427,58 +512,14 @@ private:
         out += fmt::format("{}for (long long j0 = (long long)Team::lane() * VW; j0 < C; j0 += (long long)Team::kTeam * VW * U) {{\n", in1);
         const std::string in2 = in1 + "    ";
         const std::string in3 = in2 + "    ";
-        const std::string in4 = in3 + "    ";
         out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
-        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
-        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
-        out += fmt::format("{}if (j < C) {{\n", in3);
-        for (std::size_t s = 0; s < loaded.size(); ++s) {
-            const int k = loaded[s];
-            const std::string from_memory =
-                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);", k, k,
-                            k, k, s);
-            if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
-                out += fmt::format("{}if (j < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + j, v[u][{}]);\n"
-                                   "{}else {}\n",
-                                   in4, slot->second, s, in4, from_memory);
-            else
-                out += fmt::format("{}{}\n", in4, from_memory);
-        }
-        out += fmt::format("{}}}\n{}}}\n", in3, in2);
-        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in2, in2);
-        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in3);
-        out += fmt::format("{}if (j >= C) continue;\n", in3);
-        // The first pass to read an input the row cache holds keeps its columns there: each thread
-        // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
-        for (std::size_t s = 0; s < loaded.size(); ++s)
-            if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
-                out += fmt::format("{}if (j < cache_columns) lj::cache_store<VW>(row_cache + {} * cache_columns + j, v[u][{}]);\n",
-                                   in3, slot->second, s);
-        // Each reduction's argument at the VW columns, added as one group after them (add_group).
-        for (int id : reductions)
-            if (own(id)) out += fmt::format("{}Value e{}[VW];\n", in3, id);
-        if (map_elements) out += fmt::format("{}Value r[VW];\n", in3);
-        if (!grads.empty()) out += fmt::format("{}Value rg[{}][VW];\n", in3, grads.size());
-        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in3, in3);
-        out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in4, in4);
-        for (std::size_t s = 0; s < loaded.size(); ++s)
-            out += fmt::format("{}const Value {} = v[u][{}][q];\n", in4, input_name(loaded[s]), s);
-        out += element_bindings(bindings, in4);
-        for (int id : reductions)
-            if (own(id)) out += fmt::format("{}e{}[q] = (Value)({});\n", in4, id, print(program_.node(id).args[0]));
-        if (map_elements) out += fmt::format("{}r[q] = {};\n", in4, print(program_.body));
-        for (std::size_t k : element_totals)
-            out += fmt::format("{}totals[{}] += (double)({});\n", in4, k, print(totals_[k].argument));
-        for (std::size_t i = 0; i < grads.size(); ++i)
-            out += fmt::format("{}rg[{}][q] = (Value)({});\n", in4, i, print(program_.derivatives[grads[i]].node));
-        out += fmt::format("{}}}\n", in3);
-        for (int id : reductions)
-            if (own(id)) out += fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in3, id, id);
-        if (map_elements)
-            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in3);
-        for (std::size_t i = 0; i < grads.size(); ++i)
-            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
-                               in3, grads[i], grads[i], i);
+        // A whole tile (every u in the row: all but a row's last) is written without a test per u, so
+        // that the compiler interleaves its U x VW elements' arithmetic (and an accumulator that adds
+        // a whole tile at once, lj::add_tile, rescales once a tile); the row's last tile tests each.
+        out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < C) {{  // a whole tile\n", in2);
+        out += tile(plan, true, in3, accumulated);
+        out += fmt::format("{}}} else {{\n", in2);
+        out += tile(plan, false, in3, accumulated);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
         for (int id : reductions)
             if (own(id)) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
@@ -624,6 +665,9 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     if (spec.vector_width != 1 && spec.vector_width != 4) throw InternalError("vector width must be 1 or 4");
     if (!spec.side_by_side && spec.team != 32 && spec.team != spec.block_threads)
         throw InternalError("a team is a warp or the whole block");
+    if (spec.row_cluster != 1 && (spec.side_by_side || spec.team != spec.block_threads ||
+                                  (spec.row_cluster != 2 && spec.row_cluster != 4 && spec.row_cluster != 8)))
+        throw InternalError("a cluster of 2, 4 or 8 blocks takes a row with whole blocks");
     if (spec.side_by_side && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % 32 != 0))
         throw InternalError("a side-by-side block takes whole warps of rows");
     RowEmitter emitter(program, spec);
@@ -657,8 +701,11 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
         {"PROGRAM", emitter.row_program()},
         {"BLOCK_THREADS", std::to_string(spec.block_threads)},
         {"LAUNCH_BOUNDS", launch_bounds(spec)},
-        {"TEAM", spec.side_by_side ? fmt::format("lj::SideTeam<{}, {}>", spec.block_threads, spec.team)
-                                   : fmt::format("lj::Team<{}, {}>", spec.block_threads, spec.team)},
+        {"TEAM", spec.side_by_side    ? fmt::format("lj::SideTeam<{}, {}>", spec.block_threads, spec.team)
+                 : spec.row_cluster > 1 ? fmt::format("lj::Team<{}, {}, {}>", spec.block_threads, spec.team, spec.row_cluster)
+                                        : fmt::format("lj::Team<{}, {}>", spec.block_threads, spec.team)},
+        // Blocks of a cluster share each row (sm_90): the cluster's size is the kernel's own.
+        {"CLUSTER_DIMS", spec.row_cluster > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", spec.row_cluster) : std::string()},
         {"RANK", std::to_string(spec.rank)},
         {"VECTOR", std::to_string(spec.vector_width)},
         {"UNROLL", std::to_string(spec.unroll)},
