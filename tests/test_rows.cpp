@@ -392,6 +392,22 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
             }
         }
     }
+    // With a row cache, a take the first walk does not need is filled after it (by_rows_emit.cpp,
+    // row_body), and what its argument uses is defined before: `w * 2`, one value per row.
+    for (const char* text : {"mean(logsumexp(x, -1) - (x * (w * 2))[y])",
+                             "s = w * 2; l = logsumexp(x, -1) - (x * s)[y]; sum(s * l) / sum(s)"}) {
+        CAPTURE(text);
+        Options options;
+        options.inputs = {"x", "y", "w"};
+        options.knobs.row_cache = true;
+        auto loss = compile(text, options);
+        const std::vector<TensorView> views{TensorView::contiguous(nullptr, {64, 20000}, DType::float32),
+                                            TensorView::contiguous(nullptr, {64}, DType::int64),
+                                            TensorView::contiguous(nullptr, {64, 1}, DType::float32)};
+        const std::string source = loss.cuda_source(views, std::vector<std::string>{"x"});
+        CHECK(source.find("row cache of 1 input") != std::string::npos);
+        CHECK(!compile_cuda(source, "compute_90").data.empty());
+    }
 }
 
 }  // TEST_SUITE
