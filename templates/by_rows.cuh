@@ -130,7 +130,6 @@ struct Team {
     static constexpr bool kSideBySide = false;
     static constexpr int kTeam = TEAM * CLUSTER;
     static constexpr int kPerBlock = BLOCK / TEAM;
-    static constexpr int kCluster = CLUSTER;
     __device__ __forceinline__ static int lane() {
         if constexpr (CLUSTER > 1) return (int)(cluster_rank() * BLOCK + threadIdx.x);
         return TEAM == 32 ? (int)(threadIdx.x & 31) : (int)threadIdx.x;

@@ -393,9 +393,11 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
         }
     }
     // With a row cache, a take the first walk does not need is filled after it (by_rows_emit.cpp,
-    // row_body), and what its argument uses is defined before: `w * 2`, one value per row.
+    // row_body), and what its argument uses is defined before: `w * 2`, one value per row; and a
+    // take that argument uses (`x[w_i]` in the last) is not deferred, so it is defined before too.
     for (const char* text : {"mean(logsumexp(x, -1) - (x * (w * 2))[y])",
-                             "s = w * 2; l = logsumexp(x, -1) - (x * s)[y]; sum(s * l) / sum(s)"}) {
+                             "s = w * 2; l = logsumexp(x, -1) - (x * s)[y]; sum(s * l) / sum(s)",
+                             "mean(logsumexp(x, -1) - (x * (x[y] * 2))[y])"}) {
         CAPTURE(text);
         Options options;
         options.inputs = {"x", "y", "w"};
@@ -407,6 +409,13 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
         const std::string source = loss.cuda_source(views, std::vector<std::string>{"x"});
         CHECK(source.find("row cache of 1 input") != std::string::npos);
         CHECK(!compile_cuda(source, "compute_90").data.empty());
+        // The outer take is filled after the first walk's loop; everything it reads comes before
+        // that walk: the only `if (i_y` after "pass 1" is the outer take's.
+        const auto walk = source.find("// pass 1 over the row");
+        REQUIRE(walk != std::string::npos);
+        const auto first_fill = source.find("if (i_y >= 0 && i_y < C)", walk);
+        REQUIRE(first_fill != std::string::npos);
+        CHECK(source.find("if (i_y >= 0 && i_y < C)", first_fill + 1) == std::string::npos);
     }
 }
 

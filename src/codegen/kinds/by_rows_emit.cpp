@@ -625,20 +625,25 @@ private:
         // value + gradient 16384 x 32768 59.8% -> 63.2% of the floor, 32768 x 4096 75.2% -> 77.9%.
         // Without a cache (several blocks an SM hide the row's start) they stay first: the forward
         // 4096 x 131072 fell from 92.0% to 88.8% of the read roofline with them after the walk.
+        // `first_needs`: what is defined before the first pass, closed under what it uses (per_row_needs
+        // follows every argument): what the pass uses, and what a deferred take's argument uses
+        // (`(x * s)[y]`, s one value per row), since the take is filled inside the pass; a take
+        // among those is not deferred.
         std::set<int> first_needs;
         const bool defer = spec_.row_cache_columns > 0 && !passes_.empty();
         if (defer) first_needs = per_row_needs(pass_roots(passes_[0].reductions, passes_[0].elements));
         auto needed_first = [&](int id) { return !defer || first_needs.count(id) > 0; };
-        deferred_takes_.clear();
-        for (std::size_t i = 0; i < program_.nodes.size(); ++i)
-            if (live_[i] && per_row_[i] && stage_[i] == 0 && program_.nodes[i].kind == ir::NodeKind::Take &&
-                !needed_first(static_cast<int>(i)))
-                deferred_takes_.insert(static_cast<int>(i));
-        // What the deferred takes' arguments use (`(x * s)[y]` with s one value per row) is filled in
-        // the first pass too: defined before it.
-        for (int id : deferred_takes_) {
-            const int argument = program_.node(id).args[0];
-            for (int need : per_row_needs(std::span<const int>(&argument, 1))) first_needs.insert(need);
+        for (bool grew = true; grew;) {
+            grew = false;
+            deferred_takes_.clear();
+            for (std::size_t i = 0; i < program_.nodes.size(); ++i)
+                if (live_[i] && per_row_[i] && stage_[i] == 0 && program_.nodes[i].kind == ir::NodeKind::Take &&
+                    !needed_first(static_cast<int>(i)))
+                    deferred_takes_.insert(static_cast<int>(i));
+            for (int id : deferred_takes_) {
+                const int argument = program_.node(id).args[0];
+                for (int need : per_row_needs(std::span<const int>(&argument, 1))) grew = first_needs.insert(need).second || grew;
+            }
         }
         for (int id : deferred_takes_) out += take_declaration(id);
         out += stage_definitions(0, reduced, needed_first);
