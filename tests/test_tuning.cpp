@@ -312,15 +312,38 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     mine_cache.row_cache = false;
     apply_tuned(mine_cache, cached_record);
     CHECK(mine_cache.row_cache == false);  // set knobs win
+
+    // The row cluster alike: a record's cluster is replayed (alone where everything else is set); a
+    // record without one was timed with a block a row.
+    Knobs clustered_record = cached_record;
+    clustered_record.row_cluster = 2;
+    Knobs takes_cluster;
+    CHECK(apply_tuned(takes_cluster, clustered_record));
+    CHECK(takes_cluster.row_cluster == 2);
+    Knobs before_clusters;
+    CHECK(apply_tuned(before_clusters, cached_record));
+    CHECK(before_clusters.row_cluster == 1);
+    Knobs all_but_cluster = all;
+    all_but_cluster.row_cache = true;
+    CHECK_FALSE(apply_tuned(all_but_cluster, cached_record));
+    CHECK(all_but_cluster.row_cluster == 0);
+    CHECK(apply_tuned(all_but_cluster, clustered_record));
+    CHECK(all_but_cluster.row_cluster == 2);
+    Knobs mine_cluster;
+    mine_cluster.row_cluster = 4;
+    apply_tuned(mine_cluster, clustered_record);
+    CHECK(mine_cluster.row_cluster == 4);
 }
 
-TEST_CASE("a record's row cache is written where known and read back") {
+TEST_CASE("a record's row cache and row cluster are written where known and read back") {
     TempDir dir;
     TuningRecord with = record("p=8x8 t=8x8");
     with.knobs.row_cache = false;  // off is a choice too, not "automatic"
+    with.knobs.row_cluster = 1;
     TuningStore store(dir.path / "tuning.json", true);
     store.put(with);
     CHECK(read(dir.path / "tuning.json").find("\"row_cache\": false") != std::string::npos);
+    CHECK(read(dir.path / "tuning.json").find("\"row_cluster\": 1") != std::string::npos);
     TuningStore reader(dir.path / "tuning.json", false);
     const auto found = reader.find(with.key);
     REQUIRE(found);

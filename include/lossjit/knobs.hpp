@@ -33,8 +33,9 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 //   default; a knob that is set always wins.
 // - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
 //   not Auto, fast_math and row_cache set (row_cluster too, where the kernel keeps a row);
-//   max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows, maps: none). KernelInfo gives unroll, vector_width and items_per_thread as the kernel runs them
-//   (1 each for the strided loop, which has no tiles). A tuning record keeps items_per_thread and
+//   max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows, maps: none). KernelInfo
+//   gives unroll, vector_width and items_per_thread as the kernel runs them (1 each for the strided
+//   loop, which has no tiles). A tuning record keeps items_per_thread and
 //   vector_width (unroll is implied: items / vector width), both 0 where the winner had no tiles, so
 //   applying it leaves them automatic.
 struct Knobs {
@@ -52,7 +53,7 @@ struct Knobs {
                                                   // memory between the walks; default on where the GPU's shared
                                                   // memory holds a row (or a large part of one)
     int row_cluster = 0;        // blocks of a thread-block cluster (sm_90) that take a cached row together: 1 (a block
-                                // a row), 2, 4 or 8; default per row length and GPU (docs/tuning.md)
+                                // a row), 2, 4 or 8; default 1 (clusters are asked for only: docs/tuning.md)
 
     bool operator==(const Knobs&) const = default;
 };

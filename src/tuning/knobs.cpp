@@ -33,8 +33,8 @@ const std::vector<KnobHelp>& knobs() {
                       "value, then its gradient) keeps the row in shared memory after the first walk; default on where "
                       "the GPU's shared memory holds a row, or a large part of one"},
         {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each cached row together, "
-                        "each keeping its share, so that long rows leave room for several blocks an SM; default per "
-                        "row length and GPU (1 where the GPU has no clusters)"},
+                        "each keeping its share, so that long rows leave room for several blocks an SM; default 1 "
+                        "(a block a row: clusters are asked for only)"},
     };
     return table;
 }
@@ -230,9 +230,13 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
             asked.row_cache = false;
         }
     }
-    if (asked.row_cluster == 0 && used) {
-        // A record from before the knob was timed with a block a row: 0 there replays as 1.
-        asked.row_cluster = tuned.row_cluster > 0 ? tuned.row_cluster : 1;
+    if (asked.row_cluster == 0) {
+        if (tuned.row_cluster > 0) {
+            asked.row_cluster = tuned.row_cluster;
+            used = true;
+        } else if (used) {
+            asked.row_cluster = 1;  // a record from before the knob was timed with a block a row
+        }
     }
     return used;
 }
