@@ -162,6 +162,12 @@ private:
         std::vector<int> reductions;
         bool elements = false;
         std::vector<int> loaded;  // kernel indices of the inputs it reads along the row
+        std::set<int> bindings;   // the element bindings its work at a column defines
+        // With the element work: a map's body per element, the derivatives written per element
+        // (indices into program.derivatives) and the totals of per-element values (into totals_).
+        bool map_elements = false;
+        std::vector<std::size_t> grads;
+        std::vector<std::size_t> element_totals;
     };
 
     // The passes over the row, in order, and which of their inputs more than one reads (the row
@@ -181,9 +187,15 @@ private:
                 if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce && stage_[id] == p)
                     plan.reductions.push_back(static_cast<int>(id));
             if (plan.reductions.empty() && !plan.elements) continue;
-            std::set<int> inputs, bindings;
-            element_needs(pass_roots(plan.reductions, plan.elements), inputs, bindings);
+            std::set<int> inputs;
+            element_needs(pass_roots(plan.reductions, plan.elements), inputs, plan.bindings);
             plan.loaded.assign(inputs.begin(), inputs.end());
+            if (plan.elements) {
+                plan.map_elements = program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
+                plan.grads = element_gradients();
+                for (std::size_t k = 0; k < totals_.size(); ++k)
+                    if (!per_row_[static_cast<std::size_t>(totals_[k].argument)]) plan.element_totals.push_back(k);
+            }
             for (int k : plan.loaded)
                 if (reads[k]++ == 0) first_pass_[k] = p;
             passes_.push_back(std::move(plan));
@@ -293,41 +305,40 @@ private:
     std::string value_type(int id) const { return program_.node(id).type == ValueType::Bool ? "bool" : "Value"; }
     std::string print(int id) const { return without_outer_parens(printer_.print(id)); }
 
-    // The element inputs (kernel indices) and element bindings the expressions `roots` need at one
-    // column, stopping at per-row values.
-    void element_needs(std::span<const int> roots, std::set<int>& inputs, std::set<int>& bindings) const {
+    // Every node the expressions `roots` use, each once, through bindings; `visit(id)` for each. Past
+    // a per-row value only where `through_per_row` (an element's work stops there: the row has it).
+    template <class Visit>
+    void walk_uses(std::span<const int> roots, bool through_per_row, const Visit& visit) const {
         std::vector<bool> seen(program_.nodes.size(), false);
         std::vector<int> stack(roots.begin(), roots.end());
         while (!stack.empty()) {
             const int id = stack.back();
             stack.pop_back();
-            if (seen[static_cast<std::size_t>(id)] || per_row_[static_cast<std::size_t>(id)]) continue;
+            if (seen[static_cast<std::size_t>(id)] || (!through_per_row && per_row_[static_cast<std::size_t>(id)])) continue;
             seen[static_cast<std::size_t>(id)] = true;
+            visit(id);
             const ir::Node& n = program_.node(id);
-            if (n.kind == ir::NodeKind::Input) inputs.insert(kernel_index_.at(n.slot));
-            if (n.kind == ir::NodeKind::Binding) {
-                bindings.insert(id);
-                stack.push_back(bound(id));
-            }
+            if (n.kind == ir::NodeKind::Binding) stack.push_back(bound(id));
             for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
         }
+    }
+
+    // The element inputs (kernel indices) and element bindings the expressions `roots` need at one
+    // column, stopping at per-row values.
+    void element_needs(std::span<const int> roots, std::set<int>& inputs, std::set<int>& bindings) const {
+        walk_uses(roots, false, [&](int id) {
+            const ir::Node& n = program_.node(id);
+            if (n.kind == ir::NodeKind::Input) inputs.insert(kernel_index_.at(n.slot));
+            if (n.kind == ir::NodeKind::Binding) bindings.insert(id);
+        });
     }
 
     // The per-row nodes the expressions `roots` use, through bindings and per-row values alike.
     std::set<int> per_row_needs(std::span<const int> roots) const {
         std::set<int> out;
-        std::vector<bool> seen(program_.nodes.size(), false);
-        std::vector<int> stack(roots.begin(), roots.end());
-        while (!stack.empty()) {
-            const int id = stack.back();
-            stack.pop_back();
-            if (seen[static_cast<std::size_t>(id)]) continue;
-            seen[static_cast<std::size_t>(id)] = true;
+        walk_uses(roots, true, [&](int id) {
             if (per_row_[static_cast<std::size_t>(id)]) out.insert(id);
-            const ir::Node& n = program_.node(id);
-            if (n.kind == ir::NodeKind::Binding) stack.push_back(bound(id));
-            for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
-        }
+        });
         return out;
     }
 
@@ -408,15 +419,10 @@ private:
     std::string tile(const PassPlan& plan, bool whole, const std::string& in3, const std::vector<int>& reductions) const {
         const int number = plan.number;
         const std::vector<int>& loaded = plan.loaded;
-        const bool elements = plan.elements;
-        const bool map_elements = elements && program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
-        std::vector<std::size_t> element_totals;
-        const std::vector<std::size_t> grads = elements ? element_gradients() : std::vector<std::size_t>{};
-        if (elements)
-            for (std::size_t k = 0; k < totals_.size(); ++k)
-                if (!per_row_[static_cast<std::size_t>(totals_[k].argument)]) element_totals.push_back(k);
-        std::set<int> inputs, bindings;
-        element_needs(pass_roots(plan.reductions, elements), inputs, bindings);
+        const bool map_elements = plan.map_elements;
+        const std::vector<std::size_t>& grads = plan.grads;
+        const std::vector<std::size_t>& element_totals = plan.element_totals;
+        const std::set<int>& bindings = plan.bindings;
         const std::string in4 = in3 + "    ", in5 = in4 + "    ";
         std::string out;
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in3, in3);
