@@ -24,6 +24,10 @@ inline int device_arch() {
     }();
     return arch;
 }
+inline int device_multiprocessors() {
+    static const int sms = have_typed_gpu() ? lossjit::device_info().multiprocessors : 0;
+    return sms;
+}
 
 // A host tensor of `dtype` from a generator spec, and its copy on the device (a few spare bytes so
 // that an offset view stays inside the allocation).

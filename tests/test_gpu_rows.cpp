@@ -66,9 +66,9 @@ const Problem kCachedProblems[] = {
 };
 
 // Blocks of a cluster sharing each row (KernelSpec::row_cluster, sm_90): rows a block takes, all
-// kept (24 x 20000 in 2 blocks; 3 x 70000 in 8) or part (3 x 70000 in 2: 280 KB a row), and, for
-// reductions (whose grid is capped), more clusters than the grid holds (600 x 8192 in 8: rows in
-// turn).
+// kept (24 x 20000 in 2 blocks; 3 x 70000 in 8) or part (3 x 70000 in 2: 280 KB a row), none (the
+// cache off), and, for reductions (whose grid is capped), more clusters than the grid holds
+// (600 x 8192 in 8: rows in turn).
 struct Run {
     Problem problem;
     std::optional<bool> row_cache;  // automatic, off or on
@@ -85,6 +85,11 @@ std::vector<Run> cached_runs(bool reduction) {
                                                {Problem{"3x70000", 3, 70000}, 2}})
             runs.push_back({problem, true, cluster, false});
         if (reduction) runs.push_back({Problem{"600x8192", 600, 8192}, true, 8, false});
+        // Without a row cache: each block reads its share of the row in every walk; few long rows
+        // take clusters of themselves (2 x 300000: 8 blocks a row, automatic).
+        for (const auto& [problem, cluster] : {std::pair{Problem{"3x70000", 3, 70000}, 8}, {Problem{"24x20000", 24, 20000}, 2},
+                                               {Problem{"2x300000", 2, 300000}, 0}})
+            runs.push_back({problem, false, cluster, false});
     }
     return runs;
 }
@@ -297,6 +302,8 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 CHECK(rel_error(v, loss.reference(host)) < (problem.columns > 20000 ? 5e-6 : 2e-6));
                 if (row_cache) CHECK(loss.kernel_info()->knobs.row_cache == *row_cache);  // each walks its rows twice
                 if (row_cluster > 1) CHECK(loss.kernel_info()->knobs.row_cluster == row_cluster);
+                if (problem.rows * 2 <= lossjit_test::device_multiprocessors() && problem.columns >= 300000)
+                    CHECK(loss.kernel_info()->knobs.row_cluster == 8);  // automatic: few long rows
                 const auto ref = loss.reference_grad(host, wrt);
                 const Spread d = spread(got, ref[0].values);
                 // float32: within 1e-5 of the largest (the issue's bound); bfloat16: its rounding.
@@ -405,6 +412,8 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
                 synchronize();
                 grad.download(got.bytes.data(), got.bytes.size());
                 if (row_cluster > 1) CHECK(loss.kernel_info()->knobs.row_cluster == row_cluster);
+                if (problem.rows * 2 <= lossjit_test::device_multiprocessors() && problem.columns >= 300000)
+                    CHECK(loss.kernel_info()->knobs.row_cluster == 8);  // automatic: few long rows
                 const auto ref = loss.reference_grad(host, wrt, up.host.view());
                 const Spread d = spread(got, ref[0].values);
                 CHECK(d.worst <= (dtype == DType::bfloat16 ? 8e-3 : 1e-5) * d.largest);

@@ -224,6 +224,77 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
     }
 }
 
+TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or without a row cache") {
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts h100_no_clusters{.arch = 80, .multiprocessors = 132, .shared_bytes_per_block = 227 * 1024};
+    const char* layer_norm = "m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)";
+    const char* cross_entropy = "mean(logsumexp(x, -1) - x[y])";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long rows, columns;
+        GpuFacts gpu;
+        int knob;     // Knobs::row_cluster (0: automatic)
+        int cluster;  // KernelSpec::row_cluster
+        const char* note = "";
+    };
+    const Row table[] = {
+        // KernelBench's layer norm: 16 rows of 4M; 16 x 8 blocks is as close to 132 SMs as 8 comes.
+        {layer_norm, {}, 16, 1LL << 22, h100, 0, 8},
+        {layer_norm, {}, 40, 1LL << 22, h100, 0, 4},   // 160 blocks
+        {layer_norm, {}, 66, 1LL << 22, h100, 0, 2},   // 132
+        {layer_norm, {}, 67, 1LL << 22, h100, 0, 1},   // more than half the SMs a row each
+        {layer_norm, {}, 16, 1LL << 22, h100, 1, 1},   // asked for a block a row
+        {layer_norm, {}, 16, 1LL << 22, h100, 2, 2},
+        {layer_norm, {}, 512, 1LL << 22, h100, 4, 4},  // asked for, many rows
+        {layer_norm, {}, 16, 1LL << 22, h100_no_clusters, 0, 1},
+        {layer_norm, {}, 16, 1LL << 22, h100_no_clusters, 4, 1, "a row cluster of 4 blocks was asked for"},
+        // Rows too short for each block of a larger cluster to walk ByRowClusterMinTiles tiles.
+        {layer_norm, {}, 16, 4096, h100, 0, 1},
+        // Rows a row cache holds whole: a block a row keeps them.
+        {layer_norm, {}, 16, 8192, h100, 0, 1},
+        // Cross-entropy's value and gradient over rows no cache holds a quarter of; its value alone.
+        {cross_entropy, {"x"}, 16, 1LL << 20, h100, 0, 8},
+        {cross_entropy, {}, 8, 1LL << 20, h100, 0, 8},
+        {cross_entropy, {}, 100, 1LL << 20, h100, 0, 1},
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.rows);
+        CAPTURE(row.columns);
+        CAPTURE(row.knob);
+        ir::Program program = check(parse(row.program, "expr"), {});
+        std::vector<int> wrt;
+        for (const auto& name : row.wrt)
+            wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
+        const bool grad = !wrt.empty();
+        if (grad) program = differentiate(program, wrt, {});
+        std::vector<OperandShape> shapes;
+        for (std::size_t k = 0; k < program.inputs.size(); ++k)
+            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? Shape{row.rows} : Shape{row.rows, row.columns}, {}});
+        const OperandShape gradients{"gradients", {row.rows, row.columns}, {}};
+        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
+        Knobs knobs;
+        knobs.row_cluster = row.knob;
+        const KernelSpec spec = KernelSpec::choose(program, layout, KernelOperands::unplaced(program), knobs, false, row.gpu);
+        CHECK(spec.row_cluster == row.cluster);
+        if (row.columns > 8192) CHECK(spec.row_cache_columns == 0);
+        if (*row.note) {
+            REQUIRE(spec.notes.size() == 1);
+            CHECK(spec.notes[0].find(row.note) != std::string::npos);
+        }
+        // Every block of every cluster runs: whole clusters, one for each row.
+        if (spec.row_cluster > 1) {
+            CHECK(KernelSpec::blocks(spec, layout) == row.rows * spec.row_cluster);
+            const std::string source = emit_cuda(program, spec);
+            CHECK(source.find("__cluster_dims__(" + std::to_string(spec.row_cluster) + ", 1, 1)") != std::string::npos);
+            CHECK(source.find("lj::cache_load") == std::string::npos);
+            CHECK(compile_cuda(source, "sm_90").is_cubin());
+        }
+    }
+}
+
 TEST_CASE("the row cache: one source for every row length; a tuning record's knobs replay the kernel it timed") {
     const auto softmax = check(parse("exp(x - logsumexp(x, -1))", "expr"), {});
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,

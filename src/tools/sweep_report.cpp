@@ -61,7 +61,7 @@ std::string format_sweep_table(const SweepResult& r) {
                          k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
                          std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
                          k.row_cache ? (*k.row_cache ? "on" : "off") : "-",
-                         k.row_cache && *k.row_cache && k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
+                         k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
                          fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
                          fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
                          std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error), mark});

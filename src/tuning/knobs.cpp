@@ -32,9 +32,9 @@ const std::vector<KnobHelp>& knobs() {
         {"row_cache", "on or off: a program that walks each row more than once (a statistic, then the elements; a "
                       "value, then its gradient) keeps the row in shared memory after the first walk; default on where "
                       "the GPU's shared memory holds a row, or a large part of one"},
-        {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each cached row together, "
-                        "each keeping its share, so that long rows leave room for several blocks an SM; default 1 "
-                        "(a block a row: clusters are asked for only)"},
+        {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each row together, each "
+                        "walking (and with a row cache keeping) its share; default: clusters where the rows are fewer "
+                        "than half the SMs (few long rows), else 1 (a block a row)"},
     };
     return table;
 }

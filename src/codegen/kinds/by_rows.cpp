@@ -19,6 +19,7 @@ namespace lossjit::kinds {
 namespace {
 
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
+constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 
 // The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
 // and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
@@ -129,6 +130,39 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long co
         return;
     }
     spec = std::move(cached);
+}
+
+// Few long rows (layer norm over [16, 64, 256, 256]: 16 rows of 4M elements, a block each, 16 of 132
+// SMs busy): the blocks of a thread-block cluster share each row, so that rows x cluster blocks
+// fill the GPU. A cluster chosen with the row cache (choose_row_cache) stays; else, with block
+// teams on sm_90, the knob's cluster, or automatically the smallest of 2, 4, 8 whose blocks cover
+// the SMs where the rows are fewer than SMs / ByRowClusterFewRowsShare and each block still walks
+// ByRowClusterMinTiles tiles of its row (not where a row cache was chosen for a block a row). Without
+// a cache every block reads its share of the row from memory in every walk, as one block would the
+// whole row.
+void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, long long sms, const Knobs& knobs,
+                        const GpuFacts& gpu) {
+    if (spec.row_cluster > 1 || knobs.row_cluster == 1) return;
+    const bool block_team = !spec.side_by_side && spec.team == spec.block_threads;
+    if (!block_team || gpu.arch < kFirstClusterArch) {
+        if (knobs.row_cluster > 1)
+            spec.notes.push_back(fmt::format("a row cluster of {} blocks was asked for, but clusters take a row with whole "
+                                             "blocks (not warps, not rows side by side), on GPUs with clusters (sm_90 or "
+                                             "later; none is known to `lossjit emit`)",
+                                             knobs.row_cluster));
+        return;
+    }
+    if (knobs.row_cluster > 1) {
+        spec.row_cluster = knobs.row_cluster;
+        return;
+    }
+    // A row cache chosen for a block a row holds the whole row in each block: kept as it is.
+    if (spec.row_cache_columns > 0 || rows * default_value(Default::ByRowClusterFewRowsShare, gpu) > sms) return;
+    const long long tile = static_cast<long long>(spec.block_threads) * spec.vector_width * spec.unroll;
+    const long long min_tiles = default_value(Default::ByRowClusterMinTiles, gpu);
+    int cluster = 1;
+    while (cluster < kMaxRowCluster && rows * cluster < sms && columns >= 2LL * cluster * tile * min_tiles) cluster *= 2;
+    spec.row_cluster = cluster;
 }
 
 }  // namespace
@@ -307,10 +341,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
             spec.unroll /= 2;
     }
     choose_row_cache(spec, program, columns, warp_per_row, element_inputs, element_bytes, knobs, gpu);
-    if (knobs.row_cluster > 1 && spec.row_cluster == 1)
-        spec.notes.push_back(fmt::format("a row cluster of {} blocks was asked for, but clusters share only a row kept in "
-                                         "shared memory and taken by whole blocks, on GPUs with clusters (sm_90 or later)",
-                                         knobs.row_cluster));
+    choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }

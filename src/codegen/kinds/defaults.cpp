@@ -18,6 +18,7 @@ constexpr std::string_view kAxisRows = "docs/results/issue-29/axis-rows.txt";
 constexpr std::string_view kFourthRound = "docs/results/issue-15/session4/README.md";
 constexpr std::string_view kRowCache = "docs/results/issue-31/row-cache/README.md";
 constexpr std::string_view kRowCluster = "docs/results/issue-31/row-cluster/README.md";
+constexpr std::string_view kFewRows = "docs/results/issue-29/stop42/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -148,6 +149,15 @@ constexpr std::array kTable = {
                "4096 x 131072 71.9% in 4, 56.5% in 8, 63.6% a block a row; cross-entropy 16384 x 32768 value + "
                "gradient 56.1% in 2, 56.2% a block a row",
                kRowCluster},
+    DefaultRow{D::ByRowClusterFewRowsShare, G::Any, 2,
+               "H100, layer norm of 16 rows of 4M (KernelBench 40): a block a row 1.850 ms (10.5% of the copy rate), "
+               "clusters of 8 0.376 ms (51.5%), 4 0.534, 2 0.983; cross-entropy 64 x 262144 forward 0.120 -> 0.058 ms; "
+               "with more rows than half the SMs a block a row already keeps every SM busy",
+               kFewRows},
+    DefaultRow{D::ByRowClusterMinTiles, G::Any, 4,
+               "not measured: a guard that each block of a cluster walks a few tiles of its row (rows that short are "
+               "a launch's work, not a row's)",
+               kFewRows},
 };
 
 }  // namespace
@@ -224,6 +234,8 @@ std::string_view to_string(Default what) {
         case D::ByRowCacheMinShare: return "by-row row cache, least share of the row";
         case D::ByRowCacheWarpMinShare: return "by-row row cache, least share of a warp's row";
         case D::ByRowClusterBlocksPerSm: return "by-row row cache, blocks an SM with row clusters";
+        case D::ByRowClusterFewRowsShare: return "by-row row clusters for rows fewer than SMs / this";
+        case D::ByRowClusterMinTiles: return "by-row row clusters, least tiles a block";
         case D::ByRowUnrollSeveralInputs: return "by-row unroll, several inputs";
         case D::Count_: break;
     }
