@@ -189,6 +189,53 @@ TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulat
     }
 }
 
+TEST_CASE("row programs: a mean and the squared deviations from it in one walk: offsets, constants, inf, nan" *
+          doctest::skip(!have_gpu())) {
+    // Rows far from 0 against their spread (1000 + 0.01 x normal: the two passes' float32 mean would
+    // cost the variance 1e-5 of itself), rows of one repeated value (variance 0 exactly), a +inf, a
+    // nan, -inf and +inf together, plain rows; short rows (a warp a row), long ones (a block, and
+    // few long rows: a cluster's blocks each, on sm_90).
+    const double inf = INFINITY;
+    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{1000, 100}, {64, 5000}, {4, 200000}}) {
+        CAPTURE(rows);
+        CAPTURE(columns);
+        HostTensor host = generate(parse_generator(std::to_string(rows) + "x" + std::to_string(columns) + ":normal"), 19);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t a = (r * 7) % columns, b = std::min(columns - 1, a + 1 + (r % 3) * (columns / 4));
+            for (std::int64_t k = 0; k < columns; ++k) {
+                const std::int64_t at = r * columns + k;
+                if (r % 6 == 0) host.set(at, 1000.0 + 0.01 * host.at(at));
+                if (r % 6 == 1) host.set(at, 3.25);
+            }
+            if (r % 6 == 2) host.set(r * columns + a, inf);
+            if (r % 6 == 3) host.set(r * columns + b, NAN);
+            if (r % 6 == 4) host.set(r * columns + a, -inf), host.set(r * columns + b, inf);
+        }
+        DeviceBuffer device(host.bytes.size());
+        device.upload(host.bytes.data(), host.bytes.size());
+        auto loss = compile("m = mean(x, -1); v = mean((x - m)^2, -1); u = var(x, -1); s = std(x, -1); m, v, u, s");
+        const std::vector<TensorView> views{TensorView{device.data(), DType::float32, {rows, columns}, {}}};
+        const std::vector<TensorView> host_views{host.view()};
+        REQUIRE(loss.cuda_source(views).find("lj::CenteredAcc a") != std::string::npos);
+        const Shape shape = loss.output_shape(views);
+        REQUIRE(shape == Shape{4, rows});
+        std::vector<double> want(static_cast<std::size_t>(4 * rows));
+        loss.reference_map(host_views, OutputView{want.data(), DType::float64, shape, {}});
+        DeviceBuffer out(want.size() * sizeof(float));
+        loss.map(views, OutputView{out.data(), DType::float32, shape, {}});
+        std::vector<float> got(want.size());
+        out.download(got.data(), got.size() * sizeof(float));
+        int wrong = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            const double g = got[i], w = want[i];
+            // The float32 result of float64 sums: a few roundings of float32.
+            const bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : w == 0 ? g == 0 : rel_error(g, w) < 1e-6;
+            if (!ok && ++wrong <= 5) MESSAGE("result ", i / static_cast<std::size_t>(rows), " row ", i % static_cast<std::size_t>(rows), ": ", g, " (want ", w, ")");
+        }
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("row programs: out-of-range indices give nan rows, int32 indices, strided logits" * doctest::skip(!have_gpu())) {
     const Typed x("256x513:normal", DType::float32, 3);
     const Typed y("256:integers[-3,515]", DType::int32, 4);  // some below 0, some at or past 513
@@ -377,7 +424,7 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
         {"x - logsumexp(x, -1)", false, false},                        // log_softmax
         {"exp(x - logsumexp(x, -1))", false, false},                   // softmax
         {"x / sqrt(mean(x * x, -1) + 1e-6)", false, false},            // RMS norm
-        // Layer norm: three walks over x, the last two from the row cache.
+        // Layer norm: the mean and the variance in one walk (lj::CenteredAcc), the elements in the next.
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false, false},
         {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
     };

@@ -419,4 +419,55 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
     }
 }
 
+TEST_CASE("a mean and the squared deviations from it take one walk over the row") {
+    struct Row {
+        const char* program;
+        int walks;      // "// pass N over the row" in the value's kernel
+        int centered;   // accumulators of a mean and its squared deviations
+    };
+    const Row table[] = {
+        // Layer norm: the mean and the variance in one walk, the elements in a second.
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", 2, 1},
+        {"m = mean(x, -1); d = m - x; d / sqrt(mean(d * d, -1) + 1e-5)", 2, 1},
+        {"x / sqrt(sum((x - mean(x, -1))^2, -1))", 2, 1},
+        {"sum((2 * x - mean(2 * x, -1))^2, -1)", 1, 1},  // arguments that print alike
+        // var and std: their expansions' detach(mean), with amax and amin beside it.
+        {"var(x, -1)", 1, 1},
+        {"std(x, -1) + var(x, -1)", 1, 2},
+        {"mean(std(x, -1))", 1, 1},
+        // Not of this form: each reduction of what depends on another takes a walk of its own.
+        {"m = mean(x, -1); mean(abs(x - m)^2, -1)", 2, 0},
+        {"m = mean(x, -1); mean((x - m)^3, -1)", 2, 0},
+        {"mean((x - amax(x, -1))^2, -1)", 2, 0},
+        {"mean((x - mean(2 * x, -1))^2, -1)", 2, 0},
+        {"m = sum(x, -1); mean((x - m)^2, -1)", 2, 0},
+        // One mean, two sums of its squared deviations: the first shares its accumulator.
+        {"m = mean(x, -1); mean((x - m)^2, -1) + sum((x - m)^2, -1)", 2, 1},
+    };
+    for (const Row& row : table) {
+        CAPTURE(row.program);
+        auto loss = compile(row.program, Options{});
+        const std::vector<TensorView> views{TensorView::contiguous(nullptr, {64, 20000}, DType::float32)};
+        const std::string source = loss.cuda_source(views);
+        int walks = 0, centered = 0;
+        for (auto at = source.find(" over the row\n"); at != std::string::npos; at = source.find(" over the row\n", at + 1)) ++walks;
+        for (auto at = source.find("lj::CenteredAcc a"); at != std::string::npos; at = source.find("lj::CenteredAcc a", at + 1))
+            ++centered;
+        CHECK(walks == row.walks);
+        CHECK(centered == row.centered);
+        CHECK(!compile_cuda(source, "compute_90").data.empty());
+        // Its gradient's kernel too, where the value is a reduction.
+        if (!loss.reduction().empty()) {
+            const std::string grad = loss.cuda_source(views, std::vector<std::string>{"x"});
+            CHECK(!compile_cuda(grad, "compute_90").data.empty());
+        }
+    }
+    // Rows side by side (a reduction over dimension 0 of a contiguous [R, C]) keep a walk each: the
+    // accumulator is larger than a side-by-side team's shared memory holds for one.
+    auto outer = compile("m = mean(x, 0); (x - m) / sqrt(mean((x - m)^2, 0) + 1e-5)", Options{});
+    const std::string source = outer.cuda_source(std::vector<TensorView>{TensorView::contiguous(nullptr, {4096, 8192}, DType::float32)});
+    CHECK(source.find("SideTeam") != std::string::npos);
+    CHECK(source.find("CenteredAcc a") == std::string::npos);
+}
+
 }  // TEST_SUITE

@@ -651,6 +651,50 @@ constexpr SharedAccumulator kSharedAccumulators[] = {
      kLogSumExpArgMaxAcc},
 };
 
+// The mean exactly as SumAcc's (the same sum, in column order per thread), and the squared
+// deviations from it as each thread's sums of (v - shift) and (v - shift)^2, shifted by the thread's
+// first element (close to the mean, so that the difference s2 - s1^2 / n keeps its digits in float64),
+// merged by Chan et al.'s pairwise update in the team's fixed order (the same bits every run).
+// Non-finite elements make the squares nan, as the two passes' (e - mean) does.
+constexpr std::string_view kCenteredAcc =
+    "namespace lj {\n"
+    "struct CenteredAcc {  // one pass: the row's sum, and its squared deviations from the mean\n"
+    "    double s = 0.0;      // the plain sum (the mean: s / C)\n"
+    "    double n = 0.0;      // elements added\n"
+    "    double shift = 0.0;  // the first element added here, then the merged mean\n"
+    "    double s1 = 0.0, s2 = 0.0;  // sums of (v - shift) and (v - shift)^2\n"
+    "    template <class T> __device__ __forceinline__ void add(T v, long long) {\n"
+    "        const double x = (double)v;\n"
+    "        if (n == 0.0) shift = x;\n"
+    "        const double d = x - shift;\n"
+    "        s += x;\n"
+    "        n += 1.0;\n"
+    "        s1 += d;\n"
+    "        s2 = fma(d, d, s2);\n"
+    "    }\n"
+    "    __device__ __forceinline__ double m2() const { return n == 0.0 ? 0.0 : s2 - s1 * (s1 / n); }\n"
+    "    __device__ __forceinline__ void combine(const CenteredAcc& o) {\n"
+    "        s += o.s;\n"
+    "        if (o.n == 0.0) return;\n"
+    "        if (n == 0.0) {\n"
+    "            n = o.n, shift = o.shift, s1 = o.s1, s2 = o.s2;\n"
+    "            return;\n"
+    "        }\n"
+    "        const double ma = shift + s1 / n, mb = o.shift + o.s1 / o.n, total = n + o.n, delta = mb - ma;\n"
+    "        const double squares = m2() + o.m2() + delta * delta * (n * (o.n / total));\n"
+    "        shift = ma + delta * (o.n / total);\n"
+    "        n = total, s1 = 0.0, s2 = squares;\n"
+    "    }\n"
+    "    __device__ __forceinline__ CenteredAcc shuffle_xor(int o) const {\n"
+    "        CenteredAcc r;\n"
+    "        r.s = lj::shuffle_xor(s, o), r.n = lj::shuffle_xor(n, o), r.shift = lj::shuffle_xor(shift, o);\n"
+    "        r.s1 = lj::shuffle_xor(s1, o), r.s2 = lj::shuffle_xor(s2, o);\n"
+    "        return r;\n"
+    "    }\n"
+    "};\n"
+    "}  // namespace lj\n";
+constexpr CenteredAccumulator kCentered{"lj::CenteredAcc", "(Value)({0}.s / (double)C)", "{0}.m2()", kCenteredAcc};
+
 double row_sum(std::span<const double> row) {
     util::CompensatedSum sum;
     for (double v : row) sum.add(v);
@@ -740,6 +784,8 @@ static_assert(row_table_is_in_enum_order(), "kRowReductions rows must follow the
 }  // namespace
 
 std::span<const SharedAccumulator> shared_accumulators() { return kSharedAccumulators; }
+
+const CenteredAccumulator& centered_accumulator() { return kCentered; }
 
 std::span<const RowReductionInfo> row_reduction_table() { return kRowReductions; }
 

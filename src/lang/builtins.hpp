@@ -159,6 +159,15 @@ struct SharedAccumulator {
 };
 std::span<const SharedAccumulator> shared_accumulators();
 
+// A row's mean and its sum of squared deviations from that mean, in one pass: `m = mean(e, -1)`
+// beside `sum((e - m)^2, -1)` or `mean((e - m)^2, -1)` (layer and instance norm; var and std, whose
+// expansions are of this form) where the two would otherwise take a pass each. Its CUDA type and
+// helper; the mean's value, and the sum of squared deviations' ({0}: the accumulator).
+struct CenteredAccumulator {
+    std::string_view cuda_accumulator, mean_result, squares_result, cuda_helper;
+};
+const CenteredAccumulator& centered_accumulator();
+
 std::span<const RowReductionInfo> row_reduction_table();
 const RowReductionInfo& row_reduction_info(RowReduction id);
 std::optional<RowReduction> find_row_reduction(std::string_view name);

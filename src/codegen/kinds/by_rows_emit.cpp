@@ -69,6 +69,7 @@ public:
         }
         per_row_ = per_row_nodes(program, input_per_row);
         mark_live();
+        find_centered();
         stages();
         plan_passes();
         for (std::size_t id = 0; id < program.nodes.size(); ++id) {
@@ -122,6 +123,9 @@ public:
     // The inputs read along the row by more than one pass: what a row cache would hold.
     int inputs_read_again() const { return static_cast<int>(read_again_.size()); }
 
+    // Whether a mean and the squared deviations from it share an accumulator (find_centered).
+    bool centered() const { return !centered_.empty(); }
+
 private:
     // Live: what the outputs (a map's body, the totals' arguments) need, through bindings.
     void mark_live() {
@@ -152,7 +156,60 @@ private:
             if (n.kind != ir::NodeKind::Total)
                 for (int i = 0; i < n.arity; ++i) s = std::max(s, stage_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]);
             if (n.kind == ir::NodeKind::RowReduce) ++s;
+            // Squared deviations from a mean are summed in the mean's own pass (centered_).
+            if (const auto m = centered_.find(static_cast<int>(id)); m != centered_.end()) s = stage_[static_cast<std::size_t>(m->second)];
             stage_[id] = s;
+        }
+    }
+
+    // What a node stands for: through bindings, and through detach where `detached` (the mean in
+    // var's expansion is detach(mean(e, -1)): the same value).
+    int resolved(int id, bool detached = false) const {
+        for (;;) {
+            const ir::Node& n = program_.node(id);
+            if (n.kind == ir::NodeKind::Binding) id = bound(id);
+            else if (detached && n.kind == ir::NodeKind::Apply && n.fn == Builtin::Detach) id = n.args[0];
+            else return id;
+        }
+    }
+
+    // sum((e - m)^2, -1) and mean((e - m)^2, -1) with m = mean(e, -1) (either order of the
+    // difference; the square as ^2 or d * d): computed in m's pass by one accumulator of both
+    // (centered_accumulator), instead of a pass of their own after it. Not side by side (the
+    // accumulator is larger than the 16 bytes a side-by-side team's shared memory holds for one).
+    void find_centered() {
+        if (spec_.side_by_side) return;
+        std::set<int> means_taken;
+        for (std::size_t i = 0; i < program_.nodes.size(); ++i) {
+            const ir::Node& r = program_.nodes[i];
+            if (!live_[i] || r.kind != ir::NodeKind::RowReduce) continue;
+            const auto how = static_cast<RowReduction>(r.slot);
+            if (how != RowReduction::Sum && how != RowReduction::Mean) continue;
+            const ir::Node& square = program_.node(resolved(r.args[0]));
+            int difference = -1;
+            if (square.kind == ir::NodeKind::Apply && square.fn == Builtin::Pow &&
+                program_.node(square.args[1]).kind == ir::NodeKind::Constant && program_.node(square.args[1]).value == 2.0)
+                difference = resolved(square.args[0]);
+            if (square.kind == ir::NodeKind::Apply && square.fn == Builtin::Mul &&
+                resolved(square.args[0]) == resolved(square.args[1]))
+                difference = resolved(square.args[0]);
+            if (difference < 0) continue;
+            const ir::Node& d = program_.node(difference);
+            if (d.kind != ir::NodeKind::Apply || d.fn != Builtin::Sub) continue;
+            for (int side = 0; side < 2; ++side) {
+                const int mean = resolved(d.args[static_cast<std::size_t>(side)], true);
+                const int element = d.args[static_cast<std::size_t>(1 - side)];
+                const ir::Node& m = program_.node(mean);
+                if (m.kind != ir::NodeKind::RowReduce || static_cast<RowReduction>(m.slot) != RowReduction::Mean ||
+                    means_taken.count(mean))
+                    continue;
+                // The same argument: one node, or two that print alike (x written twice is two nodes).
+                const int a = resolved(m.args[0]), b = resolved(element);
+                if (a != b && print(a) != print(b)) continue;
+                centered_[static_cast<int>(i)] = mean;
+                means_taken.insert(mean);
+                break;
+            }
         }
     }
 
@@ -213,7 +270,8 @@ private:
     // the gradients written per element, a map's body, the totals of per-element values.
     std::vector<int> pass_roots(const std::vector<int>& reductions, bool elements) const {
         std::vector<int> roots;
-        for (int id : reductions) roots.push_back(program_.node(id).args[0]);
+        for (int id : reductions)
+            if (!centered_.count(id)) roots.push_back(program_.node(id).args[0]);  // a centered one adds its mean's
         if (!elements) return roots;
         for (std::size_t g : element_gradients()) roots.push_back(program_.derivatives[g].node);
         if (program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)]) roots.push_back(program_.body);
@@ -510,8 +568,16 @@ private:
         // Reductions of one argument that share an accumulator (shared_accumulators): the second's
         // value comes from the first's. Not side by side: a shared accumulator is larger than the
         // 16 bytes a side-by-side team's shared memory is budgeted for (choose_by_rows).
-        std::map<int, std::pair<int, const SharedAccumulator*>> second_of;  // second -> (first, how)
-        std::map<int, const SharedAccumulator*> first_of;
+        // A mean and the squared deviations from it (centered_) share one the same way.
+        struct First {
+            std::string_view accumulator, result;
+        };
+        struct Second {
+            int first;
+            std::string result;
+        };
+        std::map<int, Second> second_of;
+        std::map<int, First> first_of;
         for (const auto& shared : spec_.side_by_side ? std::span<const SharedAccumulator>{} : shared_accumulators())
             for (int a : reductions)
                 for (int b : reductions) {
@@ -522,9 +588,19 @@ private:
                         first_of.count(a) || second_of.count(b) ||
                         (na.args[0] != nb.args[0] && print(na.args[0]) != print(nb.args[0])))
                         continue;
-                    first_of[a] = &shared;
-                    second_of[b] = {a, &shared};
+                    first_of[a] = {shared.cuda_accumulator, shared.first_result};
+                    second_of[b] = {a, std::string(shared.second_result)};
                 }
+        const CenteredAccumulator& centered = centered_accumulator();
+        for (int id : reductions)
+            if (const auto mean = centered_.find(id); mean != centered_.end()) {
+                if (first_of.count(mean->second) || second_of.count(mean->second))
+                    throw InternalError("a mean shares two accumulators");
+                first_of[mean->second] = {centered.cuda_accumulator, centered.mean_result};
+                const bool divided = static_cast<RowReduction>(program_.node(id).slot) == RowReduction::Mean;
+                second_of[id] = {mean->second, divided ? fmt::format("(Value)({} / (double)C)", centered.squares_result)
+                                                       : fmt::format("(Value){}", centered.squares_result)};
+            }
         auto own = [&](int id) { return !second_of.count(id); };
         std::vector<int> accumulated;  // the reductions with accumulators of their own
         std::copy_if(reductions.begin(), reductions.end(), std::back_inserter(accumulated), own);
@@ -534,7 +610,7 @@ private:
             reduced[id] = acc;
             const auto shared = first_of.find(id);
             out += fmt::format("{}{} {};\n", in1,
-                               shared != first_of.end() ? shared->second->cuda_accumulator
+                               shared != first_of.end() ? shared->second.accumulator
                                                         : accumulator_type(static_cast<RowReduction>(program_.node(id).slot)),
                                acc);
         }
@@ -559,9 +635,9 @@ private:
         for (int id : reductions) {
             std::string value;
             if (const auto second = second_of.find(id); second != second_of.end())
-                value = fmt::format(fmt::runtime(second->second.second->second_result), fmt::format("a{}", second->second.first));
+                value = fmt::format(fmt::runtime(second->second.result), fmt::format("a{}", second->second.first));
             else if (const auto first = first_of.find(id); first != first_of.end())
-                value = fmt::format(fmt::runtime(first->second->first_result), fmt::format("a{}", id));
+                value = fmt::format(fmt::runtime(first->second.result), fmt::format("a{}", id));
             else
                 value = accumulated_value(static_cast<RowReduction>(program_.node(id).slot), fmt::format("a{}", id));
             values += fmt::format("{}r{}_ = {};\n", in1, id, value);
@@ -697,6 +773,7 @@ private:
         return out;
     }
 
+    std::map<int, int> centered_;  // sum or mean of (e - m)^2 -> m = mean(e, -1): computed in m's pass
     const ir::Program& program_;
     const KernelSpec& spec_;
     std::vector<int> slots_;
@@ -745,6 +822,7 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
     prelude += accumulator_helpers(program);
+    if (emitter.centered()) prelude += centered_accumulator().cuda_helper;
 
     const std::string finish =
         program.is_map() ? std::string()
