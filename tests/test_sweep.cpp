@@ -3,6 +3,8 @@
 // the table and JSON present rows sorted by time with their failures and notes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "lossjit/errors.hpp"
@@ -82,6 +84,11 @@ TEST_CASE("the product: first axis slowest, tuning off, contradictions marked in
 
     const auto tune_axes = default_tune_axes();
     CHECK(expand_sweep(Knobs{}, tune_axes).size() == 48);
+    // Programs that reduce along rows: threads x items x the row cache x the row cluster.
+    const auto row_axes = default_tune_axes(true);
+    CHECK(expand_sweep(Knobs{}, row_axes).size() == 48);
+    CHECK(std::any_of(row_axes.begin(), row_axes.end(), [](const SweepAxis& a) { return a.knob == "row_cluster"; }));
+    CHECK(std::none_of(row_axes.begin(), row_axes.end(), [](const SweepAxis& a) { return a.knob == "blocks_per_sm"; }));
 }
 
 TEST_CASE("bad requests fail before the GPU is needed; without a GPU the message says so") {
@@ -199,6 +206,32 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     const auto tj = nlohmann::json::parse(sweep_json(t.sweep, &t));
     CHECK(tj["tune"]["winner_rank"] == 1);
     CHECK(tj["tune"]["stored_in"].is_null());
+
+    // A map whose outputs cross 0 (a layer norm): every variant's elementwise error is large, so the
+    // bound made of the defaults' would pass anything; the error of the largest output decides too.
+    TuneResult m;
+    m.sweep = r;
+    m.sweep.kind = "map";
+    m.sweep.rows.resize(4);
+    const double elementwise[] = {3.1, 3.7, 3.7, 0.9}, of_largest[] = {4e-3, 1.2e-7, 1.2e-7, 9e-8};
+    for (std::size_t i = 0; i < 4; ++i) {
+        m.sweep.rows[i].error = elementwise[i];
+        m.sweep.rows[i].error_of_largest = of_largest[i];
+    }
+    m.bound = 3.7;
+    m.bound_of_largest = 1.2e-7;
+    CHECK_FALSE(qualifies(m.sweep.rows[0], m));  // fastest, but 4e-3 of the largest output off
+    CHECK(qualifies(m.sweep.rows[1], m));
+    CHECK(qualifies(m.sweep.rows[3], m));
+    const std::string map_summary = format_tune_summary(m);
+    CHECK(map_summary.find("tune: 3 of 4 timed variants within the accuracy bound 3.7") == 0);
+    CHECK(map_summary.find("and within 1.2e-07 of the largest output") != std::string::npos);
+    std::string map_words;
+    for (char c : format_sweep_table(m.sweep))
+        if (c != ' ' || (!map_words.empty() && map_words.back() != ' ' && map_words.back() != '\n')) map_words += c;
+    CHECK(map_words.find("occupancy rel. error of largest\n") != std::string::npos);
+    CHECK(map_words.find("3.10e+00 4.00e-03\n") != std::string::npos);
+    CHECK(nlohmann::json::parse(sweep_json(m.sweep, &m))["rows"][0]["error_of_largest"] == 4e-3);
 }
 
 }  // TEST_SUITE

@@ -35,8 +35,10 @@ struct SweepVariant {
 // The cartesian product, the first axis slowest. UsageError when two axes set one knob.
 std::vector<SweepVariant> expand_sweep(const Knobs& base, std::span<const SweepAxis> axes);
 
-// What `lossjit tune` searches when given no axes: threads per block x items per thread x blocks per SM.
-std::vector<SweepAxis> default_tune_axes();
+// What `lossjit tune` searches when given no axes: threads per block x items per thread x blocks per
+// SM; for a program that reduces along rows, threads x items x the row cache x the row cluster
+// instead (the knobs whose best setting differs most between GPUs and shapes there).
+std::vector<SweepAxis> default_tune_axes(bool by_rows = false);
 
 struct SweepProgress {
     enum class Stage { Upload, Reference, Roofline, Compile, Time };
@@ -71,6 +73,10 @@ struct SweepRow {
     // Relative error against the CPU float64 reference: of the value (reductions, on every input
     // set), or the largest elementwise one (maps, on the set the variant ran on).
     double error = 0;
+    // Maps: the largest |value - reference| over the largest |reference|. Where the outputs cross 0
+    // (a normalization's (x - m) / s) the elementwise error of the elements near 0 is large for every
+    // variant, and a bound made of it would let anything pass. Reductions: `error`.
+    double error_of_largest = 0;
     int input_set = 0;
     int launches_per_interval = 1;
     std::string failure;     // non-empty: not timed (contradicting knobs, or compile / launch failed)
@@ -107,6 +113,7 @@ struct TuneOptions {
 struct TuneResult {
     SweepResult sweep;
     double bound = 0;         // the error a variant may have: max(tolerance, the default's error)
+    double bound_of_largest = 0;  // and its error_of_largest: max(tolerance, the default's)
     int winner = -1;          // index into sweep.rows; -1: no variant qualified
     std::optional<TuningRecord> record;
     std::string stored_in;    // the tuning store's file, or ""
@@ -115,13 +122,18 @@ struct TuneResult {
     // picked up from the store (its `tuned` must be non-empty) and its error.
     std::optional<KernelInfo> check;
     double check_error = 0;
+    double check_error_of_largest = 0;
 };
 
 // Times the variants (request.axes, or default_tune_axes() when empty; the defaults are always
-// timed too), takes the fastest whose error is within max(tolerance, the default's own error) and
+// timed too), takes the fastest whose error and error_of_largest are each within max(tolerance, the
+// default's own) and
 // stores it for (program, shapes, float32, GPU) beside the kernel cache. Variants beyond the
 // bound (typically float32 accumulators on large inputs) are never chosen.
 TuneResult tune(SweepRequest request, const TuneOptions& options);
+
+// Whether a timed row is within both of the result's bounds (the one rule tune() and its summary use).
+bool qualifies(const SweepRow& row, const TuneResult& result);
 
 // For people and machines; the library prints neither.
 std::string format_sweep_table(const SweepResult& result);

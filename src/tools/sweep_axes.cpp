@@ -80,7 +80,10 @@ std::vector<SweepVariant> expand_sweep(const Knobs& base, std::span<const SweepA
     return out;
 }
 
-std::vector<SweepAxis> default_tune_axes() {
+std::vector<SweepAxis> default_tune_axes(bool by_rows) {
+    if (by_rows)
+        return {{"block", {"256", "512", "1024"}}, {"items", {"8", "16"}}, {"row_cache", {"auto", "off"}},
+                {"row_cluster", {"auto", "1", "2", "4"}}};
     return {{"block", {"128", "256", "512", "1024"}}, {"items", {"4", "8", "16", "32"}}, {"blocks_per_sm", {"auto", "2", "4"}}};
 }
 

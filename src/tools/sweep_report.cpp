@@ -40,8 +40,13 @@ std::string format_sweep_table(const SweepResult& r) {
                        r.input_sets, r.input_sets == 1 ? "" : "s", r.seconds);
     out += fmt::format("roofline {:.0f} GB/s ({})\n\n", r.roofline_gbps, r.roofline_method);
 
-    const std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "row cache", "cluster", "ms",
-                                          "GB/s", "% roof", "regs", "spill B", "occupancy", "rel. error", ""};
+    // Maps: the largest elementwise error, then the largest difference over the largest output
+    // (SweepRow::error_of_largest; for a reduction the two are one number).
+    const bool map = r.kind == "map";
+    std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "row cache", "cluster", "ms",
+                                    "GB/s", "% roof", "regs", "spill B", "occupancy", "rel. error"};
+    if (map) header.push_back("of largest");
+    header.push_back("");
     std::vector<std::vector<std::string>> cells;
     std::vector<std::string> notes, failures;
     int rank = 0;
@@ -55,16 +60,20 @@ std::string format_sweep_table(const SweepResult& r) {
         const auto& k = info.knobs;
         std::string mark = row.is_default ? "default" : "";
         if (!row.baseline && row.is_default) mark = "= default";
-        cells.push_back({std::to_string(rank), std::to_string(k.block_threads),
-                         info.strided ? "-" : std::to_string(k.items_per_thread),
-                         info.strided ? "-" : std::to_string(k.vector_width), info.strided ? "-" : std::to_string(k.unroll),
-                         k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
-                         std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
-                         k.row_cache ? (*k.row_cache ? "on" : "off") : "-",
-                         k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
-                         fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
-                         fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
-                         std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error), mark});
+        std::vector<std::string> line{std::to_string(rank), std::to_string(k.block_threads),
+                                      info.strided ? "-" : std::to_string(k.items_per_thread),
+                                      info.strided ? "-" : std::to_string(k.vector_width),
+                                      info.strided ? "-" : std::to_string(k.unroll),
+                                      k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
+                                      std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
+                                      k.row_cache ? (*k.row_cache ? "on" : "off") : "-",
+                                      k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
+                                      fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
+                                      fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
+                                      std::to_string(info.local_bytes), occupancy_text(info), fmt::format("{:.2e}", row.error)};
+        if (map) line.push_back(fmt::format("{:.2e}", row.error_of_largest));
+        line.push_back(mark);
+        cells.push_back(std::move(line));
         for (const auto& note : info.notes) notes.push_back(fmt::format("  #{} ({}): {}", rank, row.label, note));
     }
     std::vector<std::size_t> width(header.size());
@@ -96,12 +105,16 @@ std::string format_tune_summary(const TuneResult& t) {
     for (const auto& row : t.sweep.rows) {
         if (!row.failure.empty()) continue;
         ++timed;
-        if (row.error <= t.bound) ++within;
+        if (qualifies(row, t)) ++within;
     }
     const SweepRow* defaults = baseline_row(t.sweep);
     out += fmt::format("tune: {} of {} timed variants within the accuracy bound {:.3g} (relative error against the "
                        "float64 reference; the bound is max(tolerance, the defaults' own error))\n",
                        within, timed, t.bound);
+    if (t.sweep.kind == "map")
+        out += fmt::format("  and within {:.3g} of the largest output (the largest difference over the largest reference "
+                           "element: max(tolerance, the defaults' own))\n",
+                           t.bound_of_largest);
     if (t.winner >= 0) {
         const SweepRow& win = t.sweep.rows[static_cast<std::size_t>(t.winner)];
         out += fmt::format("winner: #{} ({}) {:.4f} ms, {:.0f} GB/s", t.winner + 1, win.label, win.ms, win.gbps);
@@ -158,6 +171,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["occupancy"] = info.occupancy;
         j["grid"] = info.grid;
         j["rel_error"] = row.error;
+        j["error_of_largest"] = row.error_of_largest;
         j["launches_per_interval"] = row.launches_per_interval;
         j["notes"] = info.notes;
         rows.push_back(j);
@@ -175,7 +189,9 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
              {"seconds", r.seconds},
              {"rows", rows}};
     if (tuned) {
-        json t{{"bound", tuned->bound}, {"winner_rank", tuned->winner >= 0 ? json(tuned->winner + 1) : json(nullptr)}};
+        json t{{"bound", tuned->bound},
+               {"bound_of_largest", tuned->bound_of_largest},
+               {"winner_rank", tuned->winner >= 0 ? json(tuned->winner + 1) : json(nullptr)}};
         if (tuned->record) {
             const auto& k = tuned->record->knobs;
             t["knobs"] = {{"block_threads", k.block_threads}, {"items_per_thread", k.items_per_thread},
@@ -189,7 +205,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         if (!tuned->not_stored.empty()) t["not_stored"] = tuned->not_stored;
         if (tuned->check)
             t["check"] = {{"signature", tuned->check->signature}, {"tuned", tuned->check->tuned},
-                          {"rel_error", tuned->check_error}};
+                          {"rel_error", tuned->check_error}, {"error_of_largest", tuned->check_error_of_largest}};
         out["tune"] = t;
     }
     return json_text(out);

@@ -187,18 +187,16 @@ public:
     }
 
     // A fresh Loss with `options` (tuning as they say), run once on the first input set.
-    std::optional<KernelInfo> check(const Options& options, double& error) {
+    std::optional<KernelInfo> check(const Options& options, double& error, double& error_of_largest) {
         Loss loss = compile(request_.program, options);
-        error = check_error(loss, sets_[0]);
+        const Errors e = check_error(loss, sets_[0]);
+        error = e.elementwise;
+        error_of_largest = e.of_largest;
         return loss.kernel_info();
     }
 
     TuningKey key() const {
-        CheckOptions check_options;
-        check_options.inputs = base_.inputs;
-        for (const auto& p : base_.params) check_options.params.push_back({p.name, p.value});
-        const ir::Program program = lossjit::check(parse(request_.program, base_.source_name), check_options);
-        return {tuning_program_text(program), result.shapes, dtypes_, result.device};
+        return {tuning_program_text(checked_program(request_)), result.shapes, dtypes_, result.device};
     }
 
     SweepResult result;
@@ -221,17 +219,31 @@ private:
         else loss.evaluate(set.device, OutputView::contiguous(value_->data(), Dims{static_cast<std::int64_t>(loss.result_count())}));
     }
 
-    double check_error(Loss& loss, const Set& set) {
-        if (!is_map_) return util::relative_error(loss(set.device), set.reference);
+    // SweepRow::error and SweepRow::error_of_largest.
+    struct Errors {
+        double elementwise = 0, of_largest = 0;
+        Errors& operator|=(const Errors& o) {
+            elementwise = std::max(elementwise, o.elementwise);
+            of_largest = std::max(of_largest, o.of_largest);
+            return *this;
+        }
+    };
+
+    Errors check_error(Loss& loss, const Set& set) {
+        if (!is_map_) {
+            const double e = util::relative_error(loss(set.device), set.reference);
+            return {e, e};
+        }
         output_->fill_bytes(0xFF);  // nan: an element this launch did not write cannot pass
         launch(loss, set);
         LOSSJIT_CU(cuCtxSynchronize());
         std::vector<unsigned char> out(set.map_reference.size());
         if (!out.empty()) output_->download(out.data(), out.size());
         const auto elements = static_cast<std::size_t>(element_count(output_shape_));
-        // The largest elementwise error, in parallel: maps can be large.
+        // The largest elementwise error, and the largest difference and reference magnitude (as
+        // util::largest_error_relative_to_max counts them), in parallel: maps can be large.
         const std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 32);
-        std::vector<double> worst(threads, 0.0);
+        std::vector<double> worst(threads, 0.0), difference(threads, 0.0), largest(threads, 0.0);
         std::vector<std::thread> pool;
         const std::size_t chunk = (elements + threads - 1) / threads;
         for (std::size_t t = 0; t < threads; ++t) {
@@ -239,15 +251,20 @@ private:
                 const std::size_t end = std::min(elements, (t + 1) * chunk);
                 for (std::size_t i = t * chunk; i < end; ++i) {
                     const auto at = static_cast<std::int64_t>(i);
-                    worst[t] = std::max(worst[t],
-                                        util::relative_error(load_as_double(out.data(), output_dtype_, at, DType::float64),
-                                                             load_as_double(set.map_reference.data(), output_dtype_, at,
-                                                                            DType::float64)));
+                    const double v = load_as_double(out.data(), output_dtype_, at, DType::float64);
+                    const double r = load_as_double(set.map_reference.data(), output_dtype_, at, DType::float64);
+                    worst[t] = std::max(worst[t], util::relative_error(v, r));
+                    if (std::isfinite(r)) largest[t] = std::max(largest[t], std::fabs(r));
+                    if (v == r || (std::isnan(v) && std::isnan(r))) continue;
+                    const double d = std::fabs(v - r);
+                    difference[t] = std::isfinite(d) ? std::max(difference[t], d) : INFINITY;
                 }
             });
         }
         for (auto& p : pool) p.join();
-        return *std::max_element(worst.begin(), worst.end());
+        const double d = *std::max_element(difference.begin(), difference.end());
+        const double scale = *std::max_element(largest.begin(), largest.end());
+        return {*std::max_element(worst.begin(), worst.end()), scale > 0 ? d / scale : d};
     }
 
     void time_variant(Loss& loss, SweepRow& row, cuda::EventTimer& timer) {
@@ -263,10 +280,12 @@ private:
         row.gbps = result.bytes_per_call / (row.ms * 1e6);
         row.roofline = result.roofline_gbps > 0 ? row.gbps / result.roofline_gbps : 0;
         // Reductions (and the default) are checked on every set: that is cheap and tune relies on it.
-        row.error = check_error(loss, set);
+        Errors errors = check_error(loss, set);
         if (!is_map_ || row.is_default)
             for (auto& other : sets_)
-                if (&other != &set) row.error = std::max(row.error, check_error(loss, other));
+                if (&other != &set) errors |= check_error(loss, other);
+        row.error = errors.elementwise;
+        row.error_of_largest = errors.of_largest;
     }
 
     // NVRTC on every core: each variant's kernel lands in the process's kernel cache, so that its
@@ -387,7 +406,16 @@ const SweepResult& SweepRunner::run() {
     return impl_->result;
 }
 
-std::optional<KernelInfo> SweepRunner::check(const Options& options, double& error) { return impl_->check(options, error); }
+ir::Program checked_program(const SweepRequest& request) {
+    CheckOptions check_options;
+    check_options.inputs = request.base.inputs;
+    for (const auto& p : request.base.params) check_options.params.push_back({p.name, p.value});
+    return check(parse(request.program, request.base.source_name), check_options);
+}
+
+std::optional<KernelInfo> SweepRunner::check(const Options& options, double& error, double& error_of_largest) {
+    return impl_->check(options, error, error_of_largest);
+}
 
 TuningKey SweepRunner::key() const { return impl_->key(); }
 

@@ -24,8 +24,12 @@ std::string utc_now() {
 
 }  // namespace
 
+bool qualifies(const SweepRow& row, const TuneResult& result) {
+    return row.failure.empty() && row.error <= result.bound && row.error_of_largest <= result.bound_of_largest;
+}
+
 TuneResult tune(SweepRequest request, const TuneOptions& options) {
-    if (request.axes.empty()) request.axes = default_tune_axes();
+    if (request.axes.empty()) request.axes = default_tune_axes(checked_program(request).by_rows());
     request.include_default = true;
     if (!(options.tolerance >= 0)) throw UsageError("the tolerance must be a non-negative number");
     SweepRunner runner(request);
@@ -38,17 +42,24 @@ TuneResult tune(SweepRequest request, const TuneOptions& options) {
         if (row.failure.empty()) ++timed;
     // Tuning may not make results worse than the project's bound, or than the defaults already are
     // (a map's elementwise error, or a hard reduction): whichever is larger.
-    const double default_error = defaults && defaults->failure.empty() && std::isfinite(defaults->error) ? defaults->error : 0.0;
+    // Both of a map's errors (SweepRow): the elementwise one alone would be as loose as the
+    // defaults' is where outputs cross 0 (3.7 for a layer norm).
+    const bool default_timed = defaults && defaults->failure.empty();
+    const double default_error = default_timed && std::isfinite(defaults->error) ? defaults->error : 0.0;
+    const double default_of_largest =
+        default_timed && std::isfinite(defaults->error_of_largest) ? defaults->error_of_largest : 0.0;
     r.bound = std::max(options.tolerance, default_error);
+    r.bound_of_largest = std::max(options.tolerance, default_of_largest);
     for (std::size_t i = 0; i < r.sweep.rows.size(); ++i) {
         const auto& row = r.sweep.rows[i];
-        if (row.failure.empty() && row.error <= r.bound) {
+        if (qualifies(row, r)) {
             r.winner = static_cast<int>(i);
             break;
         }
     }
     if (r.winner < 0) {
-        r.not_stored = fmt::format("no variant was within the accuracy bound ({:.3g}) of {} timed", r.bound, timed);
+        r.not_stored = fmt::format("no variant was within the accuracy bounds ({:.3g} elementwise, {:.3g} of the largest) "
+                                   "of {} timed", r.bound, r.bound_of_largest, timed);
         return r;
     }
     const SweepRow& win = r.sweep.rows[static_cast<std::size_t>(r.winner)];
@@ -81,7 +92,7 @@ TuneResult tune(SweepRequest request, const TuneOptions& options) {
         // cache, so the next process starts with a disk hit.
         Options fresh = request.base;
         fresh.use_tuning = true;
-        r.check = runner.check(fresh, r.check_error);
+        r.check = runner.check(fresh, r.check_error, r.check_error_of_largest);
     }
     return r;
 }
