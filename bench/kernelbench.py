@@ -8,6 +8,9 @@ Each program's header names the problem's inputs in get_inputs() order:
     # kernelbench: inputs A[:,None] B        A given as a column (unsqueeze(1))
     # kernelbench: inputs A; params s        a Python number of get_inputs() is the parameter s
     # kernelbench: inputs x; weights ln.weight ln.bias   the Model's parameters, as inputs weight, bias
+    # kernelbench: inputs x:N,C,H,W->N,8,C//8,H,W; weights gn.weight:C->8,C//8,1,1   views: the
+        tensor's extents named, then the view's in those names (integer arithmetic); the output is
+        compared in the problem's own shape (the same elements)
     # kernelbench: inputs x; keepdim         torch keeps the reduced dimension (size 1); lossjit drops it
 
 --device cpu (no GPU needed): every extent the problem's get_inputs() asks torch.rand / randn /
@@ -114,10 +117,31 @@ def split_inputs(values, names, params):
     if len(tensors) != len(names) or len(numbers) != len(params):
         raise SystemExit(f"kernelbench: get_inputs() gave {len(tensors)} tensors and {len(numbers)} numbers; the "
                          f"header names {len(names)} inputs and {len(params)} parameters")
-    out = []
-    for name, t in zip(names, tensors):
-        out.append(t.unsqueeze(1) if name.endswith("[:,None]") else t)
-    return [n.removesuffix("[:,None]") for n in names], out, dict(zip(params, (float(v) for v in numbers)))
+    out = [viewed(t.unsqueeze(1) if name.endswith("[:,None]") else t, name) for name, t in zip(names, tensors)]
+    return [bare(n) for n in names], out, dict(zip(params, (float(v) for v in numbers)))
+
+
+def viewed(t, name):
+    """`t` as the header's `name:A,B->A,B//2,2` asks (a view of the same elements: its extents named,
+    then the view's extents in those names), else unchanged."""
+    name = name.removesuffix("[:,None]")
+    if ":" not in name:
+        return t
+    spec = name.split(":", 1)[1]
+    if "->" not in spec:
+        raise SystemExit(f"kernelbench: '{name}': a view is written EXTENTS->EXTENTS, e.g. x:N,C->N,8,C//8")
+    before, after = spec.split("->", 1)
+    names = before.split(",")
+    if len(names) != t.dim() or not all(n.isidentifier() for n in names):
+        raise SystemExit(f"kernelbench: '{name}' names {len(names)} extents of a tensor of {t.dim()} dimensions")
+    extents = dict(zip(names, t.shape))
+    shape = tuple(int(eval(e, {"__builtins__": {}}, extents)) for e in after.split(","))  # noqa: S307 (the header's own arithmetic)
+    return t.reshape(shape)
+
+
+def bare(name):
+    """A header's input or weight name without its reshape or column suffix."""
+    return name.removesuffix("[:,None]").split(":", 1)[0]
 
 
 def relative_error(got, want):
@@ -142,8 +166,9 @@ def relative_error(got, want):
 
 def keepdim(got, want, clauses):
     """A result without the reduced dimensions as torch's keepdim=True has them (the header says
-    `keepdim`): the same elements, reshaped."""
-    if "keepdim" not in clauses or got.numel() != want.numel():
+    `keepdim`), or of an input's view (`x:...->...`): the same elements, reshaped."""
+    views = any(":" in n for n in clauses.get("inputs", []))
+    if ("keepdim" not in clauses and not views) or got.numel() != want.numel():
         return got
     return got.reshape(want.shape)
 
@@ -217,8 +242,8 @@ def main():
         # The Model's own parameters the program reads as inputs (LayerNorm's weight and bias), named
         # by their last component.
         for weight in clauses.get("weights", []):
-            tensor = model.get_parameter(weight).detach()
-            names.append(weight.rsplit(".", 1)[-1])
+            tensor = viewed(model.get_parameter(bare(weight)).detach(), weight)
+            names.append(bare(weight).rsplit(".", 1)[-1])
             tensors.append(tensor.cuda() if cuda else tensor)
         loss = lossjit.compile(text, inputs=names, params=numbers or None, source_name=path.name)
         row = {"problem": path.stem, "shapes": [list(t.shape) for t in tensors],

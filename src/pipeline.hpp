@@ -149,6 +149,9 @@ struct OperandAccess {
     bool per_row = false;    // by-rows layouts: one value per row (extent 1 along the row, by shape)
     std::int64_t elements = 0;  // of the operand's own shape (less than Layout::count: broadcast)
     std::array<std::int64_t, kMaxRank> strides{};  // per collapsed dim; 0 where broadcast
+    // A row of two strides (Layout::row_inner > 0): the stride from one segment of the row to the
+    // next; strides.back() steps within a segment.
+    std::int64_t row_outer_stride = 0;
 };
 
 struct Layout {
@@ -163,7 +166,20 @@ struct Layout {
     bool by_rows = false;
     std::int64_t rows = 0;
     std::vector<std::size_t> row_dims;  // the dimensions of `shape` a row runs along, sorted
+    // Rows of two strides (reduced dimensions that do not merge into one run for every operand:
+    // (0, 2, 3) of a contiguous [N, C, H, W], or an input broadcast along part of the row): the row's
+    // dims.back() columns are segments of row_inner columns, column j at (j / row_inner) times an
+    // operand's row_outer_stride plus (j % row_inner) times its strides.back() (column_offset).
+    // 0: the row is one run.
+    std::int64_t row_inner = 0;
 };
+
+// Where column `j` of a row lies in `access`, from the row's first element.
+inline std::int64_t column_offset(const Layout& layout, const OperandAccess& access, std::int64_t j) {
+    const std::int64_t s = access.strides[layout.dims.size() - 1];
+    if (layout.row_inner <= 0) return j * s;
+    return (j / layout.row_inner) * access.row_outer_stride + (j % layout.row_inner) * s;
+}
 
 // Broadcast the inputs (NumPy rules: align trailing dimensions; size 1 stretches), check the
 // output shape if there is one, and merge adjacent dimensions that every operand walks alike.

@@ -168,6 +168,60 @@ TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their o
                          UnsupportedError);
 }
 
+TEST_CASE("rows of two strides: reductions over dimensions apart, and inputs broadcast along part of the row") {
+    // (0, 2) of a contiguous [2, 3, 4]: for each c, x[n, c, k] over n and k, two runs of 4, 12 apart.
+    const std::vector<double> x = iota(24);
+    const std::vector<TensorView> in{view(x, {2, 3, 4})};
+    const std::vector<OperandShape> ops{{"x", {2, 3, 4}, {}}};
+    const Layout layout = plan_row_layout(ops, {false}, nullptr, false, std::vector<int>{0, 2});
+    CHECK(layout.dims == std::vector<std::int64_t>{3, 8});
+    CHECK(layout.row_inner == 4);
+    CHECK(layout.inputs[0].strides[1] == 1);
+    CHECK(layout.inputs[0].row_outer_stride == 12);
+    CHECK(column_offset(layout, layout.inputs[0], 5) == 12 + 1);
+    auto at = [&](std::int64_t n, std::int64_t c, std::int64_t k) { return x[static_cast<std::size_t>((n * 3 + c) * 4 + k)]; };
+    std::vector<double> sums(3, 0.0), maxima(3, -INFINITY);
+    for (std::int64_t c = 0; c < 3; ++c)
+        for (std::int64_t n = 0; n < 2; ++n)
+            for (std::int64_t k = 0; k < 4; ++k) {
+                sums[static_cast<std::size_t>(c)] += at(n, c, k);
+                maxima[static_cast<std::size_t>(c)] = std::max(maxima[static_cast<std::size_t>(c)], at(n, c, k));
+            }
+    const auto got = map_of(compile("sum(x, (0, 2))"), in);
+    const auto got_max = map_of(compile("amax(x, (0, 2))"), in);
+    for (std::size_t c = 0; c < 3; ++c) {
+        CHECK(got[c] == doctest::Approx(sums[c]).epsilon(1e-14));
+        CHECK(got_max[c] == maxima[c]);
+    }
+    // Batch norm's statistics over (0, 2): each element minus its channel's mean, written in place.
+    const auto centered = map_of(compile("x - mean(x, (0, 2))"), in);
+    for (std::int64_t n = 0; n < 2; ++n)
+        for (std::int64_t c = 0; c < 3; ++c)
+            for (std::int64_t k = 0; k < 4; ++k)
+                CHECK(centered[static_cast<std::size_t>((n * 3 + c) * 4 + k)] ==
+                      doctest::Approx(at(n, c, k) - sums[static_cast<std::size_t>(c)] / 8).epsilon(1e-14));
+    // Transposed memory: (0, 1) of strides [1, 4, 12] is two runs too, walked in the dimensions' order.
+    const TensorView transposed{x.data(), DType::float64, {4, 3, 2}, {1, 4, 12}};
+    const auto t = map_of(compile("sum(x, (0, 1))"), std::vector<TensorView>{transposed});
+    for (std::int64_t k = 0; k < 2; ++k) {
+        double want = 0;
+        for (std::int64_t i = 0; i < 4; ++i)
+            for (std::int64_t j = 0; j < 3; ++j) want += x[static_cast<std::size_t>(i + 4 * j + 12 * k)];
+        CHECK(t[static_cast<std::size_t>(k)] == doctest::Approx(want).epsilon(1e-14));
+    }
+    // g [W] beside (2, 3) of [N, C, H, W]: x is one run, g runs along W and repeats along H.
+    const std::vector<double> big = iota(120), g = iota(5);
+    const double weighted = compile_with("sum(mean(x * g, (2, 3)))", {"x", "g"})
+                                .reference(std::vector<TensorView>{view(big, {2, 3, 4, 5}), view(g, {5})});
+    double want = 0;
+    for (std::size_t i = 0; i < 120; ++i) want += big[i] * g[i % 5] / 20;
+    CHECK(weighted == doctest::Approx(want).epsilon(1e-13));
+    // Gradients land where each element lives: d sum((x - mean(x, (0, 2)))^2) / dx = 2 (x - mean).
+    auto variance = compile("sum((x - mean(x, (0, 2)))^2)");
+    const auto grads = variance.reference_grad(in, std::vector<std::string>{"x"});
+    for (std::size_t i = 0; i < 24; ++i) CHECK(grads[0].values[i] == doctest::Approx(2 * centered[i]).epsilon(1e-12));
+}
+
 TEST_CASE("what is refused, and why") {
     const std::vector<double> x = iota(24), w = iota(4);
     const std::vector<TensorView> in{view(x, {2, 3, 4})};
@@ -175,18 +229,18 @@ TEST_CASE("what is refused, and why") {
                          doctest::Contains("reduces along dimension 3, but its inputs have 3 dimensions (the largest: [2, 3, 4])"), UsageError);
     CHECK_THROWS_WITH_AS(compile("x - sum(x, (0, -3))").output_shape(in),
                          doctest::Contains("name dimension 0 twice"), UsageError);
-    // Dimensions 0 and 2 of a contiguous tensor are not one run in memory (nor 0 and 1 transposed).
-    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 2))").output_shape(in),
-                         doctest::Contains("but 'x' [2, 3, 4] does not lie in memory as one run along them"), UnsupportedError);
+    // A row walks at most two runs of memory (Layout::row_inner): dimensions 0, 2 and 4 of a
+    // contiguous tensor are three.
+    const std::vector<double> five = iota(2 * 3 * 2 * 3 * 2);
+    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 2, 4))").output_shape(std::vector<TensorView>{view(five, {2, 3, 2, 3, 2})}),
+                         doctest::Contains("but 'x' [2, 3, 2, 3, 2] does not lie in memory as one or two runs along them"),
+                         UnsupportedError);
+    // So is an input broadcast along the middle of such a row (g [3, 1] beside (0, 2, 3) of [2, 3, 3, 2]).
+    const std::vector<double> four = iota(36), g = iota(3);
+    CHECK_THROWS_WITH_AS(compile_with("x - mean(x * g, (0, 2, 3))", {"x", "g"})
+                             .output_shape(std::vector<TensorView>{view(four, {2, 3, 3, 2}), view(g, {3, 1})}),
+                         doctest::Contains("but 'g' [3, 1] does not lie in memory as one or two runs"), UnsupportedError);
     const TensorView transposed{x.data(), DType::float64, {4, 3, 2}, {1, 4, 12}};
-    CHECK_THROWS_WITH_AS(compile("sum(x, (0, 1))").output_shape(std::vector<TensorView>{transposed}),
-                         doctest::Contains("does not lie in memory as one run"), UnsupportedError);
-    // An input broadcast along part of the row breaks the run too (g [W] beside (2, 3) of [N, C, H, W]).
-    const std::vector<double> big = iota(120), g = iota(5);
-    CHECK_THROWS_WITH_AS(compile_with("sum(mean(x * g, (2, 3)))", {"x", "g"}).reference(std::vector<TensorView>{view(big, {2, 3, 4, 5}), view(g, {5})}),
-                         doctest::Contains("but 'g' [5] does not lie in memory as one run"), UnsupportedError);
-    // In memory 1 and 2 are one run, but in the other order (a row is walked in the dimensions' order).
-    CHECK_THROWS_AS(compile("sum(x, (1, 2))").output_shape(std::vector<TensorView>{transposed}), UnsupportedError);
     CHECK(compile("sum(x, 2)").output_shape(std::vector<TensorView>{transposed}) == Shape{4, 3});
     // Counted from the front, for an argument of lower rank than the inputs' (a scalar too): torch
     // would count its own dimensions.
@@ -331,6 +385,39 @@ TEST_CASE("strided rows side by side where they lie so; the kernels compile with
         if (loss.kind() == Kind::Reduction) {  // the fused value-and-gradient kernel too
             const std::vector<std::string> wrt{"x"};
             CHECK(!compile_cuda(loss.cuda_source(views, wrt), "compute_90").data.empty());
+        }
+    }
+}
+
+TEST_CASE("rows of two strides: the kernels walk their segments, in vectors where every segment allows") {
+    struct Case {
+        const char* program;
+        std::vector<std::string> inputs;
+        std::vector<Shape> shapes;
+        bool vector;  // four elements an access
+    };
+    const Case cases[] = {
+        // Batch norm's statistics, (0, 2, 3) of [N, C, H, W]: segments of H * W.
+        {"m = mean(x, (0, 2, 3)); (x - m) / sqrt(mean((x - m)^2, (0, 2, 3)) + 1e-5)", {"x"}, {{8, 64, 32, 32}}, true},
+        {"sum(x, (0, 2))", {"x"}, {{16, 100, 1000}}, true},
+        {"sum(x, (0, 2))", {"x"}, {{16, 100, 999}}, false},  // segments not a multiple of 4
+        {"mean(x * g, (2, 3))", {"x", "g"}, {{8, 16, 64, 64}, {64}}, true},  // g: each segment (a W) again
+        {"mean((x - mean(x, (0, 2)))^2)", {"x"}, {{16, 100, 1000}}, true},    // and its gradient
+    };
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        auto loss = compile_with(c.program, c.inputs);
+        std::vector<TensorView> views;
+        for (const auto& shape : c.shapes) views.push_back(TensorView::contiguous(nullptr, shape, DType::float32));
+        const KernelBuild build = loss.compile_kernel(views, "compute_90");
+        CHECK(build.image_bytes > 0);
+        CHECK(build.source.find("rows of two strides") != std::string::npos);
+        CHECK(build.source.find("lj::column_offset<true, R>") != std::string::npos);
+        CHECK((build.source.find(", vector 4,") != std::string::npos) == c.vector);
+        if (loss.kind() == Kind::Reduction) {
+            const std::string grad = loss.cuda_source(views, std::vector<std::string>{"x"});
+            CHECK(grad.find("rows of two strides") != std::string::npos);
+            CHECK(!compile_cuda(grad, "compute_90").data.empty());
         }
     }
 }

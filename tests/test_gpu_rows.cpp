@@ -495,6 +495,13 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
         {"mean(logsumexp(x, 1) - x[y])", "8x50x4096", true},                 // K-dimensional cross-entropy
         {"logsumexp(x, 1) - x[y]", "8x50x4096", true},                       // the same, reduction='none'
         {"mean(var(x, 0) * amax(x, 0))", "40x30000", false},
+        // Rows of two strides (Layout::row_inner): batch norm's (0, 2, 3), segments of 32 x 32 (vectors)
+        // and of 33 x 65 (an element at a time); (0, 2) as a map per row; few long rows of two
+        // strides (3 rows: a cluster's blocks each on sm_90).
+        {"m = mean(x, (0, 2, 3)); (x - m) / sqrt(mean((x - m)^2, (0, 2, 3)) + 1e-5)", "4x16x32x32", false},
+        {"m = mean(x, (0, 2, 3)); (x - m) / sqrt(mean((x - m)^2, (0, 2, 3)) + 1e-5)", "8x16x33x65", false},
+        {"sum(x, (0, 2))", "16x40x1000", false},
+        {"mean(amax(x, (0, 2)) - logsumexp(x, (0, 2)))", "6x3x50000", false},
     };
     for (const auto& c : cases) {
         for (DType dtype : {DType::float32, DType::bfloat16}) {

@@ -282,11 +282,34 @@ def test_kernelbench_programs_name_their_inputs_in_the_header():
     programs = list(kernelbench.problems(None))
     assert len(programs) >= 34
     for number, path, text, clauses in programs:
-        names = [n.removesuffix("[:,None]") for n in clauses["inputs"]]
-        names += [w.rsplit(".", 1)[-1] for w in clauses.get("weights", [])]
+        names = [kernelbench.bare(n) for n in clauses["inputs"]]
+        names += [kernelbench.bare(w).rsplit(".", 1)[-1] for w in clauses.get("weights", [])]
         loss = lossjit.compile(text, inputs=names, source_name=path.name)
         assert list(loss.inputs) == names, path.name
         assert all(p in loss.params for p in clauses.get("params", [])), path.name
+
+def test_batch_and_group_norm_rows_of_two_strides_match_torch_on_the_reference():
+    """examples/kernelbench/33 and 35 (reductions over dimensions apart, weights broadcast along part
+    of the row) on the float64 CPU reference against torch.nn.functional, with the views their
+    headers ask for (bench/kernelbench.py's own parser)."""
+    torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kernelbench", EXAMPLES.parent / "bench" / "kernelbench.py")
+    kernelbench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernelbench)
+    x = torch.from_numpy(rng.standard_normal((4, 16, 5, 6)) * 2 + 0.5)
+    w, b = torch.from_numpy(rng.standard_normal(16)), torch.from_numpy(rng.standard_normal(16))
+    for number, path, text, clauses in kernelbench.problems([33, 35]):
+        inputs = [kernelbench.viewed(x, clauses["inputs"][0])]
+        inputs += [kernelbench.viewed(t, name) for t, name in zip((w, b), clauses["weights"])]
+        names = [kernelbench.bare(clauses["inputs"][0])] + [kernelbench.bare(n).rsplit(".", 1)[-1] for n in clauses["weights"]]
+        got = lossjit.compile(text, inputs=names).reference(*[t.numpy() for t in inputs]).reshape(x.shape)
+        if number == 33:
+            want = torch.nn.functional.batch_norm(x, None, None, w, b, training=True, eps=1e-5)
+        else:
+            want = torch.nn.functional.group_norm(x, 8, w, b, eps=1e-5)
+        assert np.abs(got - want.numpy()).max() <= 1e-12 * np.abs(want.numpy()).max(), path.name
+
 
 def test_the_vocab_parallel_pair_gives_the_unsplit_cross_entropy_on_the_reference():
     """examples/vocab_parallel*.loss with the all-reduces done by hand over three slices."""

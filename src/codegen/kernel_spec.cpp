@@ -62,6 +62,7 @@ std::string KernelSpec::signature() const {
     // Not the columns kept: the source reads them from the launch, one source for every row length.
     if (row_cache_columns > 0) knobs += fmt::format(", row cache of {} input{}", row_cache_inputs, row_cache_inputs == 1 ? "" : "s");
     if (row_cluster > 1) knobs += fmt::format(", clusters of {} blocks a row", row_cluster);
+    if (row_split) knobs += ", rows of two strides";
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.
     auto named = [](std::span<const DType> dtypes) {
         std::vector<std::string_view> names;

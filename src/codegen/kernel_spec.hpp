@@ -68,6 +68,9 @@ struct KernelSpec {
     int team = 32;                   // ByRow: threads per row: a warp (32) or the block (block_threads),
                                      // or 1 to block_threads / 32 where the rows lie side by side
     bool side_by_side = false;       // ByRow: a block takes block_threads / team neighbouring strided rows (lj::SideTeam)
+    // ByRow: rows of two strides (Layout::row_inner): column j at lj::split_column, the launch giving
+    // the segments' length in extents.dims[rank] and each operand's stride between them in strides[rank].
+    bool row_split = false;
     // ByRow: per derivative, whether its input holds one value per row, one for each row ([N, 1]
     // against [N, C]): its gradient, summed along the row, is written once per row, at the row's index.
     std::vector<bool> grad_per_row;

@@ -398,31 +398,45 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         dims.push_back(1);
         for (auto& s : strides) s.push_back(0);
     }
-    // The row: the reduced dimensions, which must merge into one for every operand.
+    // The row: the reduced dimensions, which must merge into one run for every operand, or two.
     std::vector<std::vector<std::int64_t>> row_strides;
     for (const auto& s : all) row_strides.emplace_back(s.begin() + static_cast<std::ptrdiff_t>(kept), s.end());
     const Shape row_extents(ordered.begin() + static_cast<std::ptrdiff_t>(kept), ordered.end());
     auto [row_dims_merged, row_walk] = merge_dims(row_extents, row_strides, row_extents.size());
-    if (row_dims_merged.size() > 1) {
-        // Name the first operand whose own walk along the row is not one run.
-        std::string which = "the output";
+    // Two runs: segments of the inner one's extent, each operand's outer stride apart (Layout::row_inner).
+    const bool room = dims.size() + 1 < static_cast<std::size_t>(kMaxRank) && columns < (std::int64_t{1} << 31);
+    if (row_dims_merged.size() == 2 && room) {
+        layout.row_inner = row_dims_merged[1];
+        for (auto& walk : row_walk) walk = {walk[1], walk[0]};  // the inner stride first, as for one run
+    } else if (row_dims_merged.size() == 2) {
+        throw UnsupportedError(fmt::format(
+            "the program reduces along dimensions ({}) of [{}], which its operands walk in two runs of memory; a row of "
+            "two runs needs fewer than 2^31 elements and a dimension to spare (these have {} elements and {} "
+            "dimensions after merging): make the inputs contiguous, or reduce along adjacent dimensions",
+            fmt::join(reduced, ", "), fmt::join(layout.shape, ", "), columns, dims.size() + 1));
+    } else if (row_dims_merged.size() > 2) {
+        // Name the first operand whose own walk along the row takes more than two runs.
+        std::string which = "its operands together";
         for (std::size_t k = 0; k < operands.size(); ++k) {
             const std::vector<std::vector<std::int64_t>> one{row_strides[k]};
-            if (merge_dims(row_extents, one, row_extents.size()).first.size() > 1) {
+            if (merge_dims(row_extents, one, row_extents.size()).first.size() > 2) {
                 which = fmt::format("'{}' [{}]", operands[k].name, fmt::join(operands[k].shape, ", "));
                 break;
             }
         }
         throw UnsupportedError(fmt::format(
-            "the program reduces along dimensions ({}) of [{}], but {} does not lie in memory as one run along them "
-            "(a row is walked one stride apart from start to end: rows of two strides, as (0, 2, 3) of a contiguous "
-            "tensor or an input broadcast along part of the row, are not supported yet); make it contiguous, of the "
-            "full rank, or reduce along adjacent dimensions",
+            "the program reduces along dimensions ({}) of [{}], but {} does not lie in memory as one or two runs along "
+            "them (a row is walked in at most two strides: (0, 2, 3) of a contiguous tensor is two; an input broadcast "
+            "along the middle of such a row, or (0, 2, 4), three); make it contiguous, of the full rank, or reduce along "
+            "adjacent dimensions",
             fmt::join(reduced, ", "), fmt::join(layout.shape, ", "), which));
     }
     dims.push_back(columns);
     for (std::size_t k = 0; k < all.size(); ++k)
         strides[k].push_back(columns == 1 || row_dims_merged.empty() ? 0 : row_walk[k][0]);
+    std::vector<std::int64_t> outer_strides(all.size(), 0);
+    if (layout.row_inner > 0)
+        for (std::size_t k = 0; k < all.size(); ++k) outer_strides[k] = row_walk[k][1];
     if (dims.size() > static_cast<std::size_t>(kMaxRank)) {
         throw UsageError(fmt::format("the operands need {} dimensions after merging, more than the {} "
                                      "lossjit supports; make some of them contiguous",
@@ -438,6 +452,8 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     };
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         layout.inputs.push_back(access(strides[k]));
+        layout.inputs.back().row_outer_stride = outer_strides[k];
+        layout.inputs.back().contiguous = layout.inputs.back().contiguous && layout.row_inner == 0;
         // By shape, not by stride: a view expanded along the row (stride 0) still has C values.
         const auto& shape = operands[k].shape;
         bool per_row = true;
@@ -448,7 +464,11 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
         layout.inputs.back().per_row = columns == 1 || per_row;
         layout.inputs.back().elements = element_count(inputs[k].shape);
     }
-    if (output) layout.output = access(strides.back());
+    if (output) {
+        layout.output = access(strides.back());
+        layout.output.row_outer_stride = outer_strides.back();
+        layout.output.contiguous = layout.output.contiguous && layout.row_inner == 0;
+    }
     layout.dims = std::move(dims);
     return layout;
 }

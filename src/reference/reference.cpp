@@ -252,7 +252,6 @@ public:
     }
 
     void evaluate(std::int64_t row) {
-        const std::size_t last = layout_.dims.size() - 1;
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
             if (!live_[id]) continue;
             const ir::Node& n = program_.nodes[id];
@@ -269,7 +268,8 @@ public:
                     const std::int64_t base = row_offset(row, access);
                     const DType compute = float64_ ? DType::float64 : DType::float32;
                     for (std::size_t j = 0; j < out.size(); ++j)
-                        out[j] = load_as_double(input.data, input.dtype, base + static_cast<std::int64_t>(j) * access.strides[last], compute);
+                        out[j] = load_as_double(input.data, input.dtype,
+                                                base + column_offset(layout_, access, static_cast<std::int64_t>(j)), compute);
                     break;
                 }
                 case ir::NodeKind::Apply:
@@ -430,7 +430,8 @@ void reference_map_rows(const ir::Program& program, const Layout& layout, std::s
                                   eval.at(results[r], 0));
         } else {
             for (std::int64_t j = 0; j < eval.columns(); ++j)
-                store_from_double(output.data, output.dtype, base + j * layout.output.strides[last], eval.at(program.body, j));
+                store_from_double(output.data, output.dtype, base + column_offset(layout, layout.output, j),
+                                  eval.at(program.body, j));
         }
     });
 }
@@ -511,7 +512,6 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                         divisors.at(static_cast<std::size_t>(program.gradient_totals[j])));
     if (seeds.empty()) seeds.push_back(upstream);  // a map's weighted sum: its upstream is an input
     const std::size_t count = program.derivatives.size();
-    const std::size_t last = layout.dims.size() - 1;
     std::vector<std::vector<double>> grads(count);
     std::vector<bool> broadcast(count);
     for (std::size_t k = 0; k < count; ++k) {
@@ -538,7 +538,7 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                     continue;
                 }
                 for (std::int64_t j = 0; j < eval.columns(); ++j)
-                    out[static_cast<std::size_t>(base + j * into.strides[last])] += eval.at(node, j);
+                    out[static_cast<std::size_t>(base + column_offset(layout, into, j))] += eval.at(node, j);
             }
         },
         seeds);

@@ -215,11 +215,23 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     extents_ = {};
     extents_.count = p.layout.count;
     std::copy(dims.begin(), dims.end(), extents_.dims);
+    // Rows of two strides (KernelSpec::row_split): the segments' length and each operand's stride
+    // between them one past the last dimension, where lj::split_column reads them.
+    const bool split = p.layout.row_inner > 0;
+    if (split && dims.size() >= static_cast<std::size_t>(lj::kMaxRank))
+        throw InternalError("a row of two strides planned with no dimension left for its segments");
+    auto with_split = [&](const OperandAccess& access) {
+        std::array<std::int64_t, kMaxRank> strides = access.strides;
+        if (split) strides[dims.size()] = access.row_outer_stride;
+        return strides;
+    };
+    if (split) extents_.dims[dims.size()] = p.layout.row_inner;
     inputs = std::make_unique<abi::Inputs>(p.slots.size());
     for (std::size_t k = 0; k < p.slots.size(); ++k)
-        inputs->set_strides(k, p.layout.inputs[static_cast<std::size_t>(p.slots[k])].strides.data());
+        inputs->set_strides(k, with_split(p.layout.inputs[static_cast<std::size_t>(p.slots[k])]).data());
     output = {};
-    std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(), output.strides);
+    const auto output_strides = with_split(p.layout.output);
+    std::copy(output_strides.begin(), output_strides.end(), output.strides);
     reduce = {};
     reduce.scale = 1.0 / p.divisor;
     rows = {};
@@ -227,8 +239,7 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     params.assign(p.params, 0.0);
     const std::size_t g = p.derivatives;
     grads.assign(abi::grads_slots(g), 0);
-    std::copy(p.layout.output.strides.begin(), p.layout.output.strides.end(),
-              grads.begin() + static_cast<std::ptrdiff_t>(abi::grads_strides_slot(g)));
+    std::copy(output_strides.begin(), output_strides.end(), grads.begin() + static_cast<std::ptrdiff_t>(abi::grads_strides_slot(g)));
     sums = {};
     sums.chunk_rows = p.grid.chunk_rows;
     sums.batch_rows = p.grid.batch_rows;

@@ -108,15 +108,12 @@ def choose(p, rng):
     # and lossjit refuses a dimension counted from the front over it (torch would count its own).
     short_index = any(i.role == "index" and len(i.shape) + 1 < rank for i in p.inputs)
     factors = [f for f in range(2, c) if c % f == 0]
-    if factors and not takes and rng.random() < 0.35:
+    if factors and not takes and rng.random() < 0.6:
         c1 = rng.choice(factors)
         d1 = rng.randrange(rank)
         d2 = rng.randrange(d1 + 1, rank + 1)
-        # What lossjit writes in the presented shape (a map's output, gradients) is contiguous there:
-        # two row dimensions apart are not one run in it (refused: rows of two strides are not yet).
-        if p.wrt or (p.form == "map" and p.body.cls != "R"):
-            d2 = d1 + 1
-        # A copy keeps the two row dimensions one run in memory only if they are adjacent.
-        copy = d2 == d1 + 1 and rng.random() < 0.5
+        # Two row dimensions apart are two runs in a contiguous copy, and in what lossjit writes in
+        # the presented shape (a map's output, gradients): a row of two strides (Layout::row_inner).
+        copy = rng.random() < 0.5
         return Axes(rank, (d1, d2), (c1, c // c1), copy, short_index or rng.random() < 0.3)
     return Axes(rank, (rng.randrange(rank),), None, rng.random() < 0.5, short_index or rng.random() < 0.3)

@@ -196,7 +196,9 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         reads_along = true;
         side_by_side = side_by_side && access.strides[inner] != 1 && access.strides[inner - 1] == 1;
     }
-    side_by_side = side_by_side && reads_along;
+    // Rows of two strides (Layout::row_inner) are walked by a team each.
+    side_by_side = side_by_side && reads_along && layout.row_inner == 0;
+    spec.row_split = layout.row_inner > 0;
     // Else a warp per row while a row is a few thousand elements (no block-wide synchronisation per
     // row); the whole block beyond, so that long rows are not read by 32 threads alone.
     const bool warp_per_row = columns <= default_value(Default::ByRowWarpMaxColumns, gpu);
@@ -244,6 +246,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         if (access.strides[inner] != 1) return false;
         for (std::size_t d = 0; d < inner; ++d)
             if (access.strides[d] % 4 != 0) return false;
+        // A row of two strides: every segment whole vectors, each starting aligned.
+        if (layout.row_inner > 0 && (layout.row_inner % 4 != 0 || access.row_outer_stride % 4 != 0)) return false;
         return true;
     };
     std::string why_scalar;

@@ -360,6 +360,13 @@ private:
         return out;
     }
 
+    // Column j's offset from the row's first element along `strides` (an array of the rank's
+    // strides): j times the last one, or in a row of two strides lj::column_offset.
+    std::string column(std::string_view strides) const {
+        if (spec_.row_split) return fmt::format("lj::column_offset<true, R>(j, e.dims, {})", strides);
+        return fmt::format("j * {}[R - 1]", strides);
+    }
+
     std::string value_type(int id) const { return program_.node(id).type == ValueType::Bool ? "bool" : "Value"; }
     std::string print(int id) const { return without_outer_parens(printer_.print(id)); }
 
@@ -463,8 +470,8 @@ private:
         const std::string inner = std::string(indent) + "    ";
         out += fmt::format("{}const long long j = {}, col = j;\n", inner, index_name(index_slot));
         for (int k : inputs)
-            out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1]);\n",
-                               inner, input_name(k), k, k, k, k);
+            out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {});\n", inner,
+                               input_name(k), k, k, k, column(fmt::format("in.strides[{}]", k)));
         out += element_bindings(bindings, inner);
         out += fmt::format("{}n{} = {};\n{}}}\n", inner, id, print(root), indent);
         return out;
@@ -501,8 +508,8 @@ private:
         for (std::size_t s = 0; s < loaded.size(); ++s) {
             const int k = loaded[s];
             const std::string from_memory =
-                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + j * in.strides[{}][R - 1], v[u][{}]);", k, k,
-                            k, k, s);
+                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);", k, k, k,
+                            column(fmt::format("in.strides[{}]", k)), s);
             if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n"
                                    "{}else {}\n",
@@ -548,10 +555,10 @@ private:
             out += whole ? fmt::format("{}lj::add_tile_group(a{}, e{}[u], j);\n", in4, id, id)
                          : fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in4, id, id);
         if (map_elements)
-            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + j * out.strides[R - 1], r);\n", in4);
+            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + {}, r);\n", in4, column("out.strides"));
         for (std::size_t i = 0; i < grads.size(); ++i)
-            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + j * grads.strides[R - 1], rg[{}]);\n",
-                               in4, grads[i], grads[i], i);
+            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + {}, rg[{}]);\n", in4,
+                               grads[i], grads[i], column("grads.strides"), i);
         out += fmt::format("{}}}\n", in3);
         if (whole)
             for (int id : reductions) out += fmt::format("{}lj::add_tile(a{}, e{}, j0);\n", in3, id, id);
