@@ -99,21 +99,6 @@ __device__ __forceinline__ void cache_load(const T* p, T (&v)[VW]) {
     }
 }
 
-// Where column j of a row lies from the row's first element, along strides `s` of rank R: one run
-// (j times the last stride), or with SPLIT a row of two strides (KernelSpec::row_split): segments of
-// s_dims[R] columns, strides[R] apart, the last stride within one. The segments' length is below
-// 2^31 (the host's layout keeps such rows to 2^31 columns): 32-bit division.
-template <bool SPLIT, int R>
-__device__ __forceinline__ long long column_offset(long long j, const long long* dims, const long long* strides) {
-    if constexpr (SPLIT) {
-        const unsigned inner = (unsigned)dims[R];
-        const unsigned segment = (unsigned)j / inner;
-        return (long long)segment * strides[R] + (long long)((unsigned)j - segment * inner) * strides[R - 1];
-    } else {
-        return j * strides[R - 1];
-    }
-}
-
 // A thread-block cluster's barrier (sm_90): every thread of every block of the cluster arrives, then
 // waits until all have. Arrive releases this thread's writes to shared memory, wait acquires the
 // others'; between them a thread may do other work.

@@ -395,6 +395,7 @@ TEST_CASE("rows of two strides: the kernels walk their segments, in vectors wher
         std::vector<std::string> inputs;
         std::vector<Shape> shapes;
         bool vector;  // four elements an access
+        bool run_constant = false;  // an input the same along each run (loaded once a vector)
     };
     const Case cases[] = {
         // Batch norm's statistics, (0, 2, 3) of [N, C, H, W]: segments of H * W.
@@ -402,6 +403,9 @@ TEST_CASE("rows of two strides: the kernels walk their segments, in vectors wher
         {"sum(x, (0, 2))", {"x"}, {{16, 100, 1000}}, true},
         {"sum(x, (0, 2))", {"x"}, {{16, 100, 999}}, false},  // segments not a multiple of 4
         {"mean(x * g, (2, 3))", {"x", "g"}, {{8, 16, 64, 64}, {64}}, true},  // g: each segment (a W) again
+        // Group norm: the per-channel weight [8, 8, 1, 1] is the same along each plane (a run).
+        {"m = mean(x, (2, 3, 4)); (x - m) / sqrt(mean((x - m)^2, (2, 3, 4)) + 1e-5) * w + b", {"x", "w", "b"},
+         {{4, 8, 8, 16, 16}, {8, 8, 1, 1}, {8, 8, 1, 1}}, true, true},
         {"mean((x - mean(x, (0, 2)))^2)", {"x"}, {{16, 100, 1000}}, true},    // and its gradient
     };
     for (const auto& c : cases) {
@@ -412,7 +416,8 @@ TEST_CASE("rows of two strides: the kernels walk their segments, in vectors wher
         const KernelBuild build = loss.compile_kernel(views, "compute_90");
         CHECK(build.image_bytes > 0);
         CHECK(build.source.find("rows of two strides") != std::string::npos);
-        CHECK(build.source.find("lj::column_offset<true, R>") != std::string::npos);
+        CHECK(build.source.find("lj::column_offset<R>(j, runs, in.strides[0])") != std::string::npos);
+        CHECK((build.source.find("lj::load_run_constant<VW>") != std::string::npos) == c.run_constant);
         CHECK((build.source.find(", vector 4,") != std::string::npos) == c.vector);
         if (loss.kind() == Kind::Reduction) {
             const std::string grad = loss.cuda_source(views, std::vector<std::string>{"x"});

@@ -236,6 +236,44 @@ TEST_CASE("row programs: a mean and the squared deviations from it in one walk: 
     }
 }
 
+TEST_CASE("row programs: group norm, a row of two strides with weights the same along each run" * doctest::skip(!have_gpu())) {
+    // x [N, G, C/G, H, W] normalized over (2, 3, 4); w and b [G, C/G, 1, 1] vary along the row's first
+    // dimension and repeat along the plane: loaded once a vector where the planes are whole vectors
+    // (20 x 24), an element at a time where not (15 x 15). The map, then its gradient for x and w's
+    // refusal (summed over the batch and the plane: the CPU reference's).
+    const char* program = "m = mean(x, (2, 3, 4)); (x - m) / sqrt(mean((x - m)^2, (2, 3, 4)) + 1e-5) * w + b";
+    for (const char* shape : {"4x8x8x20x24", "3x8x8x15x15"}) {
+        CAPTURE(shape);
+        const Typed x(std::string(shape) + ":normal", DType::float32, 51);
+        const Typed w("8x8x1x1:normal", DType::float32, 52), b("8x8x1x1:normal", DType::float32, 53);
+        Options options;
+        options.inputs = {"x", "w", "b"};
+        auto loss = compile(program, options);
+        const std::vector<TensorView> views{x.view(), w.view(), b.view()}, host{x.host.view(), w.host.view(), b.host.view()};
+        REQUIRE(loss.cuda_source(views).find("lj::load_run_constant<VW>") != std::string::npos);
+        const Shape out_shape = loss.output_shape(host);
+        HostTensor got(out_shape, DType::float64), want(out_shape, DType::float64);
+        DeviceBuffer out(got.bytes.size());
+        loss.map(views, OutputView{out.data(), DType::float64, out_shape, {}});
+        loss.reference_map(host, OutputView{want.bytes.data(), DType::float64, out_shape, {}});
+        synchronize();
+        out.download(got.bytes.data(), got.bytes.size());
+        std::vector<double> wanted;
+        for (std::int64_t i = 0; i < want.numel(); ++i) wanted.push_back(want.at(i));
+        const Spread d = spread(got, wanted);
+        CHECK(d.worst <= 2e-6 * d.largest);
+        const Typed up(std::string(shape) + ":normal", DType::float32, 54);
+        HostTensor grad_host(x.host.shape, DType::float32);
+        DeviceBuffer grad(grad_host.bytes.size());
+        const std::vector<std::string> wrt{"x"};
+        loss.grad(views, wrt, std::vector<OutputView>{OutputView{grad.data(), DType::float32, x.host.shape, {}}}, up.view());
+        synchronize();
+        grad.download(grad_host.bytes.data(), grad_host.bytes.size());
+        const Spread g = spread(grad_host, loss.reference_grad(host, wrt, up.host.view())[0].values);
+        CHECK(g.worst <= 1e-5 * g.largest);
+    }
+}
+
 TEST_CASE("row programs: out-of-range indices give nan rows, int32 indices, strided logits" * doctest::skip(!have_gpu())) {
     const Typed x("256x513:normal", DType::float32, 3);
     const Typed y("256:integers[-3,515]", DType::int32, 4);  // some below 0, some at or past 513

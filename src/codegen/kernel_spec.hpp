@@ -59,7 +59,8 @@ struct KernelSpec {
     int vector_width = 1;            // 1, 4 or 8 elements per access (4: 16 bytes of float32; 8: 16 bytes of bfloat16)
     int unroll = 1;                  // tiles of block_threads * unroll * vector_width elements
     std::vector<int> inner_strides;  // Rows, Columns: per read input, 1 (contiguous) or 0 (one value per row);
-                                     // ByRow: 0 one value per row (an index, or extent 1 along the row), else 1
+                                     // ByRow: 0 one value per row (an index, or extent 1 along the row), 2 the
+                                     // same along each run of a row of two strides (row_split), else 1
     // Rows, Columns: per read input, 1 where every row reads the same values (contiguous, outer strides
     // all 0: t [C] against p [N, C]); the rows loop then loads them once per block where the grid keeps
     // each block to the same columns (plan_grid), the columns loop once per strip. Empty where no input

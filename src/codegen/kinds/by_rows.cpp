@@ -217,7 +217,10 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     long long element_bytes = 0;  // one element of each input read along the row
     for (int slot : slots) {
         const auto k = static_cast<std::size_t>(slot);
-        spec.inner_strides.push_back(per_row[k] ? 0 : 1);
+        // 2: the same along each run of a row of two (stride 0 within a run only: loaded once a vector).
+        const auto& access = layout.inputs[k];
+        const bool run_constant = layout.row_inner > 0 && access.strides[inner] == 0 && access.row_outer_stride != 0;
+        spec.inner_strides.push_back(per_row[k] ? 0 : run_constant ? 2 : 1);
         spec.input_dtypes.push_back(operands.input_dtypes[k]);
         element_inputs += per_row[k] ? 0 : 1;
         element_bytes += per_row[k] ? 0 : static_cast<long long>(size_of(operands.input_dtypes[k]));
@@ -252,6 +255,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     };
     std::string why_scalar;
     if (columns % 4 != 0) why_scalar = fmt::format("the rows' length ({}) is not a multiple of 4", columns);
+    if (layout.row_inner % 4 != 0)
+        why_scalar = fmt::format("the row's runs ({} columns) are not a multiple of 4 long", layout.row_inner);
     for (std::size_t i = 0; i < slots.size() && why_scalar.empty(); ++i) {
         const auto k = static_cast<std::size_t>(slots[i]);
         if (spec.inner_strides[i] == 1 && !aligned(operands.input_data[k], spec.input_dtypes[i], layout.inputs[k]))

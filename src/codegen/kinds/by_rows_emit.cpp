@@ -363,7 +363,7 @@ private:
     // Column j's offset from the row's first element along `strides` (an array of the rank's
     // strides): j times the last one, or in a row of two strides lj::column_offset.
     std::string column(std::string_view strides) const {
-        if (spec_.row_split) return fmt::format("lj::column_offset<true, R>(j, e.dims, {})", strides);
+        if (spec_.row_split) return fmt::format("lj::column_offset<R>(j, runs, {})", strides);
         return fmt::format("j * {}[R - 1]", strides);
     }
 
@@ -507,8 +507,10 @@ private:
         if (loads_cached) out += cached_at(in_load);
         for (std::size_t s = 0; s < loaded.size(); ++s) {
             const int k = loaded[s];
+            const bool run_constant = spec_.inner_strides[static_cast<std::size_t>(k)] == 2;
             const std::string from_memory =
-                fmt::format("lj::load_row<VW>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);", k, k, k,
+                fmt::format("lj::{}<VW>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
+                            run_constant ? "load_run_constant" : "load_row", k, k, k,
                             column(fmt::format("in.strides[{}]", k)), s);
             if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n"
@@ -660,6 +662,8 @@ private:
     std::string row_body() {
         std::string out;
         out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);  // the row's coordinates: every dim but the last\n", kIndent, kIndent);
+        if (spec_.row_split)
+            out += fmt::format("{}const lj::RunDivider runs((unsigned)e.dims[R]);  // the row's runs (templates/row_runs.cuh)\n", kIndent);
         const std::size_t n = std::max<std::size_t>(slots_.size(), 1);
         out += fmt::format("{}long long base[{}];\n", kIndent, n);
         out += fmt::format("{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
@@ -828,6 +832,7 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     std::string prelude = kernel_prelude(program);
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
+    if (spec.row_split) prelude += templates::row_runs_cuh;
     prelude += accumulator_helpers(program);
     if (emitter.centered()) prelude += centered_accumulator().cuda_helper;
 
