@@ -22,35 +22,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 import lossjit  # noqa: E402
+from gpu_timing import alternating, copy_rate  # noqa: E402 (bench/, beside this script)
 
 CE = "lse = logsumexp(x, -1); mean(lse - x[y])"
 CE_Z_ACC = "lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); acc = mean(argmax(x, -1) == y); loss, z, acc"
 CE_PLUS_Z = "lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); t = ce + 1e-4 * z; t, ce, z"
-
-
-def alternating(fns, reps):
-    """Median ms of each callable, timed in turn each round."""
-    for fn in fns.values():
-        for _ in range(3):
-            fn()
-    times = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end))
-    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
-
-
-def copy_rate(nbytes):
-    """GB/s of a device-to-device copy of nbytes (read + write counted)."""
-    a = torch.empty(nbytes // 4, device="cuda")
-    b = torch.empty_like(a)
-    ms = alternating({"copy": lambda: b.copy_(a)}, 10)["copy"]
-    return 2 * nbytes / ms / 1e6
 
 
 def main():
