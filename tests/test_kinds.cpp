@@ -250,8 +250,12 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
         {layer_norm, {}, 512, 1LL << 22, h100, 4, 4},  // asked for, many rows
         {layer_norm, {}, 16, 1LL << 22, h100_no_clusters, 0, 1},
         {layer_norm, {}, 16, 1LL << 22, h100_no_clusters, 4, 1, "a row cluster of 4 blocks was asked for"},
-        // Rows too short for each block of a larger cluster to walk ByRowClusterMinTiles tiles.
+        // Rows a warp takes: no cluster.
         {layer_norm, {}, 16, 4096, h100, 0, 1},
+        // Block teams whose rows are too short for each block of a larger cluster to walk
+        // ByRowClusterMinTiles tiles (a value alone: no row cache): 20000 columns take 2, 10000 none.
+        {"mean(logsumexp(x, -1))", {}, 8, 20000, h100, 0, 2},
+        {"mean(logsumexp(x, -1))", {}, 8, 10000, h100, 0, 1},
         // Rows a row cache holds whole: a block a row keeps them.
         {layer_norm, {}, 16, 8192, h100, 0, 1},
         // Cross-entropy's value and gradient over rows no cache holds a quarter of; its value alone.

@@ -435,6 +435,15 @@ TEST_CASE("a mean and the squared deviations from it take one walk over the row"
         {"var(x, -1)", 1, 1},
         {"std(x, -1) + var(x, -1)", 1, 2},
         {"mean(std(x, -1))", 1, 1},
+        // Of a value per row: its two copies in std's expansion are one value (compared by form, not
+        // printed: the printer names per-row values only after the walks are planned).
+        {"sum(std(mean(x, -1), -1))", 2, 1},
+        {"mean((x - amax(x, -1) - mean(x - amax(x, -1), -1))^2, -1)", 2, 1},
+        {"mean((logsumexp(x, -1) - mean(x, -1))^2, -1)", 2, 0},  // of another argument
+        // Nested: the inner variance shares its mean's walk; the outer one, whose mean is that
+        // variance, takes a walk of its own.
+        {"var((x - mean(x, -1))^2, -1)", 2, 1},
+        {"m = mean(x, -1); d = (x - m)^2; v = mean(d, -1); mean((d - v)^2, -1)", 2, 1},
         // Not of this form: each reduction of what depends on another takes a walk of its own.
         {"m = mean(x, -1); mean(abs(x - m)^2, -1)", 2, 0},
         {"m = mean(x, -1); mean((x - m)^3, -1)", 2, 0},

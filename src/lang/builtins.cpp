@@ -654,7 +654,8 @@ constexpr SharedAccumulator kSharedAccumulators[] = {
 // The mean exactly as SumAcc's (the same sum, in column order per thread), and the squared
 // deviations from it as each thread's sums of (v - shift) and (v - shift)^2, shifted by the thread's
 // first element (close to the mean, so that the difference s2 - s1^2 / n keeps its digits in float64),
-// merged by Chan et al.'s pairwise update in the team's fixed order (the same bits every run).
+// merged by Chan et al.'s pairwise update in the team's fixed order (the same bits every run; the
+// update is symmetric, so the two lanes of a butterfly step agree to the bit).
 // Non-finite elements make the squares nan, as the two passes' (e - mean) does.
 constexpr std::string_view kCenteredAcc =
     "namespace lj {\n"
@@ -680,9 +681,10 @@ constexpr std::string_view kCenteredAcc =
     "            n = o.n, shift = o.shift, s1 = o.s1, s2 = o.s2;\n"
     "            return;\n"
     "        }\n"
+    "        // Symmetric in the two sides: a butterfly's partners, combining each other, get the same bits.\n"
     "        const double ma = shift + s1 / n, mb = o.shift + o.s1 / o.n, total = n + o.n, delta = mb - ma;\n"
-    "        const double squares = m2() + o.m2() + delta * delta * (n * (o.n / total));\n"
-    "        shift = ma + delta * (o.n / total);\n"
+    "        const double squares = (m2() + o.m2()) + delta * delta * ((n * o.n) / total);\n"
+    "        shift = (n * ma + o.n * mb) / total;\n"
     "        n = total, s1 = 0.0, s2 = squares;\n"
     "    }\n"
     "    __device__ __forceinline__ CenteredAcc shuffle_xor(int o) const {\n"

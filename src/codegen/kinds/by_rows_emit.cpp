@@ -173,6 +173,26 @@ private:
         }
     }
 
+    // Whether two nodes compute the same value: one node through bindings, or the same builtin,
+    // reduction, take, input or constant of arguments that are. (Not the printed text: before the
+    // per-row values are named the printer cannot print them.)
+    bool same_value(int a, int b) const {
+        a = resolved(a);
+        b = resolved(b);
+        if (a == b) return true;
+        const ir::Node& x = program_.node(a);
+        const ir::Node& y = program_.node(b);
+        if (x.kind != y.kind || x.fn != y.fn || x.slot != y.slot || x.arity != y.arity || x.type != y.type) return false;
+        if (x.kind == ir::NodeKind::Constant) return x.value == y.value || (x.value != x.value && y.value != y.value);
+        if (x.kind != ir::NodeKind::Apply && x.kind != ir::NodeKind::RowReduce && x.kind != ir::NodeKind::Take &&
+            x.kind != ir::NodeKind::Input && x.kind != ir::NodeKind::Param)
+            return false;
+        const int args = x.kind == ir::NodeKind::Apply ? x.arity : x.kind == ir::NodeKind::Take ? 2 : x.kind == ir::NodeKind::RowReduce ? 1 : 0;
+        for (int i = 0; i < args; ++i)
+            if (!same_value(x.args[static_cast<std::size_t>(i)], y.args[static_cast<std::size_t>(i)])) return false;
+        return true;
+    }
+
     // sum((e - m)^2, -1) and mean((e - m)^2, -1) with m = mean(e, -1) (either order of the
     // difference; the square as ^2 or d * d): computed in m's pass by one accumulator of both
     // (centered_accumulator), instead of a pass of their own after it. Not side by side (the
@@ -200,12 +220,14 @@ private:
                 const int mean = resolved(d.args[static_cast<std::size_t>(side)], true);
                 const int element = d.args[static_cast<std::size_t>(1 - side)];
                 const ir::Node& m = program_.node(mean);
+                // Not a mean that is itself the squared deviations from another (var((x - mean(x, -1))^2,
+                // -1)): that one is summed in its own mean's walk, and this one's mean would be two
+                // accumulators' at once.
                 if (m.kind != ir::NodeKind::RowReduce || static_cast<RowReduction>(m.slot) != RowReduction::Mean ||
-                    means_taken.count(mean))
+                    means_taken.count(mean) || centered_.count(mean))
                     continue;
-                // The same argument: one node, or two that print alike (x written twice is two nodes).
-                const int a = resolved(m.args[0]), b = resolved(element);
-                if (a != b && print(a) != print(b)) continue;
+                // The same argument: one node, or two of the same form (x written twice is two nodes).
+                if (!same_value(m.args[0], element)) continue;
                 centered_[static_cast<int>(i)] = mean;
                 means_taken.insert(mean);
                 break;
