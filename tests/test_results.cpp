@@ -185,6 +185,13 @@ TEST_CASE("the kernels of several results compile with NVRTC, value and gradient
     const std::string shared = compile(kCrossEntropy).cuda_source(views);
     CHECK(shared.find("lj::LogSumExpArgMaxAcc<Value> a") != std::string::npos);
     CHECK(shared.find("ArgExtremeAcc<Value, true> a") == std::string::npos);
+    // Arguments of the same form written twice share it too, per-row values in them included (the
+    // same comparison as the one-walk variance's, by_rows_emit.cpp same_value).
+    const std::string twice =
+        compile("m = logsumexp(x - amax(x, -1), -1); i = argmax(x - amax(x, -1), -1); m, i").cuda_source(std::vector<TensorView>{x});
+    CHECK(twice.find("lj::LogSumExpArgMaxAcc<Value> a") != std::string::npos);
+    CHECK(twice.find("ArgExtremeAcc<Value, true> a") == std::string::npos);
+    CHECK(!compile_cuda(twice, "compute_90").data.empty());
     // The gradient kernel computes every result beside the gradients of the first.
     Options options;
     options.inputs = {"x", "y"};

@@ -614,10 +614,9 @@ private:
                 for (int b : reductions) {
                     const ir::Node& na = program_.node(a);
                     const ir::Node& nb = program_.node(b);
-                    // The same argument: one node, or two that print alike (x written twice is two nodes).
+                    // The same argument: one node, or two of the same form (x written twice is two nodes).
                     if (static_cast<RowReduction>(na.slot) != shared.first || static_cast<RowReduction>(nb.slot) != shared.second ||
-                        first_of.count(a) || second_of.count(b) ||
-                        (na.args[0] != nb.args[0] && print(na.args[0]) != print(nb.args[0])))
+                        first_of.count(a) || second_of.count(b) || !same_value(na.args[0], nb.args[0]))
                         continue;
                     first_of[a] = {shared.cuda_accumulator, shared.first_result};
                     second_of[b] = {a, std::string(shared.second_result)};
