@@ -11,7 +11,9 @@
 //   compile.cpp    CUDA C++                   -> CUBIN or PTX   (NVRTC)
 //   cache.cpp      source + target            -> kernel image   (memory map + disk directory)
 //   driver.cpp     the CUDA driver API, dlopen'ed at run time, and RAII owners for its handles
-//   runtime/       lossjit::Loss: checks the views, plans a layout, loads its kernel, launches it
+//                  (blaslt.cpp: cuBLASLt the same way, for linear_loss's products)
+//   runtime/       lossjit::Loss: checks the views, plans a layout, loads its kernel, launches it;
+//                  linear_loss.cpp runs a Loss over h W^T a chunk of rows at a time
 //   reference.cpp  ir::Program + host tensors -> float64 values and gradients (the CPU reference)
 //   dump.cpp       ast / ir                   -> text for `lossjit --dump` (and `lossjit functions`)
 //   builtins.cpp   the language table: every fact of every operator and function, one row each
@@ -126,6 +128,15 @@ std::vector<double> parameter_values(const ir::Program& program, std::span<const
 // The inputs a program reads: its input slots in program order. Inputs the program lists but never
 // reads are not passed to its kernel, nor walked by the reference.
 std::vector<int> read_inputs(const ir::Program& program);
+
+// How a result computed over a part of the rows adds up to the result over all of them, for
+// programs that run a part at a time (linear_loss): Sum, the parts' results add; Fraction, each
+// part's result weighs its rows / all the rows (mean, batchmean). One per result, in order.
+// SourceError at the first construct that does not split this way: a map, a statistic (a whole-tensor
+// value used per element), a reduction along the first dimension, a result that is not a constant
+// times reductions of one kind (`sum(a) / sum(b)`, `log(mean(e))`, `mean(a) + sum(b)`, `mean(e) + 1`).
+enum class RowShare { Sum, Fraction };
+std::vector<RowShare> row_shares(const ir::Program& program);
 
 // The dtype a map's output gets unless the caller chooses: result_dtype() of the inputs the
 // program reads (`inputs` in program input order; only dtypes are read).

@@ -38,9 +38,9 @@ extern "C" {
 #endif
 
 #define LOSSJIT_C_API_VERSION_MAJOR 1
-#define LOSSJIT_C_API_VERSION_MINOR 3  /* 1.1: lossjit_compile_n; 1.2: several results (lossjit_result_*,
+#define LOSSJIT_C_API_VERSION_MINOR 4  /* 1.1: lossjit_compile_n; 1.2: several results (lossjit_result_*,
                                           lossjit_reference_values; result views of their count);
-                                          1.3: lossjit_options.knobs */
+                                          1.3: lossjit_options.knobs; 1.4: lossjit_linear_* */
 #define LOSSJIT_C_API_VERSION ((LOSSJIT_C_API_VERSION_MAJOR << 16) | LOSSJIT_C_API_VERSION_MINOR)
 
 /* The library's ABI version (LOSSJIT_C_API_VERSION of the header it was built from) and lossjit's version ("0.1.0"). */
@@ -219,6 +219,29 @@ LOSSJIT_C_EXPORT lossjit_status lossjit_reference_grad(const lossjit_loss* loss,
                                                        size_t count, const char* const* wrt, size_t wrt_count,
                                                        const lossjit_view* grads, double upstream,
                                                        const lossjit_view* upstream_tensor);
+
+/* ---- linear_loss (lossjit/linear_loss.hpp): a row program over logits = h W^T + bias, a chunk of
+ * rows at a time, never holding all the logits ---- */
+typedef struct lossjit_linear lossjit_linear;
+/* A copy of `loss` on `device` whose input `logits` (NULL: "logits") receives the products;
+ * `chunk_rows` 0 and `chunk_bytes` 0 choose the chunk (1 GiB of chunk buffers). A program whose
+ * results do not add up over parts of the rows is a LOSSJIT_ERROR_SOURCE with its column. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logits, int64_t chunk_rows,
+                                                      size_t chunk_bytes, int32_t device, lossjit_linear** out);
+LOSSJIT_C_EXPORT void lossjit_linear_free(lossjit_linear* linear); /* NULL is fine */
+/* The chunking of a call with h [N, H] and W [V, H], and the device workspace it needs (lent to
+ * lossjit_linear_run, or NULL there for memory the handle keeps). Only shapes and dtypes are read. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_view* h,
+                                                    const lossjit_view* W, int32_t gradients, int32_t bias_gradient,
+                                                    int64_t* chunk_rows, int64_t* chunks, size_t* workspace_bytes);
+/* Queues the call on exec's stream: `values` (lossjit_result_count elements, any floating dtype) and,
+ * where dh, dW, dbias are not NULL, the first result's gradients. `others`: the program's inputs but
+ * the logits, in input order. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                                                   const lossjit_view* bias, const lossjit_view* others, size_t count,
+                                                   const lossjit_view* values, const lossjit_view* dh,
+                                                   const lossjit_view* dW, const lossjit_view* dbias,
+                                                   const lossjit_exec* exec, void* workspace);
 
 /* DLPack tensors: lossjit/lossjit_dlpack.h (it includes dlpack/dlpack.h). */
 

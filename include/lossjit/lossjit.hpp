@@ -28,6 +28,8 @@ struct CUstream_st;  // the CUDA driver's stream type; no CUDA header is needed 
 
 namespace lossjit {
 
+namespace ir { struct Program; }  // the checked program (src/ir/program.hpp)
+
 // A CUstream, which is also a cudaStream_t (pass torch's current_stream().cuda_stream cast to it);
 // nullptr is the legacy default stream.
 using Stream = CUstream_st*;
@@ -296,6 +298,8 @@ private:
     struct State;     // the rest: parameters, kernels, plans, workspaces
     Loss(std::shared_ptr<const Compiled> compiled, int device);
     friend Loss compile(std::string_view program, Options options);
+    friend class LinearLoss;  // asks the checked program how its results split by rows
+    const ir::Program& checked_program() const;
     std::unique_ptr<State> state_;
 };
 

@@ -311,3 +311,11 @@ def _is_cuda_dlpack(a):
         return False
     device_type, _ = a.__dlpack_device__()
     return device_type == 2  # kDLCUDA
+
+
+def __getattr__(name):
+    """LinearLoss and linear_loss (lossjit._linear) need torch: imported on first use."""
+    if name in ("LinearLoss", "linear_loss"):
+        from . import _linear
+        return getattr(_linear, name)
+    raise AttributeError(f"module 'lossjit' has no attribute {name!r}")

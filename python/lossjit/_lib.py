@@ -6,7 +6,8 @@ import os
 import pathlib
 
 C_API_MAJOR = 1  # the LOSSJIT_C_API_VERSION major this package is written against
-C_API_MINOR = 3  # and the minor it needs at least (1.1: lossjit_compile_n; 1.2: several results; 1.3: knobs)
+C_API_MINOR = 4  # and the minor it needs at least (1.1: lossjit_compile_n; 1.2: several results; 1.3: knobs;
+                 # 1.4: linear_loss)
 
 
 class LossjitError(Exception):
@@ -161,6 +162,10 @@ _SIGNATURES = {
     "lossjit_reference_grad": (_i32, [_vp, _vp, _sz, _vp, _sz, _vp, _dbl, _vp]),
     "lossjit_view_from_dlpack": (_i32, [_vp, ctypes.POINTER(View), ctypes.POINTER(_i32)]),
     "lossjit_reference_dlpack": (_i32, [_vp, _vp, _sz, ctypes.POINTER(_dbl)]),
+    "lossjit_linear_create": (_i32, [_vp, _cp, ctypes.c_int64, _sz, _i32, ctypes.POINTER(_vp)]),
+    "lossjit_linear_free": (None, [_vp]),
+    "lossjit_linear_plan": (_i32, [_vp, _vp, _vp, _i32, _i32, _vp, _vp, _vp]),
+    "lossjit_linear_run": (_i32, [_vp, _vp, _vp, _vp, _vp, _sz, _vp, _vp, _vp, _vp, _vp, _vp]),
 }
 # The version first: an older library lacks functions below, and should say so rather than fail on one.
 lib.lossjit_c_api_version.restype, lib.lossjit_c_api_version.argtypes = ctypes.c_uint32, []

@@ -564,3 +564,87 @@ def test_vocab_parallel_cross_entropy_on_two_gpus():
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "equal within 1e-6" in run.stdout
+
+
+# ---- linear_loss: the row program over h @ W.T + bias, a chunk of rows at a time ----
+
+def _linear_reference(h, W, b, y, program):
+    logits = F.linear(h, W, b)
+    if program == "ce":
+        return F.cross_entropy(logits.float(), y)
+    c = 30 * torch.tanh(logits.float() / 30)
+    lse = torch.logsumexp(c, -1)
+    return (lse - c.gather(1, y[:, None])[:, 0]).mean() + 1e-4 * (lse ** 2).mean()
+
+
+LINEAR_PROGRAMS = {
+    "ce": "mean(logsumexp(logits, -1) - logits[y])",
+    "zsoftcap": "c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); mean(lse - c[y]) + 1e-4 * mean(lse^2)",
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("program", ["ce", "zsoftcap"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_loss_matches_torchs_unfused_linear_and_loss(dtype, program, bias):
+    torch.manual_seed(0)
+    n, hidden, classes = 1000, 256, 3001  # 1000 rows, at most 192 a chunk: five of 167, one of 165
+    h = (torch.randn(n, hidden, device=dev) * 0.5).to(dtype).requires_grad_()
+    W = (torch.randn(classes, hidden, device=dev) * 0.1).to(dtype).requires_grad_()
+    b = (torch.randn(classes, device=dev) * 0.1).to(dtype).requires_grad_() if bias else None
+    y = torch.randint(0, classes, (n,), device=dev)
+    head = lossjit.LinearLoss(LINEAR_PROGRAMS[program], chunk_rows=192)
+    assert head.plan(h, W)[:2] == (167, 6)
+    value = head(h, W, bias=b, y=y)
+    grads = torch.autograd.grad(value * 3, [h, W] + ([b] if bias else []))
+    ref = _linear_reference(h, W, b, y, program)
+    ref_grads = torch.autograd.grad(ref * 3, [h, W] + ([b] if bias else []))
+    # float32: the logits of one product, the loss in float32; bfloat16: both round the logits and
+    # their gradient to bfloat16 (torch's in its backward), dW and dbias add up chunks in bfloat16.
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    assert abs(value.item() - ref.item()) <= (1e-5 if dtype == torch.float32 else 2e-3) * abs(ref.item())
+    for g, r in zip(grads, ref_grads):
+        assert g.dtype == r.dtype and g.shape == r.shape
+        assert (g.float() - r.float()).abs().max().item() <= tol * r.float().abs().max().item()
+
+
+def test_linear_loss_several_results_rows_of_three_dims_and_torch_compile():
+    torch.manual_seed(1)
+    h = torch.randn(4, 50, 64, device=dev, requires_grad=True)
+    W = torch.randn(500, 64, device=dev, requires_grad=True)
+    y = torch.randint(0, 500, (4, 50), device=dev)
+    head = lossjit.LinearLoss("lse = logsumexp(logits, -1); loss = mean(lse - logits[y]); z = mean(lse^2); "
+                              "acc = mean(argmax(logits, -1) == y); loss, z, acc", chunk_rows=64)
+    out = head(h, W, y=y)
+    logits = h.reshape(-1, 64) @ W.T
+    lse = torch.logsumexp(logits, -1)
+    assert abs(out.loss.item() - F.cross_entropy(logits, y.reshape(-1)).item()) <= 1e-5 * out.loss.item()
+    assert abs(out.z.item() - (lse ** 2).mean().item()) <= 1e-5 * out.z.item()
+    assert out.acc.item() == (logits.argmax(-1) == y.reshape(-1)).float().mean().item()
+    gh, gW = torch.autograd.grad(out.loss + out.acc, [h, W])  # acc is a constant to autograd
+    rh, rW = torch.autograd.grad(F.cross_entropy(logits, y.reshape(-1)), [h, W])
+    assert (gh - rh).abs().max() <= 1e-5 * rh.abs().max() and (gW - rW).abs().max() <= 1e-5 * rW.abs().max()
+    with pytest.raises(lossjit.UnsupportedError, match="differentiates the first result only"):
+        torch.autograd.grad(head(h, W, y=y).z, [h])
+
+    compiled = torch.compile(lambda h, W, y: head(h, W, y=y).loss, fullgraph=True)
+    value = compiled(h, W, y)
+    ch, cW = torch.autograd.grad(value, [h, W])
+    assert (ch - rh).abs().max() <= 1e-5 * rh.abs().max() and (cW - rW).abs().max() <= 1e-5 * rW.abs().max()
+
+
+def test_linear_loss_ignore_index_as_a_sum_divided_outside():
+    torch.manual_seed(2)
+    h = torch.randn(300, 32, device=dev, requires_grad=True)
+    W = torch.randn(100, 32, device=dev, requires_grad=True)
+    y = torch.randint(0, 100, (300,), device=dev)
+    y[::3] = -100
+    with pytest.raises(lossjit.SourceError, match="cannot run a part of the rows at a time"):
+        lossjit.LinearLoss("l = logsumexp(logits, -1) - logits[y]; sum(where(y != -100, l, 0)) / sum(y != -100)")
+    head = lossjit.LinearLoss("sum(where(y != -100, logsumexp(logits, -1) - logits[y], 0))", chunk_rows=128)
+    value = head(h, W, y=y) / (y != -100).sum()
+    ref = F.cross_entropy(h @ W.T, y, ignore_index=-100)
+    assert abs(value.item() - ref.item()) <= 1e-5 * ref.item()
+    g = torch.autograd.grad(value, [W])[0]
+    r = torch.autograd.grad(ref, [W])[0]
+    assert (g - r).abs().max() <= 1e-5 * r.abs().max()

@@ -7,6 +7,7 @@
 #include <new>
 #include <span>
 
+#include "lossjit/linear_loss.hpp"
 #include "lossjit/version.hpp"
 #include "tuning/knobs.hpp"
 
@@ -429,3 +430,67 @@ lossjit_status lossjit_reference_grad(const lossjit_loss* loss, const lossjit_vi
 }
 
 }  // extern "C"
+
+// ---- linear_loss --------------------------------------------------------------------------------
+struct lossjit_linear {
+    lossjit::LinearLoss linear;
+    int device;
+};
+
+lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logits, int64_t chunk_rows, size_t chunk_bytes,
+                                     int32_t device, lossjit_linear** out) {
+    return capi::guard([&] {
+        if (!loss || !out) throw UsageError("lossjit_linear_create needs a loss and an out pointer");
+        *out = nullptr;
+        LinearLossOptions options;
+        if (logits) options.logits = logits;
+        options.chunk_rows = chunk_rows;
+        if (chunk_bytes) options.chunk_bytes = chunk_bytes;
+        *out = new lossjit_linear{LinearLoss(loss->base.on_device(device), options), device};
+    });
+}
+
+void lossjit_linear_free(lossjit_linear* linear) { delete linear; }
+
+lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                                   int32_t gradients, int32_t bias_gradient, int64_t* chunk_rows, int64_t* chunks,
+                                   size_t* workspace_bytes) {
+    return capi::guard([&] {
+        if (!linear || !h || !W) throw UsageError("lossjit_linear_plan needs the handle, h and W");
+        const auto p = linear->linear.plan(capi::to_view(*h, "h"), capi::to_view(*W, "W"), gradients != 0,
+                                           bias_gradient != 0);
+        if (chunk_rows) *chunk_rows = p.chunk_rows;
+        if (chunks) *chunks = p.chunks;
+        if (workspace_bytes) *workspace_bytes = p.workspace_bytes;
+    });
+}
+
+lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                                  const lossjit_view* bias, const lossjit_view* others, size_t count,
+                                  const lossjit_view* values, const lossjit_view* dh, const lossjit_view* dW,
+                                  const lossjit_view* dbias, const lossjit_exec* exec, void* workspace) {
+    return capi::guard([&] {
+        if (!linear || !h || !W || !values) throw UsageError("lossjit_linear_run needs the handle, h, W and values");
+        if (exec && exec->device != linear->device)
+            throw UsageError("this linear_loss handle runs on device " + std::to_string(linear->device) + ", not " +
+                             std::to_string(exec->device));
+        const Views views(others, count);
+        const TensorView bias_view = bias ? capi::to_view(*bias, "bias") : TensorView{};
+        LinearGrads grads;
+        if (dh) grads.dh = capi::to_output(*dh, "dh");
+        if (dW) grads.dW = capi::to_output(*dW, "dW");
+        if (dbias) grads.dbias = capi::to_output(*dbias, "dbias");
+        const auto stream = static_cast<Stream>(exec ? exec->stream : nullptr);
+        auto call = [&] {
+            linear->linear.run(capi::to_view(*h, "h"), capi::to_view(*W, "W"), bias ? &bias_view : nullptr,
+                               views.span(), capi::to_output(*values, "values"), (dh || dW || dbias) ? &grads : nullptr,
+                               stream, workspace);
+        };
+        if (exec && exec->scratch) {
+            ScratchScope scratch(exec->scratch, exec->scratch_bytes);
+            call();
+        } else {
+            call();
+        }
+    });
+}

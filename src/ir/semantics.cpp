@@ -1,5 +1,7 @@
 // semantics: what a program means beyond its nodes (what its reduction divides by, the dtype of its
 // output), shared by the kernel launch and the CPU reference.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
@@ -171,5 +173,99 @@ std::vector<int> read_inputs(const ir::Program& program) {
     return slots;
 }
 
+
+namespace {
+
+// Walks one result of a Composite program: what share a part of the rows has in it, or a SourceError
+// at the node that keeps it from splitting.
+class RowShareOf {
+public:
+    explicit RowShareOf(const ir::Program& program) : p_(program), levels_(value_levels(program)) {}
+
+    RowShare of(int id) const {
+        const std::optional<RowShare> share = linear(id);
+        if (!share) refuse(id, "a result that is not a reduction times constants");
+        return *share;
+    }
+
+private:
+    // The share of a value linear in reductions (of one kind); nullopt for a constant.
+    std::optional<RowShare> linear(int id) const {
+        const ir::Node& n = p_.node(id);
+        if (levels_[static_cast<std::size_t>(id)] == ValueLevel::Constant) return std::nullopt;
+        switch (n.kind) {
+            case ir::NodeKind::Binding: return linear(p_.bindings[static_cast<std::size_t>(n.slot)].node);
+            case ir::NodeKind::Total:
+                return static_cast<ir::Reduction>(n.slot) == ir::Reduction::Sum ? RowShare::Sum : RowShare::Fraction;
+            case ir::NodeKind::Apply: break;
+            default: refuse(id, "a value per element or per row where one number is expected");
+        }
+        const int a = n.args[0], b = n.args[1];
+        switch (n.fn) {
+            case Builtin::Neg: return linear(a);
+            case Builtin::Add: case Builtin::Sub: {
+                const auto left = linear(a), right = linear(b);
+                if (!left || !right) refuse(id, "a constant added to a reduction (each part would add it again)");
+                if (*left != *right) refuse(id, "a sum added to a mean (the parts weigh them differently)");
+                return left;
+            }
+            case Builtin::Mul: {
+                const bool left_constant = constant(a), right_constant = constant(b);
+                if (left_constant && !right_constant) return linear(b);
+                if (right_constant && !left_constant) return linear(a);
+                break;
+            }
+            case Builtin::Div:
+                if (constant(b)) return linear(a);
+                break;
+            default: break;
+        }
+        refuse(id, "reductions combined other than by +, - and constant factors");
+    }
+
+    bool constant(int id) const { return levels_[static_cast<std::size_t>(id)] == ValueLevel::Constant; }
+
+    [[noreturn]] void refuse(int id, std::string_view what) const {
+        const ast::Pos pos = p_.node(id).pos;
+        throw SourceError({p_.source_name, pos.line, pos.column},
+                          fmt::format("this program cannot run a part of the rows at a time: {}; write each result "
+                                      "as sum(...) or mean(...) times constants, and combine results outside "
+                                      "(docs/linear_loss.md)",
+                                      what),
+                          p_.source);
+    }
+
+    const ir::Program& p_;
+    std::vector<ValueLevel> levels_;
+};
+
+}  // namespace
+
+std::vector<RowShare> row_shares(const ir::Program& program) {
+    auto refuse_program = [&](std::string_view why) {
+        throw SourceError({program.source_name, 1, 1},
+                          fmt::format("this program cannot run a part of the rows at a time: {}", why), program.source);
+    };
+    if (program.is_map()) refuse_program("it is a map (one value per element); write a reduction");
+    if (!program.statistics.empty()) {
+        const ast::Pos at = statistic_position(program, 0);
+        throw SourceError({program.source_name, at.line, at.column},
+                          fmt::format("this program cannot run a part of the rows at a time: the whole-tensor "
+                                      "value '{}' is used per element, and a part of the rows has another",
+                                      statistic_text(*program.statistics[0])),
+                          program.source);
+    }
+    for (int d : program.row_dims)
+        if (d != -1 && d != 1) refuse_program("it reduces along the first dimension, which the parts split");
+    switch (program.reduction) {
+        case ir::Reduction::Sum: return {RowShare::Sum};
+        case ir::Reduction::Mean: case ir::Reduction::BatchMean: return {RowShare::Fraction};
+        default: break;
+    }
+    const RowShareOf walk(program);
+    std::vector<RowShare> shares;
+    for (int node : program.result_nodes()) shares.push_back(walk.of(node));
+    return shares;
+}
 
 }  // namespace lossjit

@@ -677,6 +677,8 @@ Loss compile(std::string_view source, Options options) {
     return Loss(std::move(compiled), device);
 }
 
+const ir::Program& Loss::checked_program() const { return state_->program; }
+
 std::vector<std::string> Loss::results() const {
     std::vector<std::string> out;
     for (const auto& r : state_->program.results) out.push_back(r.name);

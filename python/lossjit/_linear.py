@@ -1,0 +1,212 @@
+"""linear_loss: a row program over logits = h @ W.T + bias without holding the logits (torch tensors).
+
+The C++ side (lossjit/linear_loss.hpp) runs the rows a chunk at a time: cuBLASLt's product, the
+program's fused value-and-gradient kernel, the backward products. The gradients are computed in the
+forward call (the loss is the end of the graph) and scaled by the upstream gradient in backward, as
+the other lossjit ops do. docs/linear_loss.md has the method and the rules.
+"""
+import ctypes
+import itertools
+import threading
+from typing import List
+
+import torch
+
+from . import _lib
+from ._lib import UnsupportedError, UsageError
+from ._torch import _raw_stream, _tensor_view
+
+_run = _lib.gil_lib.lossjit_linear_run
+_registry = {}  # id -> LinearLoss, for the custom op (which takes an int)
+_ids = itertools.count(1)
+_registry_lock = threading.Lock()
+
+
+class LinearLoss:
+    """A Loss whose input `logits` is h @ W.T (+ bias), for h [..., H] and W [V, H] CUDA tensors of
+    float32, bfloat16 or float16. Calling it returns the value (or a named tuple of the results),
+    differentiable with respect to h, W and bias through autograd and torch.compile(fullgraph=True)."""
+
+    def __init__(self, loss, *, logits="logits", chunk_rows=0, chunk_bytes=0):
+        from . import Loss, compile as _compile
+        self.loss = loss if isinstance(loss, Loss) else _compile(loss)
+        self.logits = logits
+        self._chunk = (int(chunk_rows), int(chunk_bytes))
+        self.others = tuple(n for n in self.loss.inputs if n != logits)
+        if len(self.others) == len(self.loss.inputs):
+            raise UsageError(f"linear_loss: the program never reads '{logits}', the input that receives the logits")
+        self._handles = {}  # device -> lossjit_linear*
+        self._lock = threading.Lock()
+        self._handle(None)  # checks the program now (SourceError at what keeps it from splitting by rows)
+        with _registry_lock:
+            self._id = next(_ids)
+            _registry[self._id] = self
+
+    def _handle(self, device):
+        key = -1 if device is None else device
+        handle = self._handles.get(key)
+        if handle is None:
+            with self._lock:
+                handle = self._handles.get(key)
+                if handle is None:
+                    out = ctypes.c_void_p()
+                    _lib.check(_lib.lib.lossjit_linear_create(self.loss._handle, self.logits.encode(), self._chunk[0],
+                                                              self._chunk[1], 0 if device is None else device,
+                                                              ctypes.byref(out)))
+                    handle = self._handles[key] = out.value
+        return handle
+
+    def __del__(self):
+        for handle in getattr(self, "_handles", {}).values():
+            if _lib is not None and _lib.lib is not None:
+                _lib.lib.lossjit_linear_free(handle)
+
+    def close(self):
+        with _registry_lock:
+            _registry.pop(self._id, None)
+        self.__del__()
+        self._handles = {}
+
+    def plan(self, h, W, gradients=True, bias_gradient=False):
+        """(chunk rows, chunks, workspace bytes) of a call with these tensors."""
+        keep = []
+        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
+        h2 = h.reshape(-1, h.shape[-1])
+        _lib.check(_lib.lib.lossjit_linear_plan(self._handle(None), ctypes.byref(_tensor_view(h2, keep)),
+                                                ctypes.byref(_tensor_view(W, keep)), int(gradients),
+                                                int(bias_gradient), ctypes.byref(rows), ctypes.byref(chunks),
+                                                ctypes.byref(ws)))
+        return rows.value, chunks.value, ws.value
+
+    def _arrange(self, h, others, named):
+        if named:
+            if others:
+                raise UsageError("linear_loss: give the other inputs by position or by name, not both")
+            missing = [n for n in self.others if n not in named]
+            extra = [n for n in named if n not in self.others]
+            if missing or extra:
+                raise UsageError(f"linear_loss: the program reads {', '.join(self.others) or 'nothing'} beside "
+                                 f"'{self.logits}'" + (f"; missing {', '.join(missing)}" if missing else "")
+                                 + (f"; no input named {', '.join(extra)}" if extra else ""))
+            others = tuple(named[n] for n in self.others)
+        if len(others) != len(self.others):
+            raise UsageError(f"linear_loss: the program reads {len(self.others)} input(s) beside '{self.logits}' "
+                             f"({', '.join(self.others)}), {len(others)} given")
+        # h [..., H]: its leading dimensions are the rows; inputs that share them are flattened alike.
+        lead = tuple(h.shape[:-1])
+        flat = []
+        for t in others:
+            if h.dim() > 2 and tuple(t.shape[:len(lead)]) == lead:
+                t = t.reshape(-1, *t.shape[len(lead):])
+            flat.append(t)
+        return h.reshape(-1, h.shape[-1]), flat
+
+    def __call__(self, h, W, *others, bias=None, **named):
+        h2, flat = self._arrange(h, others, named)
+        wants = (h.requires_grad, W.requires_grad, bias is not None and bias.requires_grad)
+        mask = sum(1 << i for i, w in enumerate(wants) if w) if torch.is_grad_enabled() else 0
+        tensors = [h2, W] + ([bias] if bias is not None else []) + flat
+        out = torch.ops.lossjit.linear_loss(self._id, tensors, int(bias is not None), mask)
+        results = self.loss.results
+        if results:
+            return self.loss._Results(*out[:len(results)])
+        return out[0]
+
+    def run(self, h, W, bias, others, mask):
+        """The custom op's body: [values, dh, dW, dbias] (empty tensors where not asked)."""
+        device = h.device.index if h.device.index is not None else torch.cuda.current_device()
+        handle = self._handle(device)
+        keep = []
+        count = max(len(self.loss.results), 1)
+        values = torch.empty(count, dtype=torch.float32, device=h.device)
+        empty = h.new_empty(0)
+        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else empty
+        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else empty
+        dbias = torch.empty_like(bias) if mask & 4 else empty
+        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
+        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
+        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(mask != 0),
+                                                int(bool(mask & 4)), ctypes.byref(rows), ctypes.byref(chunks),
+                                                ctypes.byref(ws)))
+        workspace = torch.empty(ws.value, dtype=torch.uint8, device=h.device)
+        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
+        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
+        exec_ = _lib.Exec(_raw_stream(device), device, None, 0)
+        _lib.check(_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
+                        others_views, len(others), view(values), view(dh) if mask & 1 else None,
+                        view(dW) if mask & 2 else None, view(dbias) if mask & 4 else None, ctypes.byref(exec_),
+                        ctypes.c_void_p(workspace.data_ptr())))
+        # One tensor per result: autograd tells which of them a gradient reaches (the others get None).
+        return [values[k].clone() for k in range(count)] + [dh, dW, dbias]
+
+
+def _linear(linear_id):
+    linear = _registry.get(linear_id)
+    if linear is None:
+        raise UsageError(f"lossjit::linear_loss called for LinearLoss {linear_id}, which no longer exists")
+    return linear
+
+
+def _split(tensors, has_bias):
+    """h, W, bias (or None) and the other inputs from the op's one list of tensors."""
+    return tensors[0], tensors[1], tensors[2] if has_bias else None, tensors[2 + has_bias:]
+
+
+@torch.library.custom_op("lossjit::linear_loss", mutates_args=())
+def linear_loss_op(linear_id: int, tensors: List[torch.Tensor], has_bias: int, grad_mask: int) -> List[torch.Tensor]:
+    """tensors: h, W, the bias if has_bias, the program's other inputs. Returns each result (a float32
+    0-dim tensor), then dh, dW, dbias (empty where grad_mask's bit 0, 1, 2 is not set)."""
+    h, W, bias, others = _split(tensors, has_bias)
+    return _linear(linear_id).run(h, W, bias, others, grad_mask)
+
+
+@linear_loss_op.register_fake
+def _(linear_id, tensors, has_bias, grad_mask):
+    h, W, bias, others = _split(tensors, has_bias)
+    count = max(len(_linear(linear_id).loss.results), 1)
+    empty = h.new_empty(0)
+    return [h.new_empty((), dtype=torch.float32) for _ in range(count)] + [
+            h.new_empty(h.shape) if grad_mask & 1 else empty,
+            W.new_empty(W.shape) if grad_mask & 2 else empty,
+            bias.new_empty(bias.shape) if grad_mask & 4 and bias is not None else empty]
+
+
+def _setup(ctx, inputs, output):
+    linear_id, tensors, has_bias, mask = inputs
+    loss = _linear(linear_id).loss
+    count = max(len(loss.results), 1)
+    ctx.mask, ctx.names, ctx.has_bias, ctx.count = mask, loss.results, has_bias, len(tensors)
+    ctx.save_for_backward(*output[count:])
+    # Results with no gradient at all (accuracy) are constants to autograd, as in the Loss's own op.
+    constants = [output[k] for k in range(len(loss.results)) if not loss._differentiable[k]]
+    if constants:
+        ctx.mark_non_differentiable(*constants)
+    ctx.set_materialize_grads(False)
+
+
+def _backward(ctx, grads):  # one gradient per output of the list (None where none reaches it)
+    for k in range(1, len(ctx.names)):
+        if grads[k] is not None:
+            raise UnsupportedError(
+                f"a gradient flows into result '{ctx.names[k]}', but linear_loss differentiates the first result "
+                f"only ('{ctx.names[0]}'): make the combination the first result "
+                f"(`total = {ctx.names[0]} + 1e-4 * {ctx.names[k]}; total, ...`), or detach it")
+    g = grads[0]
+    out = [None] * ctx.count
+    if g is not None:
+        dh, dW, dbias = ctx.saved_tensors
+        out[0] = dh * g if ctx.mask & 1 else None
+        out[1] = dW * g if ctx.mask & 2 else None
+        if ctx.has_bias:
+            out[2] = dbias * g if ctx.mask & 4 else None
+    return None, out, None, None
+
+
+linear_loss_op.register_autograd(_backward, setup_context=_setup)
+
+
+def linear_loss(program, h, W, *others, bias=None, logits="logits", chunk_rows=0, chunk_bytes=0, **named):
+    """One call of LinearLoss(program, ...)(h, W, *others, bias=bias): compiles (through the caches)
+    on every call; keep a LinearLoss in a training loop."""
+    return LinearLoss(program, logits=logits, chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)(
+        h, W, *others, bias=bias, **named)

@@ -1,0 +1,256 @@
+// linear_loss: which programs split by rows (and where the others are refused), how the rows are
+// chunked, and on the GPU: values and gradients of h, W and bias against the CPU reference of the
+// unchunked program on the same logits (rounded to the operands' dtype, as the product stores them).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu_support.hpp"
+#include "lossjit/linear_loss.hpp"
+#include "lossjit/lossjit.hpp"
+#include "tools/host.hpp"
+
+using namespace lossjit;
+
+namespace {
+
+struct SplitCase {
+    const char* program;
+    const char* error;  // empty: it splits
+    int column;         // of the error
+};
+
+const SplitCase kSplitCases[] = {
+    {"mean(logsumexp(logits, -1) - logits[y])", "", 0},
+    {"sum(logsumexp(logits, -1) - logits[y]) * 0.5", "", 0},
+    {"lse = logsumexp(logits, -1); loss = mean(lse - logits[y]); z = mean(lse^2); loss, z", "", 0},
+    {"lse = logsumexp(logits, -1); mean(lse - logits[y]) + 1e-4 * mean(lse^2)", "", 0},
+    {"batchmean(sum(exp(logits) * logits, -1)) * 4", "", 0},
+    {"-(sum(logits) / 3)", "", 0},
+    // examples/linear_loss.py's
+    {"sum(where(y != -100, logsumexp(logits, -1) - logits[y], 0))", "", 0},
+    {"c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); mean(where(y != -100, lse - c[y], 0)) + 1e-4 * mean(lse^2)", "", 0},
+    {"param eps = 0.1; lp = logits - logsumexp(logits, -1); loss = mean(where(y != -100, -(1 - eps) * lp[y] - eps * "
+     "mean(lp, -1), 0)); acc = mean(argmax(logits, -1) == y); loss, acc", "", 0},
+    {"param T = 2; q = t / T - logsumexp(t / T, -1); p = logits / T - logsumexp(logits / T, -1); "
+     "batchmean(sum(exp(q) * (q - p), -1)) * T^2", "", 0},
+    {"sum(logits) / sum(y != -100)", "reductions combined other than", 13},
+    {"log(mean(logits))", "reductions combined other than", 1},
+    {"mean(logits) + 1", "a constant added to a reduction", 14},
+    {"mean(logits) + sum(logits)", "a sum added to a mean", 14},
+    {"logits - logsumexp(logits, -1)", "it is a map", 1},
+    {"mean(logits - mean(logits))", "is used per element", 15},
+    {"sum(logsumexp(logits, 0))", "first dimension", 1},
+};
+
+}  // namespace
+
+TEST_SUITE("linear") {
+
+TEST_CASE("linear_loss: programs whose results add up over parts of the rows, and the others refused") {
+    for (const auto& c : kSplitCases) {
+        CAPTURE(c.program);
+        if (std::string(c.error).empty()) {
+            CHECK_NOTHROW(LinearLoss(compile(c.program)));
+            continue;
+        }
+        try {
+            LinearLoss head(compile(c.program));
+            FAIL("accepted");
+        } catch (const SourceError& e) {
+            CHECK(e.message().find(c.error) != std::string::npos);
+            CHECK(e.where().column == c.column);
+        }
+    }
+    CHECK_THROWS_WITH_AS(LinearLoss(compile("mean(x^2)")), doctest::Contains("never reads 'logits'"), UsageError);
+    LinearLossOptions named;
+    named.logits = "z";
+    CHECK_NOTHROW(LinearLoss(compile("mean(logsumexp(z, -1))"), named));
+    const LinearLoss head(compile("mean(w[y] * (logsumexp(logits, -1) - logits[y]))"));
+    CHECK(head.others() == std::vector<std::string>{"w", "y"});
+}
+
+TEST_CASE("linear_loss: chunks of equal rows within the chunk budget") {
+    const LinearLoss head(compile("mean(logsumexp(logits, -1) - logits[y])"));
+    auto plan = [&](std::int64_t n, std::int64_t v, DType dtype, bool grads) {
+        return head.plan(TensorView{nullptr, dtype, {n, 4096}, {}}, TensorView{nullptr, dtype, {v, 4096}, {}}, grads);
+    };
+    // 16384 rows of 128256 bf16 logits and their gradient: 1 GiB holds 2093 rows; 2048 a chunk.
+    auto p = plan(16384, 128256, DType::bfloat16, true);
+    CHECK(p.chunk_rows == 2048);
+    CHECK(p.chunks == 8);
+    CHECK(p.workspace_bytes < (std::size_t{3} << 29));  // the 1.5 GiB
+    CHECK(p.workspace_bytes >= std::size_t{2} * 2048 * 128256 * 2);
+    // Without gradients the chunk holds twice the rows; 10000 rows go in equal chunks.
+    CHECK(plan(16384, 128256, DType::bfloat16, false).chunk_rows == 4096);
+    p = plan(10000, 128256, DType::bfloat16, true);
+    CHECK(p.chunks == 5);
+    CHECK(p.chunk_rows == 2048);  // 2000 rounded up to whole tiles, still within the budget
+    CHECK(plan(100, 50, DType::float32, true).chunks == 1);
+    LinearLossOptions fixed;
+    fixed.chunk_rows = 3000;
+    const LinearLoss chunked(compile("sum(logits)"), fixed);
+    const auto q = chunked.plan(TensorView{nullptr, DType::float32, {10000, 8}, {}},
+                                TensorView{nullptr, DType::float32, {16, 8}, {}}, true);
+    CHECK(q.chunks == 4);
+    CHECK(q.chunk_rows == 2500);
+    CHECK_THROWS_WITH_AS(head.plan(TensorView{nullptr, DType::float32, {4, 8}, {}},
+                                   TensorView{nullptr, DType::bfloat16, {16, 8}, {}}, true),
+                         doctest::Contains("both float32, bfloat16 or float16"), UsageError);
+    CHECK_THROWS_WITH_AS(head.plan(TensorView{nullptr, DType::float32, {4, 8}, {}},
+                                   TensorView{nullptr, DType::float32, {16, 9}, {}}, true),
+                         doctest::Contains("last dimensions (H) differ"), UsageError);
+}
+
+}  // TEST_SUITE
+
+namespace {
+
+// The reference: logits = h W^T + bias in float64 from the operands' values, rounded to their dtype
+// (the product stores them so), the program's reference values and d first result / d logits, and
+// from those dh = G W, dW = G^T h, dbias = the column sums of G.
+struct Expected {
+    std::vector<double> values, dh, dW, dbias;
+};
+
+Expected expected(const Loss& loss, const HostTensor& h, const HostTensor& W, const HostTensor* bias,
+                  const std::vector<const HostTensor*>& others, const std::string& logits_name) {
+    const std::int64_t n = h.shape[0], features = h.shape[1], classes = W.shape[0];
+    HostTensor logits({n, classes}, h.dtype);
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t v = 0; v < classes; ++v) {
+            double sum = bias ? bias->at(v) : 0.0;
+            for (std::int64_t k = 0; k < features; ++k) sum += h.at(r * features + k) * W.at(v * features + k);
+            logits.set(r * classes + v, sum);
+        }
+    std::vector<TensorView> views;
+    std::size_t o = 0;
+    for (const auto& name : loss.inputs()) views.push_back(name == logits_name ? logits.view() : others[o++]->view());
+    Expected e;
+    e.values = loss.reference_values(views);
+    const std::vector<std::string> wrt{logits_name};
+    const auto g = loss.reference_grad(views, wrt)[0].values;
+    e.dh.assign(static_cast<std::size_t>(n * features), 0.0);
+    e.dW.assign(static_cast<std::size_t>(classes * features), 0.0);
+    e.dbias.assign(static_cast<std::size_t>(classes), 0.0);
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t v = 0; v < classes; ++v) {
+            const double gv = g[static_cast<std::size_t>(r * classes + v)];
+            e.dbias[static_cast<std::size_t>(v)] += gv;
+            for (std::int64_t k = 0; k < features; ++k) {
+                e.dh[static_cast<std::size_t>(r * features + k)] += gv * W.at(v * features + k);
+                e.dW[static_cast<std::size_t>(v * features + k)] += gv * h.at(r * features + k);
+            }
+        }
+    return e;
+}
+
+// The largest difference of `got` (a device buffer of `dtype`) from `want`, over want's largest magnitude.
+double error_of_largest(const DeviceBuffer& got, DType dtype, const std::vector<double>& want) {
+    HostTensor host({static_cast<std::int64_t>(want.size())}, dtype);
+    got.download(host.bytes.data(), host.bytes.size());
+    double largest = 0, worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        largest = std::max(largest, std::fabs(want[i]));
+        const double d = std::fabs(host.at(static_cast<std::int64_t>(i)) - want[i]);
+        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+    }
+    return largest == 0 ? worst : worst / largest;
+}
+
+struct GpuCase {
+    const char* program;
+    bool bias;
+    std::int64_t chunk_rows;
+};
+
+const GpuCase kGpuCases[] = {
+    {"mean(logsumexp(logits, -1) - logits[y])", false, 128},  // 301 rows: chunks of 101, 101, 99
+    {"mean(logsumexp(logits, -1) - logits[y])", true, 0},     // one chunk
+    {"lse = logsumexp(logits, -1); loss = mean(lse - logits[y]) + 1e-4 * mean(lse^2); "
+     "z = mean(lse^2); acc = mean(argmax(logits, -1) == y); loss, z, acc",
+     true, 100},
+    {"c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); sum(lse - c[y]) / 300 + 1e-4 * sum(lse^2) / 300", false, 64},
+    {"param eps = 0.1; lp = logits - logsumexp(logits, -1); mean(-(1 - eps) * lp[y] - eps * mean(lp, -1))", true, 97},
+    {"sum(where(y != 3, logsumexp(logits, -1) - logits[y], 0))", false, 128},
+};
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("linear_loss: values and gradients of h, W and bias match the reference, chunked or not" *
+          doctest::skip(!lossjit_test::have_typed_gpu())) {
+    const std::int64_t n = 301, features = 64, classes = 1000;
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+        lossjit_test::Typed h("301x64:normal[0,0.5]", dtype, 11), W("1000x64:normal[0,0.5]", dtype, 12);
+        lossjit_test::Typed bias("1000:normal", dtype, 13), y("301:integers[0,1000]:i64", DType::int64, 14);
+        for (const auto& c : kGpuCases) {
+            CAPTURE(c.program);
+            CAPTURE(to_string(dtype));
+            CAPTURE(c.chunk_rows);
+            LinearLossOptions options;
+            options.chunk_rows = c.chunk_rows;
+            LinearLoss head(compile(c.program), options);
+            const Expected want = expected(head.loss(), h.host, W.host, c.bias ? &bias.host : nullptr, {&y.host}, "logits");
+            const auto results = static_cast<std::int64_t>(head.loss().result_count());
+            DeviceBuffer values(static_cast<std::size_t>(results) * 8), dh(static_cast<std::size_t>(n * features) * 4),
+                dW(static_cast<std::size_t>(classes * features) * 4), dbias(static_cast<std::size_t>(classes) * 4);
+            for (auto* b : {&values, &dh, &dW, &dbias}) b->fill_bytes(0xFF);
+            // dh in the operands' dtype, dW and dbias summed in float32.
+            LinearGrads grads{OutputView::contiguous(dh.data(), {n, features}, dtype),
+                              OutputView::contiguous(dW.data(), {classes, features}, DType::float32),
+                              c.bias ? OutputView::contiguous(dbias.data(), {classes}, DType::float32) : OutputView{}};
+            const TensorView bias_view = bias.view();
+            const TensorView others[] = {y.view()};
+            head.run(h.view(), W.view(), c.bias ? &bias_view : nullptr, others,
+                     OutputView::contiguous(values.data(), {results}, DType::float64), &grads);
+            synchronize();
+            const double value_tolerance = dtype == DType::float32 ? 1e-5 : 1e-3;
+            std::vector<double> got(static_cast<std::size_t>(results));
+            values.download(got.data(), got.size() * 8);
+            for (std::size_t r = 0; r < got.size(); ++r) {
+                CAPTURE(r);
+                CHECK(std::fabs(got[r] - want.values[r]) <= value_tolerance * std::max(1.0, std::fabs(want.values[r])));
+            }
+            // bfloat16: the gradient of the logits is stored in bfloat16 before the products, as torch's is.
+            const double grad_tolerance = dtype == DType::float32 ? 1e-5 : 2e-2;
+            CHECK(error_of_largest(dh, dtype, want.dh) <= grad_tolerance);
+            CHECK(error_of_largest(dW, DType::float32, want.dW) <= grad_tolerance);
+            if (c.bias) CHECK(error_of_largest(dbias, DType::float32, want.dbias) <= grad_tolerance);
+
+            // Values alone (no gradient buffer), into a float32 result, with a lent workspace.
+            const auto plan = head.plan(h.view(), W.view(), false);
+            DeviceBuffer workspace(plan.workspace_bytes);
+            head.run(h.view(), W.view(), c.bias ? &bias_view : nullptr, others,
+                     OutputView::contiguous(values.data(), {results}, DType::float32), nullptr, nullptr,
+                     workspace.data());
+            synchronize();
+            std::vector<float> alone(static_cast<std::size_t>(results));
+            values.download(alone.data(), alone.size() * 4);
+            for (std::size_t r = 0; r < alone.size(); ++r)
+                CHECK(std::fabs(alone[r] - want.values[r]) <= std::max(value_tolerance, 1e-6) * std::max(1.0, std::fabs(want.values[r])));
+        }
+    }
+}
+
+TEST_CASE("linear_loss: misuse is refused before anything runs" * doctest::skip(!lossjit_test::have_typed_gpu())) {
+    LinearLoss head(compile("mean(logsumexp(logits, -1) - logits[y])"));
+    lossjit_test::Typed h("8x4:normal", DType::float32, 1), W("5x4:normal", DType::float32, 2);
+    lossjit_test::Typed y("7:integers[0,5]:i64", DType::int64, 3);
+    DeviceBuffer values(8);
+    const TensorView others[] = {y.view()};
+    CHECK_THROWS_WITH_AS(head.run(h.view(), W.view(), nullptr, others,
+                                  OutputView::contiguous(values.data(), {1}, DType::float32), nullptr),
+                         doctest::Contains("one value per row of h"), UsageError);
+    CHECK_THROWS_WITH_AS(head.run(h.view(), W.view(), nullptr, {}, OutputView::contiguous(values.data(), {1}, DType::float32),
+                                  nullptr),
+                         doctest::Contains("reads 1 inputs beside 'logits'"), UsageError);
+}
+
+}  // TEST_SUITE
