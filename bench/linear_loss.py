@@ -55,13 +55,22 @@ def profile(name, fn):
         fn()
         torch.cuda.synchronize()
     rows = {}
+    spans = []
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             total, count = rows.get(e.name, (0.0, 0))
             rows[e.name] = (total + e.device_time_total / 1e3, count + 1)
-    print(f"  kernels of {name} (ms, calls):")
+            spans.append((e.time_range.start, e.time_range.end, e.name))
+    spans.sort()
+    busy = sum(end - start for start, end, _ in spans) / 1e3
+    print(f"  kernels of {name} (ms, calls): {busy:.3f} ms busy from the first kernel's start to the last's end "
+          f"{(spans[-1][1] - spans[0][0]) / 1e3:.3f} ms" if spans else f"  kernels of {name}: none")
     for kernel, (ms, count) in sorted(rows.items(), key=lambda kv: -kv[1][0])[:12]:
         print(f"    {ms:9.3f} {count:4d}  {kernel[:110]}")
+    gaps = sorted(((b[0] - a[1], a[2], b[2]) for a, b in zip(spans, spans[1:])), reverse=True)[:4]
+    for gap, before, after in gaps:
+        if gap > 50:
+            print(f"    idle {gap / 1e3:7.3f} ms between {before[:45]} and {after[:45]}")
 
 
 def main():
@@ -73,6 +82,8 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--program", action="append", choices=sorted(PROGRAMS))
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--chunk-gib", type=float, action="append",
+                    help="also time lossjit with chunk buffers of this many GiB (repeatable; the default is 1)")
     ap.add_argument("--json", help="write the results here too")
     ap.add_argument("--profile", action="store_true",
                     help="also list each method's kernels by GPU time in one step (torch.profiler)")
@@ -100,6 +111,9 @@ def main():
             return torch.autograd.grad(head(h, W, y=y), [h, W])
 
         fns = {"lossjit": ours, "eager": eager}
+        for gib in args.chunk_gib or []:
+            other = lossjit.LinearLoss(text, chunk_bytes=int(gib * 2 ** 30))
+            fns[f"lossjit {gib:g} GiB"] = lambda other=other: torch.autograd.grad(other(h, W, y=y), [h, W])
         if not args.no_compile:
             compiled = torch.compile(lambda h, W, y: torch_loss(F.linear(h, W), y))
             fns["torch.compile"] = lambda: torch.autograd.grad(compiled(h, W, y), [h, W])

@@ -77,33 +77,32 @@ TEST_CASE("linear_loss: programs whose results add up over parts of the rows, an
 
 TEST_CASE("linear_loss: chunks of equal rows within the chunk budget") {
     const LinearLoss head(compile("mean(logsumexp(logits, -1) - logits[y])"));
-    auto plan = [&](std::int64_t n, std::int64_t v, DType dtype, bool grads) {
-        return head.plan(TensorView{nullptr, dtype, {n, 4096}, {}}, TensorView{nullptr, dtype, {v, 4096}, {}}, grads);
+    auto plan = [&](std::int64_t n, std::int64_t v, DType dtype) {
+        return head.plan(TensorView{nullptr, dtype, {n, 4096}, {}}, TensorView{nullptr, dtype, {v, 4096}, {}});
     };
-    // 16384 rows of 128256 bf16 logits and their gradient: 1 GiB holds 2093 rows; 2048 a chunk.
-    auto p = plan(16384, 128256, DType::bfloat16, true);
-    CHECK(p.chunk_rows == 2048);
-    CHECK(p.chunks == 8);
+    // 16384 rows of 128256 bf16 logits (their gradient overwrites them): 1 GiB holds 4186 rows; 4096 a chunk.
+    auto p = plan(16384, 128256, DType::bfloat16);
+    CHECK(p.chunk_rows == 4096);
+    CHECK(p.chunks == 4);
     CHECK(p.workspace_bytes < (std::size_t{3} << 29));  // the issue's 1.5 GiB
-    CHECK(p.workspace_bytes >= std::size_t{2} * 2048 * 128256 * 2);
-    // Without gradients the chunk holds twice the rows; 10000 rows go in equal chunks.
-    CHECK(plan(16384, 128256, DType::bfloat16, false).chunk_rows == 4096);
-    p = plan(10000, 128256, DType::bfloat16, true);
-    CHECK(p.chunks == 5);
-    CHECK(p.chunk_rows == 2048);  // 2000 rounded up to whole tiles, still within the budget
-    CHECK(plan(100, 50, DType::float32, true).chunks == 1);
+    CHECK(p.workspace_bytes >= std::size_t{4096} * 128256 * 2);
+    // 10000 rows go in equal chunks: 3 of 3334, rounded up to whole tiles within the budget.
+    p = plan(10000, 128256, DType::bfloat16);
+    CHECK(p.chunks == 3);
+    CHECK(p.chunk_rows == 3392);
+    CHECK(plan(100, 50, DType::float32).chunks == 1);
     LinearLossOptions fixed;
     fixed.chunk_rows = 3000;
     const LinearLoss chunked(compile("sum(logits)"), fixed);
     const auto q = chunked.plan(TensorView{nullptr, DType::float32, {10000, 8}, {}},
-                                TensorView{nullptr, DType::float32, {16, 8}, {}}, true);
+                                TensorView{nullptr, DType::float32, {16, 8}, {}});
     CHECK(q.chunks == 4);
     CHECK(q.chunk_rows == 2500);
     CHECK_THROWS_WITH_AS(head.plan(TensorView{nullptr, DType::float32, {4, 8}, {}},
-                                   TensorView{nullptr, DType::bfloat16, {16, 8}, {}}, true),
+                                   TensorView{nullptr, DType::bfloat16, {16, 8}, {}}),
                          doctest::Contains("both float32, bfloat16 or float16"), UsageError);
     CHECK_THROWS_WITH_AS(head.plan(TensorView{nullptr, DType::float32, {4, 8}, {}},
-                                   TensorView{nullptr, DType::float32, {16, 9}, {}}, true),
+                                   TensorView{nullptr, DType::float32, {16, 9}, {}}),
                          doctest::Contains("last dimensions (H) differ"), UsageError);
 }
 
@@ -178,6 +177,7 @@ const GpuCase kGpuCases[] = {
     {"c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); sum(lse - c[y]) / 300 + 1e-4 * sum(lse^2) / 300", false, 64},
     {"param eps = 0.1; lp = logits - logsumexp(logits, -1); mean(-(1 - eps) * lp[y] - eps * mean(lp, -1))", true, 97},
     {"sum(where(y != 3, logsumexp(logits, -1) - logits[y], 0))", false, 128},
+    {"sum(logits * logits) * 0.5", true, 100},  // the elementwise kind: no rows
 };
 
 }  // namespace
@@ -197,7 +197,10 @@ TEST_CASE("linear_loss: values and gradients of h, W and bias match the referenc
             LinearLossOptions options;
             options.chunk_rows = c.chunk_rows;
             LinearLoss head(compile(c.program), options);
-            const Expected want = expected(head.loss(), h.host, W.host, c.bias ? &bias.host : nullptr, {&y.host}, "logits");
+            const Expected want = expected(head.loss(), h.host, W.host, c.bias ? &bias.host : nullptr,
+                                           head.loss().uses("y") ? std::vector<const HostTensor*>{&y.host}
+                                                                 : std::vector<const HostTensor*>{},
+                                           "logits");
             const auto results = static_cast<std::int64_t>(head.loss().result_count());
             DeviceBuffer values(static_cast<std::size_t>(results) * 8), dh(static_cast<std::size_t>(n * features) * 4),
                 dW(static_cast<std::size_t>(classes * features) * 4), dbias(static_cast<std::size_t>(classes) * 4);
@@ -207,7 +210,8 @@ TEST_CASE("linear_loss: values and gradients of h, W and bias match the referenc
                               OutputView::contiguous(dW.data(), {classes, features}, DType::float32),
                               c.bias ? OutputView::contiguous(dbias.data(), {classes}, DType::float32) : OutputView{}};
             const TensorView bias_view = bias.view();
-            const TensorView others[] = {y.view()};
+            const bool reads_y = head.loss().uses("y");
+            const std::vector<TensorView> others = reads_y ? std::vector<TensorView>{y.view()} : std::vector<TensorView>{};
             head.run(h.view(), W.view(), c.bias ? &bias_view : nullptr, others,
                      OutputView::contiguous(values.data(), {results}, DType::float64), &grads);
             synchronize();
@@ -225,7 +229,7 @@ TEST_CASE("linear_loss: values and gradients of h, W and bias match the referenc
             if (c.bias) CHECK(error_of_largest(dbias, DType::float32, want.dbias) <= grad_tolerance);
 
             // Values alone (no gradient buffer), into a float32 result, with a lent workspace.
-            const auto plan = head.plan(h.view(), W.view(), false);
+            const auto plan = head.plan(h.view(), W.view());
             DeviceBuffer workspace(plan.workspace_bytes);
             head.run(h.view(), W.view(), c.bias ? &bias_view : nullptr, others,
                      OutputView::contiguous(values.data(), {results}, DType::float32), nullptr, nullptr,
@@ -236,6 +240,56 @@ TEST_CASE("linear_loss: values and gradients of h, W and bias match the referenc
             for (std::size_t r = 0; r < alone.size(); ++r)
                 CHECK(std::fabs(alone[r] - want.values[r]) <= std::max(value_tolerance, 1e-6) * std::max(1.0, std::fabs(want.values[r])));
         }
+    }
+}
+
+// The gradient overwrites the logits in every kernel of the row kinds: few long rows taken by the
+// blocks of a cluster (automatic below half the SMs, and asked for), a block per row with and
+// without the row cache, a warp per row.
+TEST_CASE("linear_loss: the gradient over its logits in clusters, row caches and warps" *
+          doctest::skip(!lossjit_test::have_typed_gpu())) {
+    const std::int64_t n = 48, features = 32, classes = 20000;
+    lossjit_test::Typed h("48x32:normal", DType::float32, 21), W("20000x32:normal[0,0.3]", DType::float32, 22);
+    lossjit_test::Typed y("48:integers[0,20000]:i64", DType::int64, 23);
+    const char* program = "lse = logsumexp(logits, -1); mean(lse - logits[y]) + 1e-2 * mean(lse^2)";
+    struct Variant {
+        const char* name;
+        std::int64_t chunk_rows;
+        Knobs knobs;
+    };
+    std::vector<Variant> variants{{"automatic, 16 rows a chunk", 16, {}}, {"automatic, one chunk", 0, {}}};
+    Knobs cluster4;
+    cluster4.row_cluster = 4;
+    variants.push_back({"clusters of 4", 16, cluster4});
+    Knobs cached, uncached, warp;
+    cached.row_cache = true, cached.block_threads = 1024, cached.row_cluster = 1;
+    uncached.row_cache = false, uncached.block_threads = 256;
+    warp.block_threads = 32;
+    variants.push_back({"a block a row, cached", 16, cached});
+    variants.push_back({"a block a row, uncached", 16, uncached});
+    variants.push_back({"32 threads a block", 24, warp});
+    const TensorView others[] = {y.view()};
+    for (const auto& v : variants) {
+        CAPTURE(v.name);
+        Options options;
+        options.knobs = v.knobs;
+        LinearLossOptions chunking;
+        chunking.chunk_rows = v.chunk_rows;
+        LinearLoss head(compile(program, options), chunking);
+        const Expected want = expected(head.loss(), h.host, W.host, nullptr, {&y.host}, "logits");
+        DeviceBuffer value(8), dh(static_cast<std::size_t>(n * features) * 4), dW(static_cast<std::size_t>(classes * features) * 4);
+        LinearGrads grads{OutputView::contiguous(dh.data(), {n, features}, DType::float32),
+                          OutputView::contiguous(dW.data(), {classes, features}, DType::float32), OutputView{}};
+        head.run(h.view(), W.view(), nullptr, others, OutputView::contiguous(value.data(), {1}, DType::float64), &grads);
+        synchronize();
+        double got = 0;
+        value.download(&got, 8);
+        CHECK(std::fabs(got - want.values[0]) <= 1e-5 * std::fabs(want.values[0]));
+        CHECK(error_of_largest(dh, DType::float32, want.dh) <= 1e-5);
+        CHECK(error_of_largest(dW, DType::float32, want.dW) <= 1e-5);
+        const auto info = head.loss().kernel_info();
+        REQUIRE(info);
+        MESSAGE(v.name, ": ", info->signature);
     }
 }
 

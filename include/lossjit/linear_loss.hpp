@@ -8,8 +8,8 @@
 // The program is any reduction of the language over `logits` [N, V] (and other inputs) whose
 // results each add up over parts of the rows: sum(...) or mean(...) (batchmean too) times
 // constants. Ratios of reductions (`sum(a) / sum(b)`) do not split into parts; write the numerator
-// and divide outside (docs/linear_loss.md). Memory: one chunk of logits and one of their gradient,
-// and cuBLASLt's workspace, beside the caller's tensors. cuBLASLt (libcublasLt.so.13 of the CUDA
+// and divide outside (docs/linear_loss.md). Memory: one chunk of logits (their gradient overwrites
+// them) and cuBLASLt's workspace, beside the caller's tensors. cuBLASLt (libcublasLt.so.13 of the CUDA
 // toolkit) is loaded at the first call, as the driver is.
 #pragma once
 
@@ -29,7 +29,7 @@ struct LinearLossOptions {
     // The most rows of h a chunk takes (the rows are split into chunks of equal size, the last one
     // perhaps smaller); 0: as many as fit chunk_bytes, in whole tiles of 128 where that fits.
     std::int64_t chunk_rows = 0;
-    // What the chunk's buffers (its logits, and their gradient when gradients are asked) may take.
+    // What the chunk's buffer of logits (and then of their gradient) may take.
     std::size_t chunk_bytes = std::size_t{1} << 30;
 };
 
@@ -60,7 +60,7 @@ public:
         std::size_t workspace_bytes = 0;  // device memory a call needs (lent, or held by this object)
     };
     // The chunking of a call with these operands (only shapes and dtypes are read).
-    Plan plan(const TensorView& h, const TensorView& W, bool gradients, bool bias_gradient = false) const;
+    Plan plan(const TensorView& h, const TensorView& W, bool bias_gradient = false) const;
 
     // Enqueues everything on `stream` and returns: `values` (the program's result_count() results,
     // one element each, any floating dtype) and, if `grads` is given, the gradients of the first

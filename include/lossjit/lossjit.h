@@ -224,7 +224,7 @@ LOSSJIT_C_EXPORT lossjit_status lossjit_reference_grad(const lossjit_loss* loss,
  * rows at a time, never holding all the logits ---- */
 typedef struct lossjit_linear lossjit_linear;
 /* A copy of `loss` on `device` whose input `logits` (NULL: "logits") receives the products;
- * `chunk_rows` 0 and `chunk_bytes` 0 choose the chunk (1 GiB of chunk buffers). A program whose
+ * `chunk_rows` 0 and `chunk_bytes` 0 choose the chunk (a chunk buffer of 1 GiB). A program whose
  * results do not add up over parts of the rows is a LOSSJIT_ERROR_SOURCE with its column. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logits, int64_t chunk_rows,
                                                       size_t chunk_bytes, int32_t device, lossjit_linear** out);
@@ -232,8 +232,8 @@ LOSSJIT_C_EXPORT void lossjit_linear_free(lossjit_linear* linear); /* NULL is fi
 /* The chunking of a call with h [N, H] and W [V, H], and the device workspace it needs (lent to
  * lossjit_linear_run, or NULL there for memory the handle keeps). Only shapes and dtypes are read. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_view* h,
-                                                    const lossjit_view* W, int32_t gradients, int32_t bias_gradient,
-                                                    int64_t* chunk_rows, int64_t* chunks, size_t* workspace_bytes);
+                                                    const lossjit_view* W, int32_t bias_gradient, int64_t* chunk_rows,
+                                                    int64_t* chunks, size_t* workspace_bytes);
 /* Queues the call on exec's stream: `values` (lossjit_result_count elements, any floating dtype) and,
  * where dh, dW, dbias are not NULL, the first result's gradients. `others`: the program's inputs but
  * the logits, in input order. */

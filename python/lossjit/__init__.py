@@ -316,6 +316,10 @@ def _is_cuda_dlpack(a):
 def __getattr__(name):
     """LinearLoss and linear_loss (lossjit._linear) need torch: imported on first use."""
     if name in ("LinearLoss", "linear_loss"):
+        import torch
+        if not _torch_supported(torch):
+            raise UsageError(f"lossjit.{name} needs torch 2.4 or later (torch.library.custom_op); this is torch "
+                             f"{getattr(torch, '__version__', '(unknown)')}")
         from . import _linear
         return getattr(_linear, name)
     raise AttributeError(f"module 'lossjit' has no attribute {name!r}")

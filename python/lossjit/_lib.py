@@ -164,7 +164,7 @@ _SIGNATURES = {
     "lossjit_reference_dlpack": (_i32, [_vp, _vp, _sz, ctypes.POINTER(_dbl)]),
     "lossjit_linear_create": (_i32, [_vp, _cp, ctypes.c_int64, _sz, _i32, ctypes.POINTER(_vp)]),
     "lossjit_linear_free": (None, [_vp]),
-    "lossjit_linear_plan": (_i32, [_vp, _vp, _vp, _i32, _i32, _vp, _vp, _vp]),
+    "lossjit_linear_plan": (_i32, [_vp, _vp, _vp, _i32, _vp, _vp, _vp]),
     "lossjit_linear_run": (_i32, [_vp, _vp, _vp, _vp, _vp, _sz, _vp, _vp, _vp, _vp, _vp, _vp]),
 }
 # The version first: an older library lacks functions below, and should say so rather than fail on one.

@@ -67,14 +67,14 @@ class LinearLoss:
         self.__del__()
         self._handles = {}
 
-    def plan(self, h, W, gradients=True, bias_gradient=False):
+    def plan(self, h, W, bias_gradient=False):
         """(chunk rows, chunks, workspace bytes) of a call with these tensors."""
         keep = []
         rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
         h2 = h.reshape(-1, h.shape[-1])
         _lib.check(_lib.lib.lossjit_linear_plan(self._handle(None), ctypes.byref(_tensor_view(h2, keep)),
-                                                ctypes.byref(_tensor_view(W, keep)), int(gradients),
-                                                int(bias_gradient), ctypes.byref(rows), ctypes.byref(chunks),
+                                                ctypes.byref(_tensor_view(W, keep)), int(bias_gradient),
+                                                ctypes.byref(rows), ctypes.byref(chunks),
                                                 ctypes.byref(ws)))
         return rows.value, chunks.value, ws.value
 
@@ -125,8 +125,8 @@ class LinearLoss:
         dbias = torch.empty_like(bias) if mask & 4 else empty
         rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
         hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
-        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(mask != 0),
-                                                int(bool(mask & 4)), ctypes.byref(rows), ctypes.byref(chunks),
+        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(bool(mask & 4)),
+                                                ctypes.byref(rows), ctypes.byref(chunks),
                                                 ctypes.byref(ws)))
         workspace = torch.empty(ws.value, dtype=torch.uint8, device=h.device)
         others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
@@ -171,6 +171,37 @@ def _(linear_id, tensors, has_bias, grad_mask):
             bias.new_empty(bias.shape) if grad_mask & 4 and bias is not None else empty]
 
 
+_scaler = None  # the Loss of `d * g` (made on first use)
+_map = _lib.gil_lib.lossjit_map
+
+
+def _scaler_handle():
+    global _scaler
+    if _scaler is None:
+        from . import compile as _compile
+        _scaler = _compile("d * g", inputs=["d", "g"], expect="map", source_name="linear_loss upstream")
+    return _scaler._handle
+
+
+@torch.library.custom_op("lossjit::linear_scale", mutates_args=())
+def linear_scale(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """d * g in d's dtype, multiplied in float32 and rounded once, in one vectorized pass (torch's mul
+    of a bfloat16 tensor by a float32 0-dim tensor takes its unvectorized casting loop: 2.1 ms for W's
+    128256 x 4096 on an H100 against 0.7 for a copy)."""
+    out = torch.empty_like(d, memory_format=torch.contiguous_format)
+    keep = []
+    views = (_lib.View * 2)(_tensor_view(d, keep), _tensor_view(g, keep))
+    device = d.device.index if d.device.index is not None else torch.cuda.current_device()
+    exec_ = _lib.Exec(_raw_stream(device), device, None, 0)
+    _lib.check(_map(_scaler_handle(), views, 2, ctypes.byref(_tensor_view(out, keep)), ctypes.byref(exec_)))
+    return out
+
+
+@linear_scale.register_fake
+def _(d, g):
+    return torch.empty_like(d, memory_format=torch.contiguous_format)
+
+
 def _setup(ctx, inputs, output):
     linear_id, tensors, has_bias, mask = inputs
     loss = _linear(linear_id).loss
@@ -195,10 +226,11 @@ def _backward(ctx, grads):  # one gradient per output of the list (None where no
     out = [None] * ctx.count
     if g is not None:
         dh, dW, dbias = ctx.saved_tensors
-        out[0] = dh * g if ctx.mask & 1 else None
-        out[1] = dW * g if ctx.mask & 2 else None
+        scale = torch.ops.lossjit.linear_scale
+        out[0] = scale(dh, g) if ctx.mask & 1 else None
+        out[1] = scale(dW, g) if ctx.mask & 2 else None
         if ctx.has_bias:
-            out[2] = dbias * g if ctx.mask & 4 else None
+            out[2] = scale(dbias, g) if ctx.mask & 4 else None
     return None, out, None, None
 
 

@@ -269,6 +269,8 @@ def test_a_torch_too_old_for_the_ops_is_a_clear_error_not_a_failed_compile(monke
     assert loss(p, p) == 0
     with pytest.raises(lossjit.UsageError, match="torch 2.4 or later.*this is torch 1.13.0"):
         loss(OldTensor(), OldTensor())
+    with pytest.raises(lossjit.UsageError, match="LinearLoss needs torch 2.4 or later.*this is torch 1.13.0"):
+        lossjit.LinearLoss("mean(logsumexp(logits, -1) - logits[y])")
 
 
 def test_kernelbench_programs_name_their_inputs_in_the_header():

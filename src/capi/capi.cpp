@@ -453,12 +453,10 @@ lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logit
 void lossjit_linear_free(lossjit_linear* linear) { delete linear; }
 
 lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
-                                   int32_t gradients, int32_t bias_gradient, int64_t* chunk_rows, int64_t* chunks,
-                                   size_t* workspace_bytes) {
+                                   int32_t bias_gradient, int64_t* chunk_rows, int64_t* chunks, size_t* workspace_bytes) {
     return capi::guard([&] {
         if (!linear || !h || !W) throw UsageError("lossjit_linear_plan needs the handle, h and W");
-        const auto p = linear->linear.plan(capi::to_view(*h, "h"), capi::to_view(*W, "W"), gradients != 0,
-                                           bias_gradient != 0);
+        const auto p = linear->linear.plan(capi::to_view(*h, "h"), capi::to_view(*W, "W"), bias_gradient != 0);
         if (chunk_rows) *chunk_rows = p.chunk_rows;
         if (chunks) *chunks = p.chunks;
         if (workspace_bytes) *workspace_bytes = p.workspace_bytes;

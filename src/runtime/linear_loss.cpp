@@ -3,6 +3,15 @@
 // dW += G^T h (G: the chunk's d loss / d logits). Row-major tensors are cuBLAS's column-major
 // transposes, so each product below is written for the transposes: logits^T = W h^T, dh^T = W^T G^T,
 // dW^T = h^T G.
+//
+// G overwrites the logits in their buffer. Every kernel kind may write a gradient over the input
+// it is of: the elementwise loop reads an element and writes its gradient in one thread and one
+// step; the row kinds write gradients in their last pass over the row, which starts when every
+// earlier pass (and the row's values: totals, takes such as logits[y]) is done, and in which each
+// thread reads (from memory or the row cache) the columns it then writes and no others. Halving
+// the chunk buffers doubles the rows a chunk takes: half the products, and half the passes of dW
+// in and out of memory that its accumulation over chunks costs (tests/test_linear_loss.cpp runs
+// every kind this way against the reference).
 #include "lossjit/linear_loss.hpp"
 
 #include <algorithm>
@@ -57,17 +66,16 @@ void check_output(const OutputView& view, DType operands, const Shape& shape, st
 
 // Where each buffer of a call lies in its workspace.
 struct Areas {
-    std::size_t logits = 0, gradient = 0, partials = 0, ones = 0, blas = 0, total = 0;
+    std::size_t logits = 0, partials = 0, ones = 0, blas = 0, total = 0;  // the gradient overwrites the logits
 };
 
 Areas areas(std::int64_t rows, std::int64_t chunks, std::int64_t classes, std::size_t results, DType dtype,
-            bool gradients, bool bias_gradient) {
+            bool bias_gradient) {
     const std::size_t chunk = aligned(static_cast<std::size_t>(rows * classes) * size_of(dtype));
     const std::size_t values = aligned(static_cast<std::size_t>(chunks) * results * sizeof(double));
     Areas a;
     std::size_t at = 0;
     a.logits = at, at += chunk;
-    a.gradient = at, at += gradients ? chunk : 0;
     a.partials = at, at += values;
     a.ones = at, at += bias_gradient ? aligned(static_cast<std::size_t>(rows) * size_of(dtype)) : 0;
     a.blas = at, at += cuda::BlasLt::kWorkspaceBytes;
@@ -137,7 +145,7 @@ std::vector<std::string> LinearLoss::others() const {
     return names;
 }
 
-LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool gradients, bool bias_gradient) const {
+LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool bias_gradient) const {
     const State& s = *state_;
     if (h.shape.size() != 2 || W.shape.size() != 2)
         throw UsageError(fmt::format("linear_loss: h [N, H] and W [V, H] must have 2 dimensions (they are {} and {})",
@@ -155,7 +163,7 @@ LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool
     std::int64_t most = s.options.chunk_rows;
     if (most < 0) throw UsageError(fmt::format("linear_loss: chunk_rows {} is negative", most));
     if (most == 0) {
-        const std::size_t row_bytes = static_cast<std::size_t>(classes) * size_of(h.dtype) * (gradients ? 2 : 1);
+        const std::size_t row_bytes = static_cast<std::size_t>(classes) * size_of(h.dtype);
         most = std::max<std::int64_t>(1, static_cast<std::int64_t>(s.options.chunk_bytes / row_bytes));
         if (most >= 128) most -= most % 128;  // whole tiles of the products
     }
@@ -166,9 +174,7 @@ LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool
     if (s.options.chunk_rows == 0 && p.chunk_rows % 64 != 0 && (p.chunk_rows / 64 + 1) * 64 <= most)
         p.chunk_rows = (p.chunk_rows / 64 + 1) * 64;
     p.chunks = (rows + p.chunk_rows - 1) / p.chunk_rows;
-    p.workspace_bytes = areas(p.chunk_rows, p.chunks, classes, s.loss.result_count(), h.dtype, gradients,
-                              bias_gradient)
-                            .total;
+    p.workspace_bytes = areas(p.chunk_rows, p.chunks, classes, s.loss.result_count(), h.dtype, bias_gradient).total;
     return p;
 }
 
@@ -184,7 +190,7 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
     const bool want_dh = grads && grads->dh.data, want_dW = grads && grads->dW.data;
     const bool want_dbias = grads && grads->dbias.data;
     const bool gradients = want_dh || want_dW || want_dbias;
-    const Plan p = plan(h, W, gradients, want_dbias);
+    const Plan p = plan(h, W, want_dbias);
     const std::int64_t rows = h.shape[0], features = h.shape[1], classes = W.shape[0];
     const DType dtype = h.dtype;
     const std::int64_t ld_h = leading_stride(h.shape, h.strides, "h");
@@ -238,7 +244,7 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
         }
         workspace = reinterpret_cast<void*>(s.held->get());
     }
-    const Areas area = areas(p.chunk_rows, p.chunks, classes, results, dtype, gradients, want_dbias);
+    const Areas area = areas(p.chunk_rows, p.chunks, classes, results, dtype, want_dbias);
     auto at = [&](std::size_t offset) { return static_cast<char*>(workspace) + offset; };
     auto* partials = reinterpret_cast<double*>(at(area.partials));
     const std::size_t element = size_of(dtype);
@@ -302,14 +308,14 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
             s.loss.evaluate(inputs, chunk_values, stream);
             continue;
         }
-        const OutputView gradient = OutputView::contiguous(at(area.gradient), Dims{count, classes}, dtype);
+        const OutputView gradient = OutputView::contiguous(at(area.logits), Dims{count, classes}, dtype);
         s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream,
                               Upstream(first_weight(count)));
         if (want_dh) {  // dh_chunk^T [H x n] = W^T [H x V] . G^T [V x n]
             cuda::Gemm back;
             back.m = features, back.n = count, back.k = classes;
             back.a = W.data, back.lda = ld_W;
-            back.b = at(area.gradient), back.ldb = classes;
+            back.b = at(area.logits), back.ldb = classes;
             back.d = static_cast<char*>(grads->dh.data) + first * ld_dh * static_cast<std::int64_t>(size_of(grads->dh.dtype));
             back.ldd = ld_dh;
             back.operand_type = blas_type(dtype), back.output_type = blas_type(grads->dh.dtype);
@@ -320,7 +326,7 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
             back.transpose_b = true;
             back.m = features, back.n = classes, back.k = count;
             back.a = h_chunk, back.lda = ld_h;
-            back.b = at(area.gradient), back.ldb = classes;
+            back.b = at(area.logits), back.ldb = classes;
             back.d = grads->dW.data, back.ldd = ld_dW;
             back.operand_type = blas_type(dtype), back.output_type = blas_type(grads->dW.dtype);
             back.beta = c == 0 ? 0.0f : 1.0f;
@@ -329,7 +335,7 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
         if (want_dbias) {  // dbias [V x 1] (+)= G^T [V x n] . ones [n x 1]
             cuda::Gemm back;
             back.m = classes, back.n = 1, back.k = count;
-            back.a = at(area.gradient), back.lda = classes;
+            back.a = at(area.logits), back.lda = classes;
             back.b = at(area.ones), back.ldb = count;
             back.d = grads->dbias.data, back.ldd = classes;
             back.operand_type = blas_type(dtype), back.output_type = blas_type(grads->dbias.dtype);

@@ -91,6 +91,34 @@ static void cpu_part(void) {
     lossjit_free(bad);
     bad = NULL;
 
+    /* linear_loss (1.4): a program that does not split by rows is a source error at its column; the
+     * plan of one that does, without a GPU. */
+    {
+        lossjit_loss* ratio = NULL;
+        lossjit_options_init(&options);
+        CHECK_OK(lossjit_compile("sum(logits) / sum(y != 3)", &options, &ratio));
+        lossjit_linear* linear = (lossjit_linear*)1;
+        CHECK(lossjit_linear_create(ratio, NULL, 0, 0, 0, &linear) == LOSSJIT_ERROR_SOURCE);
+        CHECK(linear == NULL && lossjit_last_error_column() == 13);
+        CHECK(strstr(lossjit_last_error(), "cannot run a part of the rows at a time") != NULL);
+        lossjit_free(ratio);
+        lossjit_loss* ce = NULL;
+        CHECK_OK(lossjit_compile("mean(logsumexp(z, -1) - z[y])", &options, &ce));
+        CHECK(lossjit_linear_create(ce, NULL, 0, 0, 0, &linear) == LOSSJIT_ERROR_USAGE);
+        CHECK(strstr(lossjit_last_error(), "never reads 'logits'") != NULL);
+        CHECK_OK(lossjit_linear_create(ce, "z", 3000, 0, 0, &linear));
+        int64_t h_shape[2] = {10000, 64}, w_shape[2] = {500, 64}, rows = 0, chunks = 0;
+        size_t workspace = 0;
+        lossjit_view h = {NULL, LOSSJIT_BFLOAT16, 2, h_shape, NULL}, w = {NULL, LOSSJIT_BFLOAT16, 2, w_shape, NULL};
+        CHECK_OK(lossjit_linear_plan(linear, &h, &w, 0, &rows, &chunks, &workspace));
+        CHECK(rows == 2500 && chunks == 4 && workspace >= (size_t)2500 * 500 * 2);
+        w.dtype = LOSSJIT_FLOAT32;
+        CHECK(lossjit_linear_plan(linear, &h, &w, 0, &rows, &chunks, &workspace) == LOSSJIT_ERROR_USAGE);
+        lossjit_linear_free(linear);
+        lossjit_linear_free(NULL);
+        lossjit_free(ce);
+    }
+
     /* A handle: kind, inputs in the order asked for, parameters. */
     const char* order[] = {"t", "p"};
     lossjit_loss* loss = compile_ok("param beta = 2; mean(beta * (p - t)^2)", order, 2);
