@@ -26,7 +26,20 @@ PROGRAMS = {
                       lambda logits, y: F.cross_entropy(logits.float(), y)),
     "zloss_softcap": ("c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); mean(lse - c[y]) + 1e-4 * mean(lse^2)",
                       lambda logits, y: _zsoft(logits, y)),
+    # reduction='none', weighted per token outside: a map of one value per row, whose backward computes
+    # each chunk's logits again (four products, not three).
+    "cross_entropy_per_token": ("logsumexp(logits, -1) - logits[y]",
+                                lambda logits, y: F.cross_entropy(logits.float(), y, reduction="none")),
 }
+# What turns a per-row program's values into the number differentiated: the same for lossjit and torch.
+_TOKEN_WEIGHTS = {}
+
+
+def _scalar(name, values):
+    if values.dim() == 0:
+        return values
+    weights = _TOKEN_WEIGHTS.setdefault(values.shape[0], torch.rand(values.shape[0], device=values.device))
+    return (values * weights).sum()
 
 
 def _zsoft(logits, y):
@@ -105,24 +118,26 @@ def main():
         rows, chunks, ws = head.plan(h, W)
 
         def eager():
-            return torch.autograd.grad(torch_loss(F.linear(h, W), y), [h, W])
+            return torch.autograd.grad(_scalar(name, torch_loss(F.linear(h, W), y)), [h, W])
 
         def ours():
-            return torch.autograd.grad(head(h, W, y=y), [h, W])
+            return torch.autograd.grad(_scalar(name, head(h, W, y=y)), [h, W])
 
         fns = {"lossjit": ours, "eager": eager}
         for gib in args.chunk_gib or []:
             other = lossjit.LinearLoss(text, chunk_bytes=int(gib * 2 ** 30))
-            fns[f"lossjit {gib:g} GiB"] = lambda other=other: torch.autograd.grad(other(h, W, y=y), [h, W])
+            fns[f"lossjit {gib:g} GiB"] = lambda other=other: torch.autograd.grad(_scalar(name, other(h, W, y=y)), [h, W])
         if not args.no_compile:
-            compiled = torch.compile(lambda h, W, y: torch_loss(F.linear(h, W), y))
+            compiled = torch.compile(lambda h, W, y, name=name, torch_loss=torch_loss:
+                                     _scalar(name, torch_loss(F.linear(h, W), y)))
             fns["torch.compile"] = lambda: torch.autograd.grad(compiled(h, W, y), [h, W])
         # Values and gradients against torch eager's.
         with torch.no_grad():
-            ref_value = torch_loss(F.linear(h, W), y).item()
+            ref_value = _scalar(name, torch_loss(F.linear(h, W), y)).item()
         ref = eager()
         got = ours()
-        value = head(h, W, y=y).item()
+        with torch.no_grad():
+            value = _scalar(name, head(h, W, y=y)).item()
         diff = [((g.float() - r.float()).abs().max() / r.float().abs().max()).item() for g, r in zip(got, ref)]
         del ref, got
         base = torch.cuda.memory_allocated() + gradients_bytes

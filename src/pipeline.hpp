@@ -131,10 +131,12 @@ std::vector<int> read_inputs(const ir::Program& program);
 
 // How a result computed over a part of the rows adds up to the result over all of them, for
 // programs that run a part at a time (linear_loss): Sum, the parts' results add; Fraction, each
-// part's result weighs its rows / all the rows (mean, batchmean). One per result, in order.
-// SourceError at the first construct that does not split this way: a map, a statistic (a whole-tensor
-// value used per element), a reduction along the first dimension, a result that is not a constant
-// times reductions of one kind (`sum(a) / sum(b)`, `log(mean(e))`, `mean(a) + sum(b)`, `mean(e) + 1`).
+// part's result weighs its rows / all the rows (mean, batchmean). One per result, in order; none for
+// a map that reduces along rows (each part writes its own rows' values). SourceError at the first
+// construct that does not split this way: a map of one value per element or of several results, a
+// statistic (a whole-tensor value used per element), a reduction along the first dimension, a result
+// that is not a constant times reductions of one kind (`sum(a) / sum(b)`, `log(mean(e))`,
+// `mean(a) + sum(b)`, `mean(e) + 1`).
 enum class RowShare { Sum, Fraction };
 std::vector<RowShare> row_shares(const ir::Program& program);
 

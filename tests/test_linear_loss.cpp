@@ -43,7 +43,8 @@ const SplitCase kSplitCases[] = {
     {"log(mean(logits))", "reductions combined other than", 1},
     {"mean(logits) + 1", "a constant added to a reduction", 14},
     {"mean(logits) + sum(logits)", "a sum added to a mean", 14},
-    {"logits - logsumexp(logits, -1)", "it is a map", 1},
+    {"exp(logits) * 2", "a map of one value per element", 1},
+    {"logsumexp(logits, -1) - logits[y]", "", 0},  // reduction='none'
     {"mean(logits - mean(logits))", "is used per element", 15},
     {"sum(logsumexp(logits, 0))", "first dimension", 1},
 };
@@ -118,7 +119,8 @@ struct Expected {
 };
 
 Expected expected(const Loss& loss, const HostTensor& h, const HostTensor& W, const HostTensor* bias,
-                  const std::vector<const HostTensor*>& others, const std::string& logits_name) {
+                  const std::vector<const HostTensor*>& others, const std::string& logits_name,
+                  const HostTensor* upstream = nullptr) {
     const std::int64_t n = h.shape[0], features = h.shape[1], classes = W.shape[0];
     HostTensor logits({n, classes}, h.dtype);
     for (std::int64_t r = 0; r < n; ++r)
@@ -131,9 +133,17 @@ Expected expected(const Loss& loss, const HostTensor& h, const HostTensor& W, co
     std::size_t o = 0;
     for (const auto& name : loss.inputs()) views.push_back(name == logits_name ? logits.view() : others[o++]->view());
     Expected e;
-    e.values = loss.reference_values(views);
     const std::vector<std::string> wrt{logits_name};
-    const auto g = loss.reference_grad(views, wrt)[0].values;
+    std::vector<double> g;
+    if (loss.kind() == Kind::Map) {  // one value per row, and the vector-Jacobian product with `upstream`
+        HostTensor out({n}, DType::float64);
+        loss.reference_map(views, out.output());
+        for (std::int64_t r = 0; r < n; ++r) e.values.push_back(out.at(r));
+        g = loss.reference_grad(views, wrt, upstream->view())[0].values;
+    } else {
+        e.values = loss.reference_values(views);
+        g = loss.reference_grad(views, wrt)[0].values;
+    }
     e.dh.assign(static_cast<std::size_t>(n * features), 0.0);
     e.dW.assign(static_cast<std::size_t>(classes * features), 0.0);
     e.dbias.assign(static_cast<std::size_t>(classes), 0.0);
@@ -187,7 +197,7 @@ TEST_SUITE("gpu") {
 TEST_CASE("linear_loss: values and gradients of h, W and bias match the reference, chunked or not" *
           doctest::skip(!lossjit_test::have_typed_gpu())) {
     const std::int64_t n = 301, features = 64, classes = 1000;
-    for (DType dtype : {DType::float32, DType::bfloat16}) {
+    for (DType dtype : {DType::float32, DType::bfloat16, DType::float16}) {
         lossjit_test::Typed h("301x64:normal[0,0.5]", dtype, 11), W("1000x64:normal[0,0.5]", dtype, 12);
         lossjit_test::Typed bias("1000:normal", dtype, 13), y("301:integers[0,1000]:i64", DType::int64, 14);
         for (const auto& c : kGpuCases) {
@@ -215,14 +225,15 @@ TEST_CASE("linear_loss: values and gradients of h, W and bias match the referenc
             head.run(h.view(), W.view(), c.bias ? &bias_view : nullptr, others,
                      OutputView::contiguous(values.data(), {results}, DType::float64), &grads);
             synchronize();
-            const double value_tolerance = dtype == DType::float32 ? 1e-5 : 1e-3;
+            const double value_tolerance = dtype == DType::float32 ? 1e-5 : 1e-3;  // float16: 1e-3 too
             std::vector<double> got(static_cast<std::size_t>(results));
             values.download(got.data(), got.size() * 8);
             for (std::size_t r = 0; r < got.size(); ++r) {
                 CAPTURE(r);
                 CHECK(std::fabs(got[r] - want.values[r]) <= value_tolerance * std::max(1.0, std::fabs(want.values[r])));
             }
-            // bfloat16: the gradient of the logits is stored in bfloat16 before the products, as torch's is.
+            // 16-bit: the gradient of the logits is stored in the operands' dtype before the products, as
+            // torch's is.
             const double grad_tolerance = dtype == DType::float32 ? 1e-5 : 2e-2;
             CHECK(error_of_largest(dh, dtype, want.dh) <= grad_tolerance);
             CHECK(error_of_largest(dW, DType::float32, want.dW) <= grad_tolerance);
@@ -291,6 +302,56 @@ TEST_CASE("linear_loss: the gradient over its logits in clusters, row caches and
         REQUIRE(info);
         MESSAGE(v.name, ": ", info->signature);
     }
+}
+
+// reduction='none': a map of one value per row; its values a chunk at a time, its vector-Jacobian
+// product with a random upstream gradient computing each chunk's logits again.
+TEST_CASE("linear_loss: a map of one value per row, its values and its backward" *
+          doctest::skip(!lossjit_test::have_typed_gpu())) {
+    const std::int64_t n = 301, features = 64, classes = 1000;
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+        CAPTURE(to_string(dtype));
+        lossjit_test::Typed h("301x64:normal[0,0.5]", dtype, 31), W("1000x64:normal[0,0.5]", dtype, 32);
+        lossjit_test::Typed bias("1000:normal", dtype, 33), y("301:integers[0,1000]:i64", DType::int64, 34);
+        lossjit_test::Typed upstream("301:normal", DType::float32, 35);
+        LinearLossOptions options;
+        options.chunk_rows = 128;
+        LinearLoss head(compile("logsumexp(logits, -1) - logits[y]"), options);
+        const Expected want = expected(head.loss(), h.host, W.host, &bias.host, {&y.host}, "logits", &upstream.host);
+        DeviceBuffer values(static_cast<std::size_t>(n) * 8 * 2), dh(static_cast<std::size_t>(n * features) * 4),
+            dW(static_cast<std::size_t>(classes * features) * 4), dbias(static_cast<std::size_t>(classes) * 4);
+        for (auto* b : {&values, &dh, &dW, &dbias}) b->fill_bytes(0xFF);
+        const TensorView bias_view = bias.view();
+        const TensorView others[] = {y.view()};
+        // The values every other element (stride 2), in float64.
+        head.run(h.view(), W.view(), &bias_view, others, OutputView{values.data(), DType::float64, {n}, {2}}, nullptr);
+        LinearGrads grads{OutputView::contiguous(dh.data(), {n, features}, DType::float32),
+                          OutputView::contiguous(dW.data(), {classes, features}, DType::float32),
+                          OutputView::contiguous(dbias.data(), {classes}, DType::float32)};
+        head.backward(h.view(), W.view(), &bias_view, others, upstream.view(), grads);
+        synchronize();
+        std::vector<double> got(static_cast<std::size_t>(n) * 2);
+        values.download(got.data(), got.size() * 8);
+        const double value_tolerance = dtype == DType::float32 ? 1e-5 : 1e-3;
+        double worst = 0;
+        for (std::int64_t r = 0; r < n; ++r)
+            worst = std::max(worst, std::fabs(got[static_cast<std::size_t>(2 * r)] - want.values[static_cast<std::size_t>(r)]) /
+                                        std::max(1.0, std::fabs(want.values[static_cast<std::size_t>(r)])));
+        CHECK(worst <= value_tolerance);
+        const double grad_tolerance = dtype == DType::float32 ? 1e-5 : 2e-2;
+        CHECK(error_of_largest(dh, DType::float32, want.dh) <= grad_tolerance);
+        CHECK(error_of_largest(dW, DType::float32, want.dW) <= grad_tolerance);
+        CHECK(error_of_largest(dbias, DType::float32, want.dbias) <= grad_tolerance);
+        CHECK_THROWS_WITH_AS(head.run(h.view(), W.view(), &bias_view, others,
+                                      OutputView{values.data(), DType::float64, {n}, {}}, &grads),
+                             doctest::Contains("backward() the gradients"), UsageError);
+    }
+    // log_softmax is one value per element: as large as the logits, refused before anything runs.
+    lossjit_test::Typed h("8x4:normal", DType::float32, 1), W("5x4:normal", DType::float32, 2);
+    LinearLoss log_softmax(compile("logits - logsumexp(logits, -1)"));
+    DeviceBuffer out(8 * 5 * 4);
+    CHECK_THROWS_WITH_AS(log_softmax.run(h.view(), W.view(), nullptr, {}, OutputView::contiguous(out.data(), {8}), nullptr),
+                         doctest::Contains("one value per row"), UsageError);
 }
 
 TEST_CASE("linear_loss: misuse is refused before anything runs" * doctest::skip(!lossjit_test::have_typed_gpu())) {

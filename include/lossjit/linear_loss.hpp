@@ -7,7 +7,7 @@
 //
 // The program is any reduction of the language over `logits` [N, V] (and other inputs) whose
 // results each add up over parts of the rows: sum(...) or mean(...) (batchmean too) times
-// constants. Ratios of reductions (`sum(a) / sum(b)`) do not split into parts; write the numerator
+// constants; or a map of one value per row (reduction='none'), whose gradients backward() gives. Ratios of reductions (`sum(a) / sum(b)`) do not split into parts; write the numerator
 // and divide outside (docs/linear_loss.md). Memory: one chunk of logits (their gradient overwrites
 // them) and cuBLASLt's workspace, beside the caller's tensors. cuBLASLt (libcublasLt.so.13 of the CUDA
 // toolkit) is loaded at the first call, as the driver is.
@@ -43,8 +43,8 @@ struct LinearGrads {
 
 class LinearLoss {
 public:
-    // Checks that the program splits by rows (SourceError at what keeps it from it), that it reads
-    // the logits input, and that its first result has a gradient with respect to them.
+    // Checks that the program splits by rows (SourceError at what keeps it from it) and that it reads
+    // the logits input.
     explicit LinearLoss(Loss loss, LinearLossOptions options = {});
     ~LinearLoss();
     LinearLoss(LinearLoss&&) noexcept;
@@ -73,7 +73,18 @@ public:
     void run(const TensorView& h, const TensorView& W, const TensorView* bias, std::span<const TensorView> others,
              const OutputView& values, const LinearGrads* grads, Stream stream = nullptr, void* workspace = nullptr);
 
+    // A map of one value per row (`logsumexp(logits, -1) - logits[y]`, reduction='none'): run() writes
+    // `values` [N] (any floating dtype and stride) and takes no gradients; backward() computes the
+    // vector-Jacobian product with `upstream` [N] (any dtype) for h, W and bias, computing each chunk's
+    // logits again (the upstream gradient is not known when the values are).
+    void backward(const TensorView& h, const TensorView& W, const TensorView* bias, std::span<const TensorView> others,
+                  const TensorView& upstream, const LinearGrads& grads, Stream stream = nullptr,
+                  void* workspace = nullptr);
+
 private:
+    void enqueue(const TensorView& h, const TensorView& W, const TensorView* bias, std::span<const TensorView> others,
+                 const OutputView* values, const TensorView* upstream, const LinearGrads* grads, Stream stream,
+                 void* workspace);
     struct State;
     std::unique_ptr<State> state_;
 };

@@ -234,14 +234,22 @@ LOSSJIT_C_EXPORT void lossjit_linear_free(lossjit_linear* linear); /* NULL is fi
 LOSSJIT_C_EXPORT lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_view* h,
                                                     const lossjit_view* W, int32_t bias_gradient, int64_t* chunk_rows,
                                                     int64_t* chunks, size_t* workspace_bytes);
-/* Queues the call on exec's stream: `values` (lossjit_result_count elements, any floating dtype) and,
- * where dh, dW, dbias are not NULL, the first result's gradients. `others`: the program's inputs but
- * the logits, in input order. */
+/* Queues the call on exec's stream: `values` (lossjit_result_count elements, any floating dtype; a
+ * map of one value per row: [N]) and, where dh, dW, dbias are not NULL, the first result's gradients
+ * (a map: none; lossjit_linear_backward). `others`: the program's inputs but the logits, in input order. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
                                                    const lossjit_view* bias, const lossjit_view* others, size_t count,
                                                    const lossjit_view* values, const lossjit_view* dh,
                                                    const lossjit_view* dW, const lossjit_view* dbias,
                                                    const lossjit_exec* exec, void* workspace);
+/* A map of one value per row: the vector-Jacobian product with `upstream` [N] into dh, dW, dbias
+ * (each may be NULL), computing each chunk's logits again. */
+LOSSJIT_C_EXPORT lossjit_status lossjit_linear_backward(lossjit_linear* linear, const lossjit_view* h,
+                                                        const lossjit_view* W, const lossjit_view* bias,
+                                                        const lossjit_view* others, size_t count,
+                                                        const lossjit_view* upstream, const lossjit_view* dh,
+                                                        const lossjit_view* dW, const lossjit_view* dbias,
+                                                        const lossjit_exec* exec, void* workspace);
 
 /* DLPack tensors: lossjit/lossjit_dlpack.h (it includes dlpack/dlpack.h). */
 

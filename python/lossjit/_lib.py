@@ -166,6 +166,7 @@ _SIGNATURES = {
     "lossjit_linear_free": (None, [_vp]),
     "lossjit_linear_plan": (_i32, [_vp, _vp, _vp, _i32, _vp, _vp, _vp]),
     "lossjit_linear_run": (_i32, [_vp, _vp, _vp, _vp, _vp, _sz, _vp, _vp, _vp, _vp, _vp, _vp]),
+    "lossjit_linear_backward": (_i32, [_vp, _vp, _vp, _vp, _vp, _sz, _vp, _vp, _vp, _vp, _vp, _vp]),
 }
 # The version first: an older library lacks functions below, and should say so rather than fail on one.
 lib.lossjit_c_api_version.restype, lib.lossjit_c_api_version.argtypes = ctypes.c_uint32, []

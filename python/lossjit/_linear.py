@@ -17,15 +17,20 @@ from ._lib import UnsupportedError, UsageError
 from ._torch import _raw_stream, _tensor_view
 
 _run = _lib.gil_lib.lossjit_linear_run
-_registry = {}  # id -> LinearLoss, for the custom op (which takes an int)
+_backward_run = _lib.gil_lib.lossjit_linear_backward
+# key -> LinearLoss, for the custom ops. The key is a string, not an int: torch.compile keeps strings
+# constant, where an int that changes between calls of one compiled frame (another LinearLoss) becomes
+# a symbolic int, which no dictionary takes.
+_registry = {}
 _ids = itertools.count(1)
 _registry_lock = threading.Lock()
 
 
 class LinearLoss:
     """A Loss whose input `logits` is h @ W.T (+ bias), for h [..., H] and W [V, H] CUDA tensors of
-    float32, bfloat16 or float16. Calling it returns the value (or a named tuple of the results),
-    differentiable with respect to h, W and bias through autograd and torch.compile(fullgraph=True)."""
+    float32, bfloat16 or float16. Calling it returns the value (or a named tuple of the results; a map
+    of one value per row: a float32 tensor of h's leading shape), differentiable with respect to h, W
+    and bias through autograd and torch.compile(fullgraph=True)."""
 
     def __init__(self, loss, *, logits="logits", chunk_rows=0, chunk_bytes=0):
         from . import Loss, compile as _compile
@@ -39,8 +44,8 @@ class LinearLoss:
         self._lock = threading.Lock()
         self._handle(None)  # checks the program now (SourceError at what keeps it from splitting by rows)
         with _registry_lock:
-            self._id = next(_ids)
-            _registry[self._id] = self
+            self._key = f"linear{next(_ids)}"
+            _registry[self._key] = self
 
     def _handle(self, device):
         key = -1 if device is None else device
@@ -63,7 +68,7 @@ class LinearLoss:
 
     def close(self):
         with _registry_lock:
-            _registry.pop(self._id, None)
+            _registry.pop(self._key, None)
         self.__del__()
         self._handles = {}
 
@@ -106,32 +111,70 @@ class LinearLoss:
         wants = (h.requires_grad, W.requires_grad, bias is not None and bias.requires_grad)
         mask = sum(1 << i for i, w in enumerate(wants) if w) if torch.is_grad_enabled() else 0
         tensors = [h2, W] + ([bias] if bias is not None else []) + flat
-        out = torch.ops.lossjit.linear_loss(self._id, tensors, int(bias is not None), mask)
+        if self.loss.kind == "map":
+            return torch.ops.lossjit.linear_loss_map(self._key, tensors, int(bias is not None), mask).reshape(h.shape[:-1])
+        out = torch.ops.lossjit.linear_loss(self._key, tensors, int(bias is not None), mask)
         results = self.loss.results
         if results:
             return self.loss._Results(*out[:len(results)])
         return out[0]
 
-    def run(self, h, W, bias, others, mask):
-        """The custom op's body: [values, dh, dW, dbias] (empty tensors where not asked)."""
+    def _exec(self, h):
         device = h.device.index if h.device.index is not None else torch.cuda.current_device()
-        handle = self._handle(device)
+        return self._handle(device), _lib.Exec(_raw_stream(device), device, None, 0)
+
+    def _workspace(self, handle, hv, Wv, bias_gradient, device):
+        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
+        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(bias_gradient),
+                                                ctypes.byref(rows), ctypes.byref(chunks), ctypes.byref(ws)))
+        return torch.empty(ws.value, dtype=torch.uint8, device=device)
+
+    def run_map(self, h, W, bias, others):
+        """A map's forward: one float32 value per row of h."""
+        handle, exec_ = self._exec(h)
+        keep = []
+        values = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)
+        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
+        workspace = self._workspace(handle, hv, Wv, False, h.device)
+        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
+        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
+        _lib.check(_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
+                        others_views, len(others), view(values), None, None, None, ctypes.byref(exec_),
+                        ctypes.c_void_p(workspace.data_ptr())))
+        return values
+
+    def run_map_backward(self, h, W, bias, others, upstream, mask):
+        """A map's vector-Jacobian product with `upstream` [N]: [dh, dW, dbias] (empty where not asked)."""
+        handle, exec_ = self._exec(h)
+        keep = []
+        # Outputs of a custom op may not alias one another: an empty tensor each where not asked.
+        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else h.new_empty(0)
+        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else h.new_empty(0)
+        dbias = torch.empty_like(bias) if mask & 4 else h.new_empty(0)
+        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
+        workspace = self._workspace(handle, hv, Wv, bool(mask & 4), h.device)
+        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
+        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
+        _lib.check(_backward_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
+                                 others_views, len(others), view(upstream), view(dh) if mask & 1 else None,
+                                 view(dW) if mask & 2 else None, view(dbias) if mask & 4 else None,
+                                 ctypes.byref(exec_), ctypes.c_void_p(workspace.data_ptr())))
+        return [dh, dW, dbias]
+
+    def run(self, h, W, bias, others, mask):
+        """A reduction's forward: [each result, dh, dW, dbias] (empty tensors where not asked)."""
+        handle, exec_ = self._exec(h)
         keep = []
         count = max(len(self.loss.results), 1)
         values = torch.empty(count, dtype=torch.float32, device=h.device)
-        empty = h.new_empty(0)
-        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else empty
-        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else empty
-        dbias = torch.empty_like(bias) if mask & 4 else empty
-        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
+        # Outputs of a custom op may not alias one another: an empty tensor each where not asked.
+        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else h.new_empty(0)
+        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else h.new_empty(0)
+        dbias = torch.empty_like(bias) if mask & 4 else h.new_empty(0)
         hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
-        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(bool(mask & 4)),
-                                                ctypes.byref(rows), ctypes.byref(chunks),
-                                                ctypes.byref(ws)))
-        workspace = torch.empty(ws.value, dtype=torch.uint8, device=h.device)
+        workspace = self._workspace(handle, hv, Wv, bool(mask & 4), h.device)
         others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
         view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
-        exec_ = _lib.Exec(_raw_stream(device), device, None, 0)
         _lib.check(_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
                         others_views, len(others), view(values), view(dh) if mask & 1 else None,
                         view(dW) if mask & 2 else None, view(dbias) if mask & 4 else None, ctypes.byref(exec_),
@@ -140,10 +183,10 @@ class LinearLoss:
         return [values[k].clone() for k in range(count)] + [dh, dW, dbias]
 
 
-def _linear(linear_id):
-    linear = _registry.get(linear_id)
+def _linear(key):
+    linear = _registry.get(key)
     if linear is None:
-        raise UsageError(f"lossjit::linear_loss called for LinearLoss {linear_id}, which no longer exists")
+        raise UsageError(f"lossjit::linear_loss called for LinearLoss {key}, which no longer exists (keep it alive)")
     return linear
 
 
@@ -153,7 +196,7 @@ def _split(tensors, has_bias):
 
 
 @torch.library.custom_op("lossjit::linear_loss", mutates_args=())
-def linear_loss_op(linear_id: int, tensors: List[torch.Tensor], has_bias: int, grad_mask: int) -> List[torch.Tensor]:
+def linear_loss_op(linear_id: str, tensors: List[torch.Tensor], has_bias: int, grad_mask: int) -> List[torch.Tensor]:
     """tensors: h, W, the bias if has_bias, the program's other inputs. Returns each result (a float32
     0-dim tensor), then dh, dW, dbias (empty where grad_mask's bit 0, 1, 2 is not set)."""
     h, W, bias, others = _split(tensors, has_bias)
@@ -164,11 +207,10 @@ def linear_loss_op(linear_id: int, tensors: List[torch.Tensor], has_bias: int, g
 def _(linear_id, tensors, has_bias, grad_mask):
     h, W, bias, others = _split(tensors, has_bias)
     count = max(len(_linear(linear_id).loss.results), 1)
-    empty = h.new_empty(0)
     return [h.new_empty((), dtype=torch.float32) for _ in range(count)] + [
-            h.new_empty(h.shape) if grad_mask & 1 else empty,
-            W.new_empty(W.shape) if grad_mask & 2 else empty,
-            bias.new_empty(bias.shape) if grad_mask & 4 and bias is not None else empty]
+            h.new_empty(h.shape) if grad_mask & 1 else h.new_empty(0),
+            W.new_empty(W.shape) if grad_mask & 2 else h.new_empty(0),
+            bias.new_empty(bias.shape) if grad_mask & 4 and bias is not None else h.new_empty(0)]
 
 
 _scaler = None  # the Loss of `d * g` (made on first use)
@@ -235,6 +277,59 @@ def _backward(ctx, grads):  # one gradient per output of the list (None where no
 
 
 linear_loss_op.register_autograd(_backward, setup_context=_setup)
+
+
+@torch.library.custom_op("lossjit::linear_loss_map", mutates_args=())
+def linear_loss_map(linear_id: str, tensors: List[torch.Tensor], has_bias: int, grad_mask: int) -> torch.Tensor:
+    """A map of one value per row over h @ W.T + bias: [N] float32 (grad_mask: which of h, W, bias the
+    backward differentiates)."""
+    h, W, bias, others = _split(tensors, has_bias)
+    return _linear(linear_id).run_map(h, W, bias, others)
+
+
+@linear_loss_map.register_fake
+def _(linear_id, tensors, has_bias, grad_mask):
+    return tensors[0].new_empty(tensors[0].shape[0], dtype=torch.float32)
+
+
+@torch.library.custom_op("lossjit::linear_loss_map_backward", mutates_args=())
+def linear_loss_map_backward(linear_id: str, tensors: List[torch.Tensor], has_bias: int, upstream: torch.Tensor,
+                             grad_mask: int) -> List[torch.Tensor]:
+    """The map's vector-Jacobian product with `upstream` [N]: [dh, dW, dbias] (empty where grad_mask's bit
+    0, 1, 2 is not set), each chunk's logits computed again."""
+    h, W, bias, others = _split(tensors, has_bias)
+    return _linear(linear_id).run_map_backward(h, W, bias, others, upstream, grad_mask)
+
+
+@linear_loss_map_backward.register_fake
+def _(linear_id, tensors, has_bias, upstream, grad_mask):
+    h, W, bias, _ = _split(tensors, has_bias)
+    return [h.new_empty(h.shape) if grad_mask & 1 else h.new_empty(0),
+            W.new_empty(W.shape) if grad_mask & 2 else h.new_empty(0),
+            bias.new_empty(bias.shape) if grad_mask & 4 and bias is not None else h.new_empty(0)]
+
+
+def _map_setup(ctx, inputs, output):
+    linear_id, tensors, has_bias, mask = inputs
+    ctx.linear_id, ctx.has_bias, ctx.mask, ctx.count = linear_id, has_bias, mask, len(tensors)
+    ctx.linear = _linear(linear_id)  # alive until backward has run
+    ctx.save_for_backward(*tensors)
+
+
+def _map_backward(ctx, upstream):
+    out = [None] * ctx.count
+    if upstream is not None and ctx.mask:
+        tensors = list(ctx.saved_tensors)
+        dh, dW, dbias = torch.ops.lossjit.linear_loss_map_backward(ctx.linear_id, tensors, ctx.has_bias,
+                                                                   upstream.reshape(-1), ctx.mask)
+        out[0] = dh if ctx.mask & 1 else None
+        out[1] = dW if ctx.mask & 2 else None
+        if ctx.has_bias:
+            out[2] = dbias if ctx.mask & 4 else None
+    return None, out, None, None
+
+
+linear_loss_map.register_autograd(_map_backward, setup_context=_map_setup)
 
 
 def linear_loss(program, h, W, *others, bias=None, logits="logits", chunk_rows=0, chunk_bytes=0, **named):

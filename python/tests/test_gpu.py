@@ -648,3 +648,50 @@ def test_linear_loss_ignore_index_as_a_sum_divided_outside():
     g = torch.autograd.grad(value, [W])[0]
     r = torch.autograd.grad(ref, [W])[0]
     assert (g - r).abs().max() <= 1e-5 * r.abs().max()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_loss_per_row_map_matches_torchs_reduction_none(dtype):
+    torch.manual_seed(3)
+    h = (torch.randn(2, 150, 64, device=dev) * 0.5).to(dtype).requires_grad_()
+    W = (torch.randn(700, 64, device=dev) * 0.2).to(dtype).requires_grad_()
+    b = (torch.randn(700, device=dev) * 0.1).to(dtype).requires_grad_()
+    y = torch.randint(0, 700, (2, 150), device=dev)
+    head = lossjit.LinearLoss("logsumexp(logits, -1) - logits[y]", chunk_rows=128)
+    per_row = head(h, W, y=y, bias=b)
+    assert per_row.shape == (2, 150) and per_row.dtype == torch.float32
+    ref = F.cross_entropy(F.linear(h, W, b).float().reshape(-1, 700), y.reshape(-1), reduction="none").reshape(2, 150)
+    up = torch.randn(2, 150, device=dev)
+    grads = torch.autograd.grad(per_row, [h, W, b], up)
+    ref_grads = torch.autograd.grad(ref, [h, W, b], up, retain_graph=True)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    assert (per_row - ref).abs().max() <= (1e-5 if dtype == torch.float32 else 2e-3) * ref.abs().max()
+    for g, r in zip(grads, ref_grads):
+        assert g.dtype == r.dtype and (g.float() - r.float()).abs().max() <= tol * r.float().abs().max()
+    # Weighted per token, as training loops weigh them, under torch.compile.
+    weights = torch.rand(2, 150, device=dev)
+    compiled = torch.compile(lambda h, W, b, y: (head(h, W, y=y, bias=b) * weights).sum(), fullgraph=True)
+    got = torch.autograd.grad(compiled(h, W, b, y), [h, W])
+    want = torch.autograd.grad((ref * weights).sum(), [h, W])
+    for g, r in zip(got, want):
+        assert (g.float() - r.float()).abs().max() <= tol * r.float().abs().max()
+
+
+def test_linear_loss_without_gradients_and_with_some_frozen():
+    torch.manual_seed(4)
+    h = torch.randn(200, 32, device=dev)  # frozen features: no dh
+    W = torch.randn(300, 32, device=dev, requires_grad=True)
+    b = torch.randn(300, device=dev)  # a frozen bias
+    y = torch.randint(0, 300, (200,), device=dev)
+    head = lossjit.LinearLoss("mean(logsumexp(logits, -1) - logits[y])", chunk_rows=64)
+    ref = F.cross_entropy(F.linear(h, W, b), y)
+    with torch.no_grad():  # nothing differentiated: values only
+        assert abs(head(h, W, y=y, bias=b).item() - ref.item()) <= 1e-5 * ref.item()
+    value = head(h, W, y=y, bias=b)
+    (gW,) = torch.autograd.grad(value, [W])
+    (rW,) = torch.autograd.grad(ref, [W])
+    assert (gW - rW).abs().max() <= 1e-5 * rW.abs().max()
+    per_row = lossjit.LinearLoss("logsumexp(logits, -1) - logits[y]", chunk_rows=64)
+    with torch.no_grad():
+        got = per_row(h, W, y=y, bias=b)
+    assert (got - F.cross_entropy(F.linear(h, W, b), y, reduction="none")).abs().max() <= 1e-4

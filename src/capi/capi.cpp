@@ -463,12 +463,16 @@ lossjit_status lossjit_linear_plan(const lossjit_linear* linear, const lossjit_v
     });
 }
 
-lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
-                                  const lossjit_view* bias, const lossjit_view* others, size_t count,
-                                  const lossjit_view* values, const lossjit_view* dh, const lossjit_view* dW,
-                                  const lossjit_view* dbias, const lossjit_exec* exec, void* workspace) {
+namespace {
+
+// What lossjit_linear_run and lossjit_linear_backward share: the views, the device check and the
+// lent scratch around the call.
+template <class Call>
+lossjit_status linear_call(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                           const lossjit_view* bias, const lossjit_view* others, size_t count, const lossjit_view* dh,
+                           const lossjit_view* dW, const lossjit_view* dbias, const lossjit_exec* exec, Call&& call) {
     return capi::guard([&] {
-        if (!linear || !h || !W || !values) throw UsageError("lossjit_linear_run needs the handle, h, W and values");
+        if (!linear || !h || !W) throw UsageError("linear_loss needs the handle, h and W");
         if (exec && exec->device != linear->device)
             throw UsageError("this linear_loss handle runs on device " + std::to_string(linear->device) + ", not " +
                              std::to_string(exec->device));
@@ -479,16 +483,43 @@ lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h,
         if (dW) grads.dW = capi::to_output(*dW, "dW");
         if (dbias) grads.dbias = capi::to_output(*dbias, "dbias");
         const auto stream = static_cast<Stream>(exec ? exec->stream : nullptr);
-        auto call = [&] {
-            linear->linear.run(capi::to_view(*h, "h"), capi::to_view(*W, "W"), bias ? &bias_view : nullptr,
-                               views.span(), capi::to_output(*values, "values"), (dh || dW || dbias) ? &grads : nullptr,
-                               stream, workspace);
+        auto run = [&] {
+            call(capi::to_view(*h, "h"), capi::to_view(*W, "W"), bias ? &bias_view : nullptr, views.span(),
+                 (dh || dW || dbias) ? &grads : nullptr, stream);
         };
         if (exec && exec->scratch) {
             ScratchScope scratch(exec->scratch, exec->scratch_bytes);
-            call();
+            run();
         } else {
-            call();
+            run();
         }
     });
+}
+
+}  // namespace
+
+lossjit_status lossjit_linear_run(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                                  const lossjit_view* bias, const lossjit_view* others, size_t count,
+                                  const lossjit_view* values, const lossjit_view* dh, const lossjit_view* dW,
+                                  const lossjit_view* dbias, const lossjit_exec* exec, void* workspace) {
+    return linear_call(linear, h, W, bias, others, count, dh, dW, dbias, exec,
+                       [&](const TensorView& hv, const TensorView& Wv, const TensorView* b,
+                           std::span<const TensorView> o, const LinearGrads* grads, Stream stream) {
+                           if (!values) throw UsageError("lossjit_linear_run needs a values view (values is NULL)");
+                           linear->linear.run(hv, Wv, b, o, capi::to_output(*values, "values"), grads, stream,
+                                              workspace);
+                       });
+}
+
+lossjit_status lossjit_linear_backward(lossjit_linear* linear, const lossjit_view* h, const lossjit_view* W,
+                                       const lossjit_view* bias, const lossjit_view* others, size_t count,
+                                       const lossjit_view* upstream, const lossjit_view* dh, const lossjit_view* dW,
+                                       const lossjit_view* dbias, const lossjit_exec* exec, void* workspace) {
+    return linear_call(linear, h, W, bias, others, count, dh, dW, dbias, exec,
+                       [&](const TensorView& hv, const TensorView& Wv, const TensorView* b,
+                           std::span<const TensorView> o, const LinearGrads* grads, Stream stream) {
+                           if (!upstream) throw UsageError("lossjit_linear_backward needs the upstream gradient");
+                           linear->linear.backward(hv, Wv, b, o, capi::to_view(*upstream, "upstream"),
+                                                   grads ? *grads : LinearGrads{}, stream, workspace);
+                       });
 }

@@ -246,7 +246,11 @@ std::vector<RowShare> row_shares(const ir::Program& program) {
         throw SourceError({program.source_name, 1, 1},
                           fmt::format("this program cannot run a part of the rows at a time: {}", why), program.source);
     };
-    if (program.is_map()) refuse_program("it is a map (one value per element); write a reduction");
+    if (program.is_map() && !program.by_rows())
+        refuse_program("it is a map of one value per element, as large as the logits; write a reduction, or a map "
+                       "of one value per row");
+    if (program.is_map() && !program.results.empty())
+        refuse_program("it is a map of several results; linear_loss takes maps of one");
     if (!program.statistics.empty()) {
         const ast::Pos at = statistic_position(program, 0);
         throw SourceError({program.source_name, at.line, at.column},
@@ -258,6 +262,7 @@ std::vector<RowShare> row_shares(const ir::Program& program) {
     for (int d : program.row_dims)
         if (d != -1 && d != 1) refuse_program("it reduces along the first dimension, which the parts split");
     switch (program.reduction) {
+        case ir::Reduction::None: return {};  // a map of one value per row: each part writes its rows
         case ir::Reduction::Sum: return {RowShare::Sum};
         case ir::Reduction::Mean: case ir::Reduction::BatchMean: return {RowShare::Fraction};
         default: break;

@@ -181,7 +181,28 @@ LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool
 void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView* bias,
                      std::span<const TensorView> others, const OutputView& values, const LinearGrads* grads,
                      Stream stream, void* workspace) {
+    if (state_->loss.kind() == Kind::Map && grads)
+        throw UsageError("linear_loss: the gradients of a map (one value per row) need its upstream gradient: "
+                         "run() gives the values, backward() the gradients");
+    enqueue(h, W, bias, others, &values, nullptr, grads, stream, workspace);
+}
+
+void LinearLoss::backward(const TensorView& h, const TensorView& W, const TensorView* bias,
+                          std::span<const TensorView> others, const TensorView& upstream, const LinearGrads& grads,
+                          Stream stream, void* workspace) {
+    if (state_->loss.kind() != Kind::Map)
+        throw UsageError("linear_loss: backward() is for maps (one value per row); a reduction's run() computes its "
+                         "gradients beside its value");
+    enqueue(h, W, bias, others, nullptr, &upstream, &grads, stream, workspace);
+}
+
+// One walk over the chunks for every kind of call: a reduction's values (and gradients), a map's
+// values (`values`), or a map's gradients (`upstream`).
+void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorView* bias,
+                         std::span<const TensorView> others, const OutputView* values, const TensorView* upstream,
+                         const LinearGrads* grads, Stream stream, void* workspace) {
     State& s = *state_;
+    const bool map = s.loss.kind() == Kind::Map;
     const auto& names = s.loss.inputs();
     if (others.size() + 1 != names.size())
         throw UsageError(fmt::format("linear_loss: the program reads {} inputs beside '{}' ({}); {} were given",
@@ -204,9 +225,20 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
     }
     if (want_dbias && !bias) throw UsageError("linear_loss: a bias gradient was asked for without a bias");
     const std::size_t results = s.loss.result_count();
-    if (values.numel() != static_cast<std::int64_t>(results) || !is_floating(values.dtype))
-        throw UsageError(fmt::format("linear_loss: values must be {} element(s) of a floating dtype, one per result",
-                                     results));
+    if (values && !is_floating(values->dtype))
+        throw UsageError(fmt::format("linear_loss: values are {}; they must be of a floating dtype",
+                                     to_string(values->dtype)));
+    if (values && !map && values->numel() != static_cast<std::int64_t>(results))
+        throw UsageError(fmt::format("linear_loss: values must be {} element(s), one per result", results));
+    // A map's values and upstream gradient: one per row of h, along a dimension of any stride.
+    auto row_stride = [&](const Dims& shape, const Dims& strides, std::string_view what) {
+        if (shape.size() != 1 || shape[0] != rows)
+            throw UsageError(fmt::format("linear_loss: {} has shape {}; the map gives one value per row of h: [{}]",
+                                         what, format_shape(shape), rows));
+        return strides.empty() ? std::int64_t{1} : strides[0];
+    };
+    const std::int64_t values_stride = values && map ? row_stride(values->shape, values->strides, "values") : 0;
+    const std::int64_t upstream_stride = upstream ? row_stride(upstream->shape, upstream->strides, "upstream") : 0;
     std::int64_t ld_dh = 0, ld_dW = 0;
     if (grads) {
         check_output(grads->dh, dtype, {rows, features}, "dh");
@@ -232,6 +264,33 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
             throw UsageError(fmt::format("linear_loss: the index input '{}' is {}; it must have one value per row of h ({})",
                                          names[i], format_shape(v.shape), rows));
     }
+    // The chunk's inputs: the logits in the workspace, the split ones from the chunk's first row.
+    std::vector<TensorView> inputs(names.size());
+    auto chunk_inputs = [&](void* logits, std::int64_t first, std::int64_t count) {
+        for (std::size_t i = 0, o = 0; i < names.size(); ++i) {
+            if (i == s.logits_slot) {
+                inputs[i] = TensorView::contiguous(logits, Dims{count, classes}, dtype);
+                continue;
+            }
+            TensorView v = others[o++];
+            if (split[i]) {
+                const Dims strides = v.effective_strides();
+                v.data = static_cast<const char*>(v.data) + first * strides[0] * static_cast<std::int64_t>(size_of(v.dtype));
+                v.shape[0] = count;
+                v.strides = strides;
+            }
+            inputs[i] = v;
+        }
+    };
+    if (map) {  // one value per row, not one per logit: checked on the shapes before anything runs
+        chunk_inputs(nullptr, 0, std::min(p.chunk_rows, rows));
+        const Shape out = s.loss.output_shape(inputs);
+        if (out.size() != 1)
+            throw UsageError(fmt::format("linear_loss: the map gives an output of shape {} for a chunk of logits {}; "
+                                         "it must give one value per row (a map of one value per element is as large "
+                                         "as the logits: write a reduction)",
+                                         format_shape(out), format_shape(inputs[s.logits_slot].shape)));
+    }
 
     std::lock_guard lock(s.mutex);
     if (!s.context) s.context = cuda::Context::for_device(s.loss.device());
@@ -256,24 +315,29 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
         else LOSSJIT_CU(cuMemsetD16Async(ones, dtype == DType::bfloat16 ? 0x3F80 : 0x3C00, count, cu_stream));
     }
 
-    auto table = s.weights.find({rows, p.chunk_rows});
-    if (table == s.weights.end()) {
-        std::vector<double> host(static_cast<std::size_t>(p.chunks) * results);
-        for (std::int64_t c = 0; c < p.chunks; ++c) {
-            const std::int64_t count = std::min(p.chunk_rows, rows - c * p.chunk_rows);
-            for (std::size_t r = 0; r < results; ++r)
-                host[static_cast<std::size_t>(c) * results + r] =
-                    s.shares[r] == RowShare::Sum ? 1.0 : static_cast<double>(count) / static_cast<double>(rows);
+    const cuda::Memory* weights = nullptr;  // a reduction's chunks' weights in each result
+    if (!map) {
+        auto table = s.weights.find({rows, p.chunk_rows});
+        if (table == s.weights.end()) {
+            std::vector<double> host(static_cast<std::size_t>(p.chunks) * results);
+            for (std::int64_t c = 0; c < p.chunks; ++c) {
+                const std::int64_t count = std::min(p.chunk_rows, rows - c * p.chunk_rows);
+                for (std::size_t r = 0; r < results; ++r)
+                    host[static_cast<std::size_t>(c) * results + r] =
+                        s.shares[r] == RowShare::Sum ? 1.0 : static_cast<double>(count) / static_cast<double>(rows);
+            }
+            auto memory = std::make_unique<cuda::Memory>(s.context, host.size() * sizeof(double));
+            LOSSJIT_CU(cuMemcpyHtoD(memory->get(), host.data(), host.size() * sizeof(double)));
+            table = s.weights.emplace(std::pair(rows, p.chunk_rows), std::move(memory)).first;
         }
-        auto memory = std::make_unique<cuda::Memory>(s.context, host.size() * sizeof(double));
-        LOSSJIT_CU(cuMemcpyHtoD(memory->get(), host.data(), host.size() * sizeof(double)));
-        table = s.weights.emplace(std::pair(rows, p.chunk_rows), std::move(memory)).first;
+        weights = table->second.get();
     }
     // The first result's gradient of each chunk is scaled by its share (on the host: a launch argument).
     auto first_weight = [&](std::int64_t count) {
-        return s.shares[0] == RowShare::Sum ? 1.0f : static_cast<float>(static_cast<double>(count) / static_cast<double>(rows));
+        if (map || s.shares[0] == RowShare::Sum) return 1.0f;
+        return static_cast<float>(static_cast<double>(count) / static_cast<double>(rows));
     };
-    std::vector<TensorView> inputs(names.size());
+
     const std::string wrt[] = {s.options.logits};
     for (std::int64_t c = 0; c < p.chunks; ++c) {
         const std::int64_t first = c * p.chunk_rows, count = std::min(p.chunk_rows, rows - first);
@@ -287,30 +351,32 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
         forward.operand_type = forward.output_type = blas_type(dtype);
         forward.bias = bias ? bias->data : nullptr;
         s.blas->run(forward, at(area.blas), cuda::BlasLt::kWorkspaceBytes, cu_stream);
+        chunk_inputs(at(area.logits), first, count);
 
-        for (std::size_t i = 0, o = 0; i < names.size(); ++i) {
-            if (i == s.logits_slot) {
-                inputs[i] = TensorView::contiguous(at(area.logits), Dims{count, classes}, dtype);
-                continue;
-            }
-            TensorView v = others[o++];
-            if (split[i]) {
-                const Dims strides = v.effective_strides();
-                v.data = static_cast<const char*>(v.data) + first * strides[0] * static_cast<std::int64_t>(size_of(v.dtype));
-                v.shape[0] = count;
-                v.strides = strides;
-            }
-            inputs[i] = v;
-        }
-        const OutputView chunk_values = OutputView::contiguous(partials + c * static_cast<std::int64_t>(results),
-                                                               Dims{static_cast<std::int64_t>(results)}, DType::float64);
-        if (!gradients) {
-            s.loss.evaluate(inputs, chunk_values, stream);
+        const OutputView gradient = OutputView::contiguous(at(area.logits), Dims{count, classes}, dtype);
+        if (map && values) {
+            OutputView out = *values;
+            out.data = static_cast<char*>(out.data) + first * values_stride * static_cast<std::int64_t>(size_of(out.dtype));
+            out.shape = Dims{count};
+            out.strides = Dims{values_stride};
+            s.loss.map(inputs, out, stream);
             continue;
         }
-        const OutputView gradient = OutputView::contiguous(at(area.logits), Dims{count, classes}, dtype);
-        s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream,
-                              Upstream(first_weight(count)));
+        if (map) {
+            TensorView up = *upstream;
+            up.data = static_cast<const char*>(up.data) + first * upstream_stride * static_cast<std::int64_t>(size_of(up.dtype));
+            up.shape = Dims{count};
+            up.strides = Dims{upstream_stride};
+            s.loss.grad(inputs, wrt, std::span(&gradient, 1), up, stream);
+        } else {
+            const OutputView chunk_values = OutputView::contiguous(partials + c * static_cast<std::int64_t>(results),
+                                                                   Dims{static_cast<std::int64_t>(results)}, DType::float64);
+            if (!gradients) {
+                s.loss.evaluate(inputs, chunk_values, stream);
+                continue;
+            }
+            s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream, Upstream(first_weight(count)));
+        }
         if (want_dh) {  // dh_chunk^T [H x n] = W^T [H x V] . G^T [V x n]
             cuda::Gemm back;
             back.m = features, back.n = count, back.k = classes;
@@ -343,10 +409,13 @@ void LinearLoss::run(const TensorView& h, const TensorView& W, const TensorView*
             s.blas->run(back, at(area.blas), cuda::BlasLt::kWorkspaceBytes, cu_stream);
         }
     }
+    if (map) return;
     const Dims shape{p.chunks, static_cast<std::int64_t>(results)};
     const TensorView combined[] = {TensorView::contiguous(partials, shape, DType::float64),
-                                   TensorView::contiguous(reinterpret_cast<const void*>(table->second->get()), shape, DType::float64)};
-    s.combine.map(combined, values.shape.size() == 1 ? values : OutputView{values.data, values.dtype, Dims{static_cast<std::int64_t>(results)}, {}}, stream);
+                                   TensorView::contiguous(reinterpret_cast<const void*>(weights->get()), shape, DType::float64)};
+    OutputView out = *values;
+    if (out.shape.size() != 1) out = OutputView{values->data, values->dtype, Dims{static_cast<std::int64_t>(results)}, {}};
+    s.combine.map(combined, out, stream);
 }
 
 }  // namespace lossjit
