@@ -223,7 +223,8 @@ LOSSJIT_C_EXPORT lossjit_status lossjit_reference_grad(const lossjit_loss* loss,
 /* ---- linear_loss (lossjit/linear_loss.hpp): a row program over logits = h W^T + bias, a chunk of
  * rows at a time, never holding all the logits ---- */
 typedef struct lossjit_linear lossjit_linear;
-/* A copy of `loss` on `device` whose input `logits` (NULL: "logits") receives the products;
+/* A copy of `loss` on `device` whose input `logits` (NULL: "logits") receives the products (each
+ * call takes `loss`'s current parameter values: `loss` must outlive the handle);
  * `chunk_rows` 0 and `chunk_bytes` 0 choose the chunk (a chunk buffer of 1 GiB). A program whose
  * results do not add up over parts of the rows is a LOSSJIT_ERROR_SOURCE with its column. */
 LOSSJIT_C_EXPORT lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logits, int64_t chunk_rows,

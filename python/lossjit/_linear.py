@@ -8,6 +8,7 @@ the other lossjit ops do. docs/linear_loss.md has the method and the rules.
 import ctypes
 import itertools
 import threading
+import weakref
 from typing import List
 
 import torch
@@ -18,10 +19,11 @@ from ._torch import _raw_stream, _tensor_view
 
 _run = _lib.gil_lib.lossjit_linear_run
 _backward_run = _lib.gil_lib.lossjit_linear_backward
-# key -> LinearLoss, for the custom ops. The key is a string, not an int: torch.compile keeps strings
-# constant, where an int that changes between calls of one compiled frame (another LinearLoss) becomes
-# a symbolic int, which no dictionary takes.
-_registry = {}
+# key -> LinearLoss, for the custom ops; weak, so that a LinearLoss nothing else holds is freed with its
+# handles and memory. The key is a string, not an int: torch.compile keeps strings constant, where an
+# int that changes between calls of one compiled frame (another LinearLoss) becomes a symbolic int,
+# which no dictionary takes.
+_registry = weakref.WeakValueDictionary()
 _ids = itertools.count(1)
 _registry_lock = threading.Lock()
 
@@ -33,6 +35,7 @@ class LinearLoss:
     and bias through autograd and torch.compile(fullgraph=True)."""
 
     def __init__(self, loss, *, logits="logits", chunk_rows=0, chunk_bytes=0):
+        """loss: a program's text or a Loss (its parameters, set_param included, apply to every call)."""
         from . import Loss, compile as _compile
         self.loss = loss if isinstance(loss, Loss) else _compile(loss)
         self.logits = logits

@@ -695,3 +695,22 @@ def test_linear_loss_without_gradients_and_with_some_frozen():
     with torch.no_grad():
         got = per_row(h, W, y=y, bias=b)
     assert (got - F.cross_entropy(F.linear(h, W, b), y, reduction="none")).abs().max() <= 1e-4
+
+
+def test_linear_loss_takes_the_loss_parameters_and_a_broadcast_upstream():
+    torch.manual_seed(5)
+    h = torch.randn(120, 16, device=dev, requires_grad=True)
+    W = torch.randn(90, 16, device=dev, requires_grad=True)
+    y = torch.randint(0, 90, (120,), device=dev)
+    loss = lossjit.compile("param eps = 0.1; lp = logits - logsumexp(logits, -1); "
+                           "mean(-(1 - eps) * lp[y] - eps * mean(lp, -1))")
+    head = lossjit.LinearLoss(loss, chunk_rows=50)
+    for eps in (0.1, 0.3):
+        loss.set_param("eps", eps)
+        ref = F.cross_entropy(h @ W.T, y, label_smoothing=eps)
+        assert abs(head(h, W, y=y).item() - ref.item()) <= 1e-5 * ref.item()
+    # per_row.sum()'s upstream gradient is one value expanded over the rows (stride 0).
+    per_row = lossjit.LinearLoss("logsumexp(logits, -1) - logits[y]", chunk_rows=50)
+    gh, gW = torch.autograd.grad(per_row(h, W, y=y).sum(), [h, W])
+    rh, rW = torch.autograd.grad(F.cross_entropy(h @ W.T, y, reduction="sum"), [h, W])
+    assert (gh - rh).abs().max() <= 1e-5 * rh.abs().max() and (gW - rW).abs().max() <= 1e-5 * rW.abs().max()

@@ -435,6 +435,7 @@ lossjit_status lossjit_reference_grad(const lossjit_loss* loss, const lossjit_vi
 struct lossjit_linear {
     lossjit::LinearLoss linear;
     int device;
+    const lossjit_loss* source;  // whose parameter values every call takes (lossjit_set_param on it)
 };
 
 lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logits, int64_t chunk_rows, size_t chunk_bytes,
@@ -446,7 +447,7 @@ lossjit_status lossjit_linear_create(const lossjit_loss* loss, const char* logit
         if (logits) options.logits = logits;
         options.chunk_rows = chunk_rows;
         if (chunk_bytes) options.chunk_bytes = chunk_bytes;
-        *out = new lossjit_linear{LinearLoss(loss->base.on_device(device), options), device};
+        *out = new lossjit_linear{LinearLoss(loss->base.on_device(device), options), device, loss};
     });
 }
 
@@ -483,6 +484,8 @@ lossjit_status linear_call(lossjit_linear* linear, const lossjit_view* h, const 
         if (dW) grads.dW = capi::to_output(*dW, "dW");
         if (dbias) grads.dbias = capi::to_output(*dbias, "dbias");
         const auto stream = static_cast<Stream>(exec ? exec->stream : nullptr);
+        // The handle runs a copy of the program: it takes the loss's current parameter values.
+        for (const auto& param : linear->source->base.params()) linear->linear.loss().set_param(param.name, param.value);
         auto run = [&] {
             call(capi::to_view(*h, "h"), capi::to_view(*W, "W"), bias ? &bias_view : nullptr, views.span(),
                  (dh || dW || dbias) ? &grads : nullptr, stream);
