@@ -126,7 +126,8 @@ def main():
         fns = {"lossjit": ours, "eager": eager}
         for gib in args.chunk_gib or []:
             other = lossjit.LinearLoss(text, chunk_bytes=int(gib * 2 ** 30))
-            fns[f"lossjit {gib:g} GiB"] = lambda other=other: torch.autograd.grad(_scalar(name, other(h, W, y=y)), [h, W])
+            fns[f"lossjit {gib:g} GiB"] = lambda other=other: torch.autograd.grad(_scalar(name, other(h, W, y=y)),
+                                                                                  [h, W])
         if not args.no_compile:
             compiled = torch.compile(lambda h, W, y, name=name, torch_loss=torch_loss:
                                      _scalar(name, torch_loss(F.linear(h, W), y)))

@@ -78,13 +78,8 @@ class LinearLoss:
     def plan(self, h, W, bias_gradient=False):
         """(chunk rows, chunks, workspace bytes) of a call with these tensors."""
         keep = []
-        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
-        h2 = h.reshape(-1, h.shape[-1])
-        _lib.check(_lib.lib.lossjit_linear_plan(self._handle(None), ctypes.byref(_tensor_view(h2, keep)),
-                                                ctypes.byref(_tensor_view(W, keep)), int(bias_gradient),
-                                                ctypes.byref(rows), ctypes.byref(chunks),
-                                                ctypes.byref(ws)))
-        return rows.value, chunks.value, ws.value
+        return _plan(self._handle(None), _tensor_view(h.reshape(-1, h.shape[-1]), keep), _tensor_view(W, keep),
+                     bias_gradient)
 
     def _arrange(self, h, others, named):
         if named:
@@ -115,75 +110,59 @@ class LinearLoss:
         mask = sum(1 << i for i, w in enumerate(wants) if w) if torch.is_grad_enabled() else 0
         tensors = [h2, W] + ([bias] if bias is not None else []) + flat
         if self.loss.kind == "map":
-            return torch.ops.lossjit.linear_loss_map(self._key, tensors, int(bias is not None), mask).reshape(h.shape[:-1])
+            values = torch.ops.lossjit.linear_loss_map(self._key, tensors, int(bias is not None), mask)
+            return values.reshape(h.shape[:-1])
         out = torch.ops.lossjit.linear_loss(self._key, tensors, int(bias is not None), mask)
         results = self.loss.results
         if results:
             return self.loss._Results(*out[:len(results)])
         return out[0]
 
-    def _exec(self, h):
+    def _call(self, entry, h, W, bias, others, middle, mask):
+        """One C call, lossjit_linear_run or lossjit_linear_backward (`middle`: the values it writes or the
+        upstream gradient it reads), with a workspace from torch's allocator. Returns [dh, dW, dbias] for
+        mask's bits 0, 1, 2: an empty tensor each where not set (a custom op's outputs may not alias)."""
         device = h.device.index if h.device.index is not None else torch.cuda.current_device()
-        return self._handle(device), _lib.Exec(_raw_stream(device), device, None, 0)
+        handle = self._handle(device)
+        keep = []
+        grads = [torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else h.new_empty(0),
+                 torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else h.new_empty(0),
+                 torch.empty_like(bias) if mask & 4 else h.new_empty(0)]
+        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
+        workspace = torch.empty(_plan(handle, hv, Wv, mask & 4)[2], dtype=torch.uint8, device=h.device)
+        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
+        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
+        exec_ = _lib.Exec(_raw_stream(device), device, None, 0)
+        _lib.check(entry(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
+                         others_views, len(others), view(middle),
+                         *[view(g) if mask >> i & 1 else None for i, g in enumerate(grads)],
+                         ctypes.byref(exec_), ctypes.c_void_p(workspace.data_ptr())))
+        return grads
 
-    def _workspace(self, handle, hv, Wv, bias_gradient, device):
-        rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
-        _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(hv), ctypes.byref(Wv), int(bias_gradient),
-                                                ctypes.byref(rows), ctypes.byref(chunks), ctypes.byref(ws)))
-        return torch.empty(ws.value, dtype=torch.uint8, device=device)
+    def run(self, h, W, bias, others, mask):
+        """A reduction's forward: [each result, dh, dW, dbias] (empty tensors where not asked)."""
+        values = torch.empty(max(len(self.loss.results), 1), dtype=torch.float32, device=h.device)
+        grads = self._call(_run, h, W, bias, others, values, mask)
+        # One tensor per result: autograd tells which of them a gradient reaches (the others get None).
+        return [values[k].clone() for k in range(values.shape[0])] + grads
 
     def run_map(self, h, W, bias, others):
         """A map's forward: one float32 value per row of h."""
-        handle, exec_ = self._exec(h)
-        keep = []
         values = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)
-        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
-        workspace = self._workspace(handle, hv, Wv, False, h.device)
-        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
-        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
-        _lib.check(_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
-                        others_views, len(others), view(values), None, None, None, ctypes.byref(exec_),
-                        ctypes.c_void_p(workspace.data_ptr())))
+        self._call(_run, h, W, bias, others, values, 0)
         return values
 
     def run_map_backward(self, h, W, bias, others, upstream, mask):
         """A map's vector-Jacobian product with `upstream` [N]: [dh, dW, dbias] (empty where not asked)."""
-        handle, exec_ = self._exec(h)
-        keep = []
-        # Outputs of a custom op may not alias one another: an empty tensor each where not asked.
-        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else h.new_empty(0)
-        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else h.new_empty(0)
-        dbias = torch.empty_like(bias) if mask & 4 else h.new_empty(0)
-        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
-        workspace = self._workspace(handle, hv, Wv, bool(mask & 4), h.device)
-        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
-        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
-        _lib.check(_backward_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
-                                 others_views, len(others), view(upstream), view(dh) if mask & 1 else None,
-                                 view(dW) if mask & 2 else None, view(dbias) if mask & 4 else None,
-                                 ctypes.byref(exec_), ctypes.c_void_p(workspace.data_ptr())))
-        return [dh, dW, dbias]
+        return self._call(_backward_run, h, W, bias, others, upstream, mask)
 
-    def run(self, h, W, bias, others, mask):
-        """A reduction's forward: [each result, dh, dW, dbias] (empty tensors where not asked)."""
-        handle, exec_ = self._exec(h)
-        keep = []
-        count = max(len(self.loss.results), 1)
-        values = torch.empty(count, dtype=torch.float32, device=h.device)
-        # Outputs of a custom op may not alias one another: an empty tensor each where not asked.
-        dh = torch.empty_like(h, memory_format=torch.contiguous_format) if mask & 1 else h.new_empty(0)
-        dW = torch.empty_like(W, memory_format=torch.contiguous_format) if mask & 2 else h.new_empty(0)
-        dbias = torch.empty_like(bias) if mask & 4 else h.new_empty(0)
-        hv, Wv = _tensor_view(h, keep), _tensor_view(W, keep)
-        workspace = self._workspace(handle, hv, Wv, bool(mask & 4), h.device)
-        others_views = (_lib.View * max(len(others), 1))(*[_tensor_view(t, keep) for t in others])
-        view = lambda t: ctypes.byref(_tensor_view(t, keep))  # noqa: E731
-        _lib.check(_run(handle, ctypes.byref(hv), ctypes.byref(Wv), view(bias) if bias is not None else None,
-                        others_views, len(others), view(values), view(dh) if mask & 1 else None,
-                        view(dW) if mask & 2 else None, view(dbias) if mask & 4 else None, ctypes.byref(exec_),
-                        ctypes.c_void_p(workspace.data_ptr())))
-        # One tensor per result: autograd tells which of them a gradient reaches (the others get None).
-        return [values[k].clone() for k in range(count)] + [dh, dW, dbias]
+
+def _plan(handle, h_view, W_view, bias_gradient):
+    rows, chunks, ws = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_size_t()
+    _lib.check(_lib.lib.lossjit_linear_plan(handle, ctypes.byref(h_view), ctypes.byref(W_view),
+                                            int(bool(bias_gradient)), ctypes.byref(rows), ctypes.byref(chunks),
+                                            ctypes.byref(ws)))
+    return rows.value, chunks.value, ws.value
 
 
 def _linear(key):

@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -39,6 +40,14 @@ cudaDataType_t blas_type(DType dtype) {
         case DType::float16: return CUDA_R_16F;
         default: throw InternalError("blas_type of a dtype linear_loss refuses");
     }
+}
+
+// `pointer` advanced by `rows` rows of `stride` elements of `dtype`.
+template <class T>
+T* row_offset(T* pointer, std::int64_t rows, std::int64_t stride, DType dtype) {
+    using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+    const std::int64_t bytes = rows * stride * static_cast<std::int64_t>(size_of(dtype));
+    return reinterpret_cast<T*>(reinterpret_cast<Byte*>(pointer) + bytes);
 }
 
 // The row stride of a 2-D operand with unit stride along its rows (what cuBLAS reads).
@@ -154,7 +163,8 @@ LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool
         throw UsageError(fmt::format("linear_loss: h is {} and W {}: their last dimensions (H) differ",
                                      format_shape(h.shape), format_shape(W.shape)));
     if (h.dtype != W.dtype || (h.dtype != DType::float32 && h.dtype != DType::bfloat16 && h.dtype != DType::float16))
-        throw UsageError(fmt::format("linear_loss: h and W must be both float32, bfloat16 or float16 (they are {} and {})",
+        throw UsageError(fmt::format("linear_loss: h and W must be both float32, bfloat16 or float16 (they are {} "
+                                     "and {})",
                                      to_string(h.dtype), to_string(W.dtype)));
     const std::int64_t rows = h.shape[0], classes = W.shape[0];
     if (rows == 0 || classes == 0 || h.shape[1] == 0)
@@ -228,8 +238,9 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     if (values && !is_floating(values->dtype))
         throw UsageError(fmt::format("linear_loss: values are {}; they must be of a floating dtype",
                                      to_string(values->dtype)));
-    if (values && !map && values->numel() != static_cast<std::int64_t>(results))
-        throw UsageError(fmt::format("linear_loss: values must be {} element(s), one per result", results));
+    if (values && !map && (values->numel() != static_cast<std::int64_t>(results) || values->shape.size() > 1))
+        throw UsageError(fmt::format("linear_loss: values must be {} element(s) of rank 0 or 1, one per result",
+                                     results));
     // A map's values and upstream gradient: one per row of h, along a dimension of any stride.
     auto row_stride = [&](const Dims& shape, const Dims& strides, std::string_view what) {
         if (shape.size() != 1 || shape[0] != rows)
@@ -261,7 +272,8 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
         split[i] = (v.shape.size() == 2 && v.shape[0] == rows && rows > 1) ||
                    (v.shape.size() == 1 && s.split_index[i] && v.shape[0] == rows);
         if (v.shape.size() == 1 && s.split_index[i] && !split[i])
-            throw UsageError(fmt::format("linear_loss: the index input '{}' is {}; it must have one value per row of h ({})",
+            throw UsageError(fmt::format("linear_loss: the index input '{}' is {}; it must have one value per row of "
+                                         "h ({})",
                                          names[i], format_shape(v.shape), rows));
     }
     // The chunk's inputs: the logits in the workspace, the split ones from the chunk's first row.
@@ -275,7 +287,7 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
             TensorView v = others[o++];
             if (split[i]) {
                 const Dims strides = v.effective_strides();
-                v.data = static_cast<const char*>(v.data) + first * strides[0] * static_cast<std::int64_t>(size_of(v.dtype));
+                v.data = row_offset(v.data, first, strides[0], v.dtype);
                 v.shape[0] = count;
                 v.strides = strides;
             }
@@ -306,7 +318,6 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     const Areas area = areas(p.chunk_rows, p.chunks, classes, results, dtype, want_dbias);
     auto at = [&](std::size_t offset) { return static_cast<char*>(workspace) + offset; };
     auto* partials = reinterpret_cast<double*>(at(area.partials));
-    const std::size_t element = size_of(dtype);
     const CUstream cu_stream = reinterpret_cast<CUstream>(stream);
     if (want_dbias) {  // the ones that sum G's rows into dbias, one product per chunk
         const auto ones = reinterpret_cast<CUdeviceptr>(at(area.ones));
@@ -341,7 +352,7 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     const std::string wrt[] = {s.options.logits};
     for (std::int64_t c = 0; c < p.chunks; ++c) {
         const std::int64_t first = c * p.chunk_rows, count = std::min(p.chunk_rows, rows - first);
-        const auto* h_chunk = static_cast<const char*>(h.data) + first * ld_h * static_cast<std::int64_t>(element);
+        const void* h_chunk = row_offset(h.data, first, ld_h, dtype);
         cuda::Gemm forward;  // logits^T [V x n] = W [V x H] . h_chunk^T [H x n]
         forward.transpose_a = true;
         forward.m = classes, forward.n = count, forward.k = features;
@@ -356,7 +367,7 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
         const OutputView gradient = OutputView::contiguous(at(area.logits), Dims{count, classes}, dtype);
         if (map && values) {
             OutputView out = *values;
-            out.data = static_cast<char*>(out.data) + first * values_stride * static_cast<std::int64_t>(size_of(out.dtype));
+            out.data = row_offset(out.data, first, values_stride, out.dtype);
             out.shape = Dims{count};
             out.strides = Dims{values_stride};
             s.loss.map(inputs, out, stream);
@@ -364,25 +375,27 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
         }
         if (map) {
             TensorView up = *upstream;
-            up.data = static_cast<const char*>(up.data) + first * upstream_stride * static_cast<std::int64_t>(size_of(up.dtype));
+            up.data = row_offset(up.data, first, upstream_stride, up.dtype);
             up.shape = Dims{count};
             up.strides = Dims{upstream_stride};
             s.loss.grad(inputs, wrt, std::span(&gradient, 1), up, stream);
         } else {
-            const OutputView chunk_values = OutputView::contiguous(partials + c * static_cast<std::int64_t>(results),
-                                                                   Dims{static_cast<std::int64_t>(results)}, DType::float64);
+            const auto count_results = static_cast<std::int64_t>(results);
+            const OutputView chunk_values =
+                OutputView::contiguous(partials + c * count_results, Dims{count_results}, DType::float64);
             if (!gradients) {
                 s.loss.evaluate(inputs, chunk_values, stream);
                 continue;
             }
-            s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream, Upstream(first_weight(count)));
+            s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream,
+                                  Upstream(first_weight(count)));
         }
         if (want_dh) {  // dh_chunk^T [H x n] = W^T [H x V] . G^T [V x n]
             cuda::Gemm back;
             back.m = features, back.n = count, back.k = classes;
             back.a = W.data, back.lda = ld_W;
             back.b = at(area.logits), back.ldb = classes;
-            back.d = static_cast<char*>(grads->dh.data) + first * ld_dh * static_cast<std::int64_t>(size_of(grads->dh.dtype));
+            back.d = row_offset(grads->dh.data, first, ld_dh, grads->dh.dtype);
             back.ldd = ld_dh;
             back.operand_type = blas_type(dtype), back.output_type = blas_type(grads->dh.dtype);
             s.blas->run(back, at(area.blas), cuda::BlasLt::kWorkspaceBytes, cu_stream);
@@ -411,10 +424,11 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     }
     if (map) return;
     const Dims shape{p.chunks, static_cast<std::int64_t>(results)};
+    const auto* weight_table = reinterpret_cast<const void*>(weights->get());
     const TensorView combined[] = {TensorView::contiguous(partials, shape, DType::float64),
-                                   TensorView::contiguous(reinterpret_cast<const void*>(weights->get()), shape, DType::float64)};
-    OutputView out = *values;
-    if (out.shape.size() != 1) out = OutputView{values->data, values->dtype, Dims{static_cast<std::int64_t>(results)}, {}};
+                                   TensorView::contiguous(weight_table, shape, DType::float64)};
+    OutputView out = *values;  // a rank-0 view of the one result as a vector of it
+    if (out.shape.empty()) out = OutputView{values->data, values->dtype, Dims{shape[1]}, {}};
     s.combine.map(combined, out, stream);
 }
 
