@@ -3,7 +3,8 @@
 // the program's fused value-and-gradient kernel, and the two products of the backward pass.
 //
 //   lossjit::LinearLoss head(lossjit::compile("mean(logsumexp(logits, -1) - logits[y])"));
-//   head.run(h, W, nullptr, {y}, values, &grads, stream);   // h [N, H], W [V, H], y [N]
+//   const lossjit::TensorView others[] = {y};
+//   head.run(h, W, nullptr, others, values, &grads, stream);   // h [N, H], W [V, H], y [N]
 //
 // The program is any reduction of the language over `logits` [N, V] (and other inputs) whose
 // results each add up over parts of the rows: sum(...) or mean(...) (batchmean too) times
