@@ -14,10 +14,10 @@ W = (torch.randn(V, H, device=dev) * H ** -0.5).to(torch.bfloat16).requires_grad
 y = torch.randint(0, V, (N,), device=dev)
 y[::7] = -100  # ignored rows
 
-# Cross-entropy with ignore_index: the sum over the rows kept, divided outside (a ratio of two
-# reductions does not split into chunks; this one's denominator does not read the logits).
-ce = lossjit.LinearLoss("sum(where(y != -100, logsumexp(logits, -1) - logits[y], 0))")
-loss = ce(h, W, y=y) / (y != -100).sum()
+# Cross-entropy with ignore_index, as examples/cross_entropy_ignore.loss writes it: the mean over the
+# rows kept, a ratio of two reductions (the chunks compute both, their sums are divided after).
+ce = lossjit.LinearLoss("l = logsumexp(logits, -1) - logits[y]; sum(where(y != -100, l, 0)) / sum(y != -100)")
+loss = ce(h, W, y=y)
 loss.backward()
 print("cross-entropy", loss.item(), "torch", F.cross_entropy(F.linear(h, W).float(), y, ignore_index=-100).item())
 

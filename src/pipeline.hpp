@@ -139,6 +139,25 @@ std::vector<int> read_inputs(const ir::Program& program);
 // `mean(a) + sum(b)`, `mean(e) + 1`).
 enum class RowShare { Sum, Fraction };
 std::vector<RowShare> row_shares(const ir::Program& program);
+// The checks of row_shares that do not depend on how the results combine their reductions (maps,
+// statistics, the row's dimensions): a SourceError past them is about the combination.
+void check_row_split(const ir::Program& program);
+
+// A Composite program whose results are not sums of its reductions (`sum(where(y != -100, l, 0)) /
+// sum(y != -100)`, `log(mean(e))`) runs a part of the rows at a time this way: `per_chunk` has the
+// program's whole-tensor reductions as its results, the one the first result's gradient flows
+// through first; the chunks' values add up by `shares` (one per reduction); `combine` computes the
+// program's results from those sums, each reduction an input t0, t1, ... of shape [1] (a sum of one
+// element), and d (first result) / d t0 is the factor the chunks' gradients are scaled by at the end.
+// SourceError where the first result's gradient flows through two reductions that read `logits_slot`
+// (their factors would be needed before the chunks' gradients: `sum(logits) * mean(logits)`).
+struct TotalsSplit {
+    ir::Program per_chunk;
+    ir::Program combine;
+    std::vector<RowShare> shares;
+    bool differentiable = false;  // the first result reaches a reduction that reads the logits
+};
+TotalsSplit split_totals(const ir::Program& program, int logits_slot);
 
 // The dtype a map's output gets unless the caller chooses: result_dtype() of the inputs the
 // program reads (`inputs` in program input order; only dtypes are read).

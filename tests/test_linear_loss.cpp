@@ -33,16 +33,22 @@ const SplitCase kSplitCases[] = {
     {"batchmean(sum(exp(logits) * logits, -1)) * 4", "", 0},
     {"-(sum(logits) / 3)", "", 0},
     // examples/linear_loss.py's
+    {"l = logsumexp(logits, -1) - logits[y]; sum(where(y != -100, l, 0)) / sum(y != -100)", "", 0},
     {"sum(where(y != -100, logsumexp(logits, -1) - logits[y], 0))", "", 0},
     {"c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); mean(where(y != -100, lse - c[y], 0)) + 1e-4 * mean(lse^2)", "", 0},
     {"param eps = 0.1; lp = logits - logsumexp(logits, -1); loss = mean(where(y != -100, -(1 - eps) * lp[y] - eps * "
      "mean(lp, -1), 0)); acc = mean(argmax(logits, -1) == y); loss, acc", "", 0},
     {"param T = 2; q = t / T - logsumexp(t / T, -1); p = logits / T - logsumexp(logits / T, -1); "
      "batchmean(sum(exp(q) * (q - p), -1)) * T^2", "", 0},
-    {"sum(logits) / sum(y != -100)", "reductions combined other than", 13},
-    {"log(mean(logits))", "reductions combined other than", 1},
-    {"mean(logits) + 1", "a constant added to a reduction", 14},
-    {"mean(logits) + sum(logits)", "a sum added to a mean", 14},
+    // Not sums of their reductions: run by the reductions, combined after (split_totals).
+    {"sum(logits) / sum(y != -100)", "", 0},
+    {"log(mean(logits))", "", 0},
+    {"mean(logits) + 1", "", 0},
+    {"l = logsumexp(logits, -1) - logits[y]; loss = sum(where(y != 3, l, 0)) / sum(y != 3); "
+     "acc = mean(argmax(logits, -1) == y); n = sum(y != 3); loss, acc, n", "", 0},
+    // ... unless the first result combines two reductions of the logits otherwise than linearly.
+    {"mean(logits) + sum(logits)", "their factors in its gradient", 16},
+    {"sum(logits) * mean(logits)", "their factors in its gradient", 15},
     {"exp(logits) * 2", "a map of one value per element", 1},
     {"logsumexp(logits, -1) - logits[y]", "", 0},  // reduction='none'
     {"mean(logits - mean(logits))", "is used per element", 15},
@@ -188,6 +194,13 @@ const GpuCase kGpuCases[] = {
     {"param eps = 0.1; lp = logits - logsumexp(logits, -1); mean(-(1 - eps) * lp[y] - eps * mean(lp, -1))", true, 97},
     {"sum(where(y != 3, logsumexp(logits, -1) - logits[y], 0))", false, 128},
     {"sum(logits * logits) * 0.5", true, 100},  // the elementwise kind: no rows
+    // Run by their reductions, combined after: cross-entropy over the rows whose class is not 3 (a
+    // ratio), a log of a mean, and three results of which the first is the ratio.
+    {"l = logsumexp(logits, -1) - logits[y]; sum(where(y != 3, l, 0)) / sum(y != 3)", true, 100},
+    {"log(mean(exp(logsumexp(logits, -1) - logits[y])))", false, 64},
+    {"l = logsumexp(logits, -1) - logits[y]; loss = sum(where(y != 3, l, 0)) / sum(y != 3); "
+     "acc = mean(argmax(logits, -1) == y); z = mean(logsumexp(logits, -1)^2); loss, acc, z",
+     false, 128},
 };
 
 }  // namespace

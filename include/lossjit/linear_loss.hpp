@@ -7,10 +7,11 @@
 //   head.run(h, W, nullptr, others, values, &grads, stream);   // h [N, H], W [V, H], y [N]
 //
 // The program is any reduction of the language over `logits` [N, V] (and other inputs) whose
-// results each add up over parts of the rows: sum(...) or mean(...) (batchmean too) times
-// constants; or a map of one value per row (reduction='none'), whose gradients backward() gives. Ratios of reductions (`sum(a) / sum(b)`) do not split into parts; write the numerator
-// and divide outside (docs/linear_loss.md). Memory: one chunk of logits (their gradient overwrites
-// them) and cuBLASLt's workspace, beside the caller's tensors. cuBLASLt (libcublasLt.so.13 of the CUDA
+// results are sums of its reductions times constants, or any functions of its reductions where the
+// first result reaches one that reads the logits (`sum(where(y != -100, l, 0)) / sum(y != -100)`);
+// or a map of one value per row (reduction='none'), whose gradients backward() gives
+// (docs/linear_loss.md). Memory: one chunk of logits (their gradient overwrites them) and
+// cuBLASLt's workspace, beside the caller's tensors. cuBLASLt (libcublasLt.so.13 of the CUDA
 // toolkit) is loaded at the first call, as the driver is.
 #pragma once
 

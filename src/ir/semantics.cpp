@@ -241,7 +241,7 @@ private:
 
 }  // namespace
 
-std::vector<RowShare> row_shares(const ir::Program& program) {
+void check_row_split(const ir::Program& program) {
     auto refuse_program = [&](std::string_view why) {
         throw SourceError({program.source_name, 1, 1},
                           fmt::format("this program cannot run a part of the rows at a time: {}", why), program.source);
@@ -261,6 +261,10 @@ std::vector<RowShare> row_shares(const ir::Program& program) {
     }
     for (int d : program.row_dims)
         if (d != -1 && d != 1) refuse_program("it reduces along the first dimension, which the parts split");
+}
+
+std::vector<RowShare> row_shares(const ir::Program& program) {
+    check_row_split(program);
     switch (program.reduction) {
         case ir::Reduction::None: return {};  // a map of one value per row: each part writes its rows
         case ir::Reduction::Sum: return {RowShare::Sum};

@@ -75,7 +75,8 @@ void check_output(const OutputView& view, DType operands, const Shape& shape, st
 
 // Where each buffer of a call lies in its workspace.
 struct Areas {
-    std::size_t logits = 0, partials = 0, ones = 0, blas = 0, total = 0;  // the gradient overwrites the logits
+    // The gradient overwrites the logits; `sums` and `factor`: a program run by its reductions' (by_totals).
+    std::size_t logits = 0, partials = 0, sums = 0, factor = 0, ones = 0, blas = 0, total = 0;
 };
 
 Areas areas(std::int64_t rows, std::int64_t chunks, std::int64_t classes, std::size_t results, DType dtype,
@@ -86,6 +87,8 @@ Areas areas(std::int64_t rows, std::int64_t chunks, std::int64_t classes, std::s
     std::size_t at = 0;
     a.logits = at, at += chunk;
     a.partials = at, at += values;
+    a.sums = at, at += aligned(results * sizeof(double));
+    a.factor = at, at += aligned(sizeof(float));
     a.ones = at, at += bias_gradient ? aligned(static_cast<std::size_t>(rows) * size_of(dtype)) : 0;
     a.blas = at, at += cuda::BlasLt::kWorkspaceBytes;
     a.total = at;
@@ -108,7 +111,11 @@ struct LinearLoss::State {
     Loss loss;
     LinearLossOptions options;
     Loss combine;  // the results over all rows: each chunk's, weighed by its share
-    std::vector<RowShare> shares;
+    std::vector<RowShare> shares;  // of each value a chunk gives: the results, or the reductions by_totals
+    // A Composite program whose results are not sums of its reductions (split_totals): the chunks
+    // compute its reductions (`per_chunk`), `by_totals` combines their sums into the results and the
+    // factor the gradients are then scaled by, which `scaler` applies.
+    std::optional<Loss> per_chunk, by_totals, scaler;
     std::size_t logits_slot = 0;
     std::vector<bool> split_index;  // per input slot: an index input (split with the rows at rank 1)
 
@@ -125,7 +132,7 @@ LinearLoss::LinearLoss(Loss loss, LinearLossOptions options)
     : state_(std::make_unique<State>(std::move(loss), std::move(options))) {
     State& s = *state_;
     const ir::Program& program = s.loss.checked_program();
-    s.shares = row_shares(program);
+    check_row_split(program);
     const auto& inputs = s.loss.inputs();
     const auto found = std::find(inputs.begin(), inputs.end(), s.options.logits);
     if (found == inputs.end() || !s.loss.uses(s.options.logits))
@@ -133,6 +140,24 @@ LinearLoss::LinearLoss(Loss loss, LinearLossOptions options)
                                      "(LinearLossOptions::logits)",
                                      printable(s.options.logits)));
     s.logits_slot = static_cast<std::size_t>(found - inputs.begin());
+    try {
+        s.shares = row_shares(program);
+    } catch (const SourceError&) {
+        if (program.reduction != ir::Reduction::Composite) throw;
+        // Past check_row_split, the refusal is of how the results combine the reductions: run the
+        // reductions by chunks, and combine their sums after (SourceError where that cannot either).
+        TotalsSplit split = split_totals(program, static_cast<int>(s.logits_slot));
+        s.shares = std::move(split.shares);
+        Options options;
+        options.device = s.loss.device();
+        options.source_name = program.source_name;
+        s.per_chunk.emplace(Loss::from_program(std::move(split.per_chunk), options));
+        s.by_totals.emplace(Loss::from_program(std::move(split.combine), options));
+        Options scaler = options;
+        scaler.source_name = "linear_loss factor";
+        scaler.inputs = {"d", "g"};
+        s.scaler.emplace(compile("d * g", scaler));
+    }
     s.split_index.assign(inputs.size(), false);
     for (const ir::Node& n : program.nodes)
         if (n.kind == ir::NodeKind::Take) {
@@ -184,7 +209,7 @@ LinearLoss::Plan LinearLoss::plan(const TensorView& h, const TensorView& W, bool
     if (s.options.chunk_rows == 0 && p.chunk_rows % 64 != 0 && (p.chunk_rows / 64 + 1) * 64 <= most)
         p.chunk_rows = (p.chunk_rows / 64 + 1) * 64;
     p.chunks = (rows + p.chunk_rows - 1) / p.chunk_rows;
-    p.workspace_bytes = areas(p.chunk_rows, p.chunks, classes, s.loss.result_count(), h.dtype, bias_gradient).total;
+    p.workspace_bytes = areas(p.chunk_rows, p.chunks, classes, s.shares.size(), h.dtype, bias_gradient).total;
     return p;
 }
 
@@ -235,6 +260,8 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     }
     if (want_dbias && !bias) throw UsageError("linear_loss: a bias gradient was asked for without a bias");
     const std::size_t results = s.loss.result_count();
+    const std::size_t per_chunk = s.shares.size();  // values a chunk gives: the results, or the reductions
+    Loss& chunk_loss = s.per_chunk ? *s.per_chunk : s.loss;
     if (values && !is_floating(values->dtype))
         throw UsageError(fmt::format("linear_loss: values are {}; they must be of a floating dtype",
                                      to_string(values->dtype)));
@@ -315,7 +342,10 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
         }
         workspace = reinterpret_cast<void*>(s.held->get());
     }
-    const Areas area = areas(p.chunk_rows, p.chunks, classes, results, dtype, want_dbias);
+    const Areas area = areas(p.chunk_rows, p.chunks, classes, per_chunk, dtype, want_dbias);
+    if (s.per_chunk)  // the copies run with the program's current parameter values
+        for (const auto& param : s.loss.params())
+            for (Loss* l : {&*s.per_chunk, &*s.by_totals}) l->set_param(param.name, param.value);
     auto at = [&](std::size_t offset) { return static_cast<char*>(workspace) + offset; };
     auto* partials = reinterpret_cast<double*>(at(area.partials));
     const CUstream cu_stream = reinterpret_cast<CUstream>(stream);
@@ -330,11 +360,11 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     if (!map) {
         auto table = s.weights.find({rows, p.chunk_rows});
         if (table == s.weights.end()) {
-            std::vector<double> host(static_cast<std::size_t>(p.chunks) * results);
+            std::vector<double> host(static_cast<std::size_t>(p.chunks) * per_chunk);
             for (std::int64_t c = 0; c < p.chunks; ++c) {
                 const std::int64_t count = std::min(p.chunk_rows, rows - c * p.chunk_rows);
-                for (std::size_t r = 0; r < results; ++r)
-                    host[static_cast<std::size_t>(c) * results + r] =
+                for (std::size_t r = 0; r < per_chunk; ++r)
+                    host[static_cast<std::size_t>(c) * per_chunk + r] =
                         s.shares[r] == RowShare::Sum ? 1.0 : static_cast<double>(count) / static_cast<double>(rows);
             }
             auto memory = std::make_unique<cuda::Memory>(s.context, host.size() * sizeof(double));
@@ -380,15 +410,15 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
             up.strides = Dims{upstream_stride};
             s.loss.grad(inputs, wrt, std::span(&gradient, 1), up, stream);
         } else {
-            const auto count_results = static_cast<std::int64_t>(results);
+            const auto values_here = static_cast<std::int64_t>(per_chunk);
             const OutputView chunk_values =
-                OutputView::contiguous(partials + c * count_results, Dims{count_results}, DType::float64);
+                OutputView::contiguous(partials + c * values_here, Dims{values_here}, DType::float64);
             if (!gradients) {
-                s.loss.evaluate(inputs, chunk_values, stream);
+                chunk_loss.evaluate(inputs, chunk_values, stream);
                 continue;
             }
-            s.loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream,
-                                  Upstream(first_weight(count)));
+            chunk_loss.value_and_grad(inputs, wrt, std::span(&gradient, 1), chunk_values, stream,
+                                      Upstream(first_weight(count)));
         }
         if (want_dh) {  // dh_chunk^T [H x n] = W^T [H x V] . G^T [V x n]
             cuda::Gemm back;
@@ -423,13 +453,39 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
         }
     }
     if (map) return;
-    const Dims shape{p.chunks, static_cast<std::int64_t>(results)};
+    // The chunks' values, each weighed by its share: the results, or the reductions' sums.
+    const Dims shape{p.chunks, static_cast<std::int64_t>(per_chunk)};
     const auto* weight_table = reinterpret_cast<const void*>(weights->get());
     const TensorView combined[] = {TensorView::contiguous(partials, shape, DType::float64),
                                    TensorView::contiguous(weight_table, shape, DType::float64)};
     OutputView out = *values;  // a rank-0 view of the one result as a vector of it
-    if (out.shape.empty()) out = OutputView{values->data, values->dtype, Dims{shape[1]}, {}};
-    s.combine.map(combined, out, stream);
+    if (out.shape.empty()) out = OutputView{values->data, values->dtype, Dims{static_cast<std::int64_t>(results)}, {}};
+    if (!s.per_chunk) {
+        s.combine.map(combined, out, stream);
+        return;
+    }
+    auto* sums = reinterpret_cast<double*>(at(area.sums));
+    s.combine.map(combined, OutputView::contiguous(sums, Dims{shape[1]}, DType::float64), stream);
+    std::vector<TensorView> reductions;
+    for (std::int64_t k = 0; k < shape[1]; ++k) reductions.push_back(TensorView::contiguous(sums + k, Dims{1}, DType::float64));
+    s.by_totals->evaluate(reductions, out, stream);
+    if (!gradients) return;
+    // The chunks' gradients are of the reduction the first result's flows through: times d (first
+    // result) / d (that reduction), at the sums of all the reductions.
+    auto* factor = reinterpret_cast<float*>(at(area.factor));
+    const std::string first[] = {"t0"};
+    const OutputView factor_out = OutputView::contiguous(factor, Dims{1}, DType::float32);
+    s.by_totals->grad(reductions, first, std::span(&factor_out, 1), stream);
+    const TensorView factor_in = TensorView::contiguous(factor, Dims{}, DType::float32);
+    auto scale = [&](const OutputView& g, std::int64_t ld) {  // in place: each element read, then written
+        if (!g.data) return;
+        const Dims strides = g.shape.size() == 2 ? Dims{ld, 1} : Dims{1};
+        const TensorView in[] = {TensorView{g.data, g.dtype, g.shape, strides}, factor_in};
+        s.scaler->map(in, OutputView{g.data, g.dtype, g.shape, strides}, stream);
+    };
+    scale(grads->dh, ld_dh);
+    scale(grads->dW, ld_dW);
+    scale(grads->dbias, 0);
 }
 
 }  // namespace lossjit

@@ -679,6 +679,16 @@ Loss compile(std::string_view source, Options options) {
 
 const ir::Program& Loss::checked_program() const { return state_->program; }
 
+Loss Loss::from_program(ir::Program program, Options options) {
+    auto compiled = std::make_shared<Loss::Compiled>();
+    compiled->program = std::move(program);
+    compiled->inputs_and_upstream = compiled->program.inputs;
+    compiled->inputs_and_upstream.push_back("upstream");
+    const int device = options.device;
+    compiled->options = std::move(options);
+    return Loss(std::move(compiled), device);
+}
+
 std::vector<std::string> Loss::results() const {
     std::vector<std::string> out;
     for (const auto& r : state_->program.results) out.push_back(r.name);
