@@ -26,6 +26,10 @@ PROGRAMS = {
                       lambda logits, y: F.cross_entropy(logits.float(), y)),
     "zloss_softcap": ("c = 30 * tanh(logits / 30); lse = logsumexp(c, -1); mean(lse - c[y]) + 1e-4 * mean(lse^2)",
                       lambda logits, y: _zsoft(logits, y)),
+    # ignore_index as a ratio of two reductions (every 7th row ignored): the chunks run its reductions,
+    # a last pass scales dh and dW by the factor.
+    "cross_entropy_ignore": ("l = logsumexp(logits, -1) - logits[y]; sum(where(y != -100, l, 0)) / sum(y != -100)",
+                             lambda logits, y: F.cross_entropy(logits.float(), y, ignore_index=-100)),
     # reduction='none', weighted per token outside: a map of one value per row, whose backward computes
     # each chunk's logits again (four products, not three).
     "cross_entropy_per_token": ("logsumexp(logits, -1) - logits[y]",
@@ -106,14 +110,17 @@ def main():
     dev = torch.device("cuda")
     h = (torch.randn(args.rows, args.hidden, device=dev) * 0.5).to(dtype).requires_grad_()
     W = (torch.randn(args.classes, args.hidden, device=dev) * args.hidden ** -0.5).to(dtype).requires_grad_()
-    y = torch.randint(0, args.classes, (args.rows,), device=dev)
-    # What a step must hold whatever the method: the operands, the targets and the two gradients.
+    targets = torch.randint(0, args.classes, (args.rows,), device=dev)
+    ignoring = targets.clone()
+    ignoring[::7] = -100  # for the ignore_index program
+    # What a step must hold whatever the method: the operands and the two gradients.
     gradients_bytes = h.numel() * h.element_size() + W.numel() * W.element_size()
     print(f"# {torch.cuda.get_device_name()}, h {args.rows}x{args.hidden}, W {args.classes}x{args.hidden}, "
           f"{args.dtype}, torch {torch.__version__}")
     results = []
     for name in args.program or sorted(PROGRAMS):
         text, torch_loss = PROGRAMS[name]
+        y = ignoring if name == "cross_entropy_ignore" else targets
         head = lossjit.LinearLoss(text)
         rows, chunks, ws = head.plan(h, W)
 
