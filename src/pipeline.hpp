@@ -3,6 +3,7 @@
 //   parse.cpp      program text               -> ast::Program   (syntax, positions)
 //   check.cpp      ast::Program               -> ir::Program    (names, arity, types, folding)
 //   statistics.cpp ir::Program                -> ir::Program + the whole-tensor statistics it reads
+//   row_split.cpp  ir::Program                -> its reductions and their combination (linear_loss's chunks)
 //   differentiate.cpp  ir::Program + inputs   -> ir::Program with derivatives (simplify.cpp: CSE)
 //   layout.cpp     input shapes and strides   -> Layout         (broadcasting, collapsed dims; src/layout/)
 //   kinds/         ir::Program + Layout + Knobs + GPU -> KernelSpec, its grid, its CUDA C++ and its

@@ -51,7 +51,7 @@ class LinearLoss:
             _registry[self._key] = self
 
     def _handle(self, device):
-        key = -1 if device is None else device
+        key = 0 if device is None else device  # None: the check at construction, which device 0's calls reuse
         handle = self._handles.get(key)
         if handle is None:
             with self._lock:
@@ -59,8 +59,7 @@ class LinearLoss:
                 if handle is None:
                     out = ctypes.c_void_p()
                     _lib.check(_lib.lib.lossjit_linear_create(self.loss._handle, self.logits.encode(), self._chunk[0],
-                                                              self._chunk[1], 0 if device is None else device,
-                                                              ctypes.byref(out)))
+                                                              self._chunk[1], key, ctypes.byref(out)))
                     handle = self._handles[key] = out.value
         return handle
 

@@ -123,8 +123,8 @@ struct LinearLoss::State {
     std::shared_ptr<cuda::Context> context;
     std::unique_ptr<cuda::BlasLt> blas;
     std::optional<cuda::Memory> held;
-    // Each chunk's weight in each result, [chunks, results] float64, per (rows, chunk rows): made
-    // once for each (fresh memory, so no kernel of an earlier call can be reading it).
+    // Each chunk's weight in each value it gives (`shares`), [chunks, values] float64, per (rows,
+    // chunk rows): made once for each (fresh memory, so no kernel of an earlier call can be reading it).
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<cuda::Memory>> weights;
 };
 
