@@ -177,7 +177,8 @@ std::vector<int> read_inputs(const ir::Program& program) {
 namespace {
 
 // Walks one result of a Composite program: what share a part of the rows has in it, or a SourceError
-// at the node that keeps it from splitting.
+// at the node that keeps it from being a sum of reductions (linear_loss then runs the program by its
+// reductions, split_totals).
 class RowShareOf {
 public:
     explicit RowShareOf(const ir::Program& program) : p_(program), levels_(value_levels(program)) {}
@@ -228,10 +229,7 @@ private:
     [[noreturn]] void refuse(int id, std::string_view what) const {
         const ast::Pos pos = p_.node(id).pos;
         throw SourceError({p_.source_name, pos.line, pos.column},
-                          fmt::format("this program cannot run a part of the rows at a time: {}; write each result "
-                                      "as sum(...) or mean(...) times constants, and combine results outside "
-                                      "(docs/linear_loss.md)",
-                                      what),
+                          fmt::format("this program's results are not sums of its reductions: {}", what),
                           p_.source);
     }
 
