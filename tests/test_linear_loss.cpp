@@ -82,6 +82,34 @@ TEST_CASE("linear_loss: programs whose results add up over parts of the rows, an
     CHECK(head.others() == std::vector<std::string>{"w", "y"});
 }
 
+// A ratio runs as two programs (its reductions a chunk at a time, their combination): both compile
+// with NVRTC, value and gradient, without a GPU.
+TEST_CASE("linear_loss: the programs a ratio runs as compile, value and gradient") {
+    const LinearLoss head(compile("l = logsumexp(logits, -1) - logits[y]; loss = sum(where(y != 3, l, 0)) / sum(y != 3); "
+                                  "acc = mean(argmax(logits, -1) == y); loss, acc"));
+    const auto programs = head.programs();
+    REQUIRE(programs.size() == 2);
+    const Loss& per_chunk = *programs[0];
+    const Loss& combine = *programs[1];
+    // The reductions, the one the gradient flows through first; the combination of their sums.
+    CHECK(per_chunk.result_count() == 3);
+    CHECK(per_chunk.inputs() == std::vector<std::string>{"logits", "y"});
+    CHECK(combine.inputs() == std::vector<std::string>{"t0", "t1", "t2"});
+    CHECK(combine.results() == std::vector<std::string>{"loss", "acc"});
+    const TensorView chunk[] = {TensorView{nullptr, DType::bfloat16, {64, 1000}, {}}, TensorView{nullptr, DType::int64, {64}, {}}};
+    const std::string logits[] = {"logits"};
+    CHECK(per_chunk.compile_kernel(chunk, logits, "compute_90").image_bytes > 0);
+    const TensorView sums[] = {TensorView{nullptr, DType::float64, {1}, {}}, TensorView{nullptr, DType::float64, {1}, {}},
+                               TensorView{nullptr, DType::float64, {1}, {}}};
+    const std::string t0[] = {"t0"};
+    CHECK(combine.compile_kernel(sums, "compute_90").image_bytes > 0);
+    CHECK(combine.compile_kernel(sums, t0, "compute_90").image_bytes > 0);
+    // A program of sums of reductions runs as itself.
+    const LinearLoss plain(compile("mean(logsumexp(logits, -1) - logits[y])"));
+    REQUIRE(plain.programs().size() == 1);
+    CHECK(plain.programs()[0] == &plain.loss());
+}
+
 TEST_CASE("linear_loss: chunks of equal rows within the chunk budget") {
     const LinearLoss head(compile("mean(logsumexp(logits, -1) - logits[y])"));
     auto plan = [&](std::int64_t n, std::int64_t v, DType dtype) {

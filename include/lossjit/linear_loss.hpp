@@ -56,6 +56,10 @@ public:
     Loss& loss();
     // The program's inputs but the logits, in order: what `others` lists in run().
     std::vector<std::string> others() const;
+    // The programs a call runs besides the products, for tools and tests (their kernels, their
+    // checked forms): the program itself, or, for one run by its reductions, the program of its
+    // reductions (run on each chunk) and the one that combines their sums (inputs t0, t1, ...).
+    std::vector<const Loss*> programs() const;
 
     struct Plan {
         std::int64_t chunk_rows = 0, chunks = 0;

@@ -173,6 +173,12 @@ LinearLoss& LinearLoss::operator=(LinearLoss&&) noexcept = default;
 const Loss& LinearLoss::loss() const { return state_->loss; }
 Loss& LinearLoss::loss() { return state_->loss; }
 
+std::vector<const Loss*> LinearLoss::programs() const {
+    const State& s = *state_;
+    if (s.per_chunk) return {&*s.per_chunk, &*s.by_totals};
+    return {&s.loss};
+}
+
 std::vector<std::string> LinearLoss::others() const {
     std::vector<std::string> names = state_->loss.inputs();
     names.erase(names.begin() + static_cast<std::ptrdiff_t>(state_->logits_slot));
