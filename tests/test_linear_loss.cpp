@@ -104,6 +104,12 @@ TEST_CASE("linear_loss: the programs a ratio runs as compile, value and gradient
     const std::string t0[] = {"t0"};
     CHECK(combine.compile_kernel(sums, "compute_90").image_bytes > 0);
     CHECK(combine.compile_kernel(sums, t0, "compute_90").image_bytes > 0);
+    // The program's knobs reach the program of its reductions.
+    Options options;
+    options.knobs.block_threads = 128;
+    const LinearLoss knobbed(compile("l = logsumexp(logits, -1) - logits[y]; sum(where(y != 3, l, 0)) / sum(y != 3)",
+                                     options));
+    CHECK(knobbed.programs()[0]->cuda_source(chunk, logits).find("128 threads/block") != std::string::npos);
     // A program of sums of reductions runs as itself.
     const LinearLoss plain(compile("mean(logsumexp(logits, -1) - logits[y])"));
     REQUIRE(plain.programs().size() == 1);

@@ -300,6 +300,7 @@ private:
     friend Loss compile(std::string_view program, Options options);
     friend class LinearLoss;  // asks the checked program how its results split by rows
     const ir::Program& checked_program() const;
+    const Options& options() const;  // as compile() was given them
     // A Loss of a program built by a pass rather than parsed (linear_loss's per-chunk totals and their
     // combination): `program` must be as check() leaves one.
     static Loss from_program(ir::Program program, Options options);

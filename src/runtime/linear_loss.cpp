@@ -148,10 +148,15 @@ LinearLoss::LinearLoss(Loss loss, LinearLossOptions options)
         // reductions by chunks, and combine their sums after (SourceError where that cannot either).
         TotalsSplit split = split_totals(program, static_cast<int>(s.logits_slot));
         s.shares = std::move(split.shares);
+        // The reductions' program walks the logits: it takes the program's knobs. The others are
+        // scalar programs of a few elements, at the defaults.
         Options options;
         options.device = s.loss.device();
         options.source_name = program.source_name;
-        s.per_chunk.emplace(Loss::from_program(std::move(split.per_chunk), options));
+        Options chunk_options = options;
+        chunk_options.knobs = s.loss.options().knobs;
+        chunk_options.use_tuning = s.loss.options().use_tuning;
+        s.per_chunk.emplace(Loss::from_program(std::move(split.per_chunk), chunk_options));
         s.by_totals.emplace(Loss::from_program(std::move(split.combine), options));
         Options scaler = options;
         scaler.source_name = "linear_loss factor";

@@ -678,6 +678,7 @@ Loss compile(std::string_view source, Options options) {
 }
 
 const ir::Program& Loss::checked_program() const { return state_->program; }
+const Options& Loss::options() const { return state_->options; }
 
 Loss Loss::from_program(ir::Program program, Options options) {
     auto compiled = std::make_shared<Loss::Compiled>();
