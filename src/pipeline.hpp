@@ -139,6 +139,10 @@ std::vector<int> read_inputs(const ir::Program& program);
 // that is not a constant times reductions of one kind (`sum(a) / sum(b)`, `log(mean(e))`,
 // `mean(a) + sum(b)`, `mean(e) + 1`).
 enum class RowShare { Sum, Fraction };
+// A whole-tensor reduction's share: a sum adds, a mean or batchmean divides by a count of rows.
+inline RowShare row_share(ir::Reduction reduction) {
+    return reduction == ir::Reduction::Sum ? RowShare::Sum : RowShare::Fraction;
+}
 std::vector<RowShare> row_shares(const ir::Program& program);
 // The checks of row_shares that do not depend on how the results combine their reductions (maps,
 // statistics, the row's dimensions): a SourceError past them is about the combination.

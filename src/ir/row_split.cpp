@@ -118,10 +118,7 @@ TotalsSplit split_totals(const ir::Program& program, int logits_slot) {
         totals.insert(totals.begin(), through_logits[0]);
     }
     for (std::size_t r = 1; r < results.size(); ++r) totals_of(program, results[r], totals);
-    for (int t : totals)
-        split.shares.push_back(static_cast<ir::Reduction>(program.node(t).slot) == ir::Reduction::Sum
-                                   ? RowShare::Sum
-                                   : RowShare::Fraction);
+    for (int t : totals) split.shares.push_back(row_share(static_cast<ir::Reduction>(program.node(t).slot)));
 
     // Per chunk: the same nodes and bindings, its results the reductions.
     split.per_chunk = program;

@@ -197,7 +197,7 @@ private:
         switch (n.kind) {
             case ir::NodeKind::Binding: return linear(p_.bindings[static_cast<std::size_t>(n.slot)].node);
             case ir::NodeKind::Total:
-                return static_cast<ir::Reduction>(n.slot) == ir::Reduction::Sum ? RowShare::Sum : RowShare::Fraction;
+                return row_share(static_cast<ir::Reduction>(n.slot));
             case ir::NodeKind::Apply: break;
             default: refuse(id, "a value per element or per row where one number is expected");
         }
@@ -265,8 +265,8 @@ std::vector<RowShare> row_shares(const ir::Program& program) {
     check_row_split(program);
     switch (program.reduction) {
         case ir::Reduction::None: return {};  // a map of one value per row: each part writes its rows
-        case ir::Reduction::Sum: return {RowShare::Sum};
-        case ir::Reduction::Mean: case ir::Reduction::BatchMean: return {RowShare::Fraction};
+        case ir::Reduction::Sum: case ir::Reduction::Mean: case ir::Reduction::BatchMean:
+            return {row_share(program.reduction)};
         default: break;
     }
     const RowShareOf walk(program);

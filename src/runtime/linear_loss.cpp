@@ -42,6 +42,11 @@ cudaDataType_t blas_type(DType dtype) {
     }
 }
 
+// What a chunk of `count` of the `rows` rows weighs in a value of this share.
+double chunk_weight(RowShare share, std::int64_t count, std::int64_t rows) {
+    return share == RowShare::Sum ? 1.0 : static_cast<double>(count) / static_cast<double>(rows);
+}
+
 // `pointer` advanced by `rows` rows of `stride` elements of `dtype`.
 template <class T>
 T* row_offset(T* pointer, std::int64_t rows, std::int64_t stride, DType dtype) {
@@ -375,8 +380,7 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
             for (std::int64_t c = 0; c < p.chunks; ++c) {
                 const std::int64_t count = std::min(p.chunk_rows, rows - c * p.chunk_rows);
                 for (std::size_t r = 0; r < per_chunk; ++r)
-                    host[static_cast<std::size_t>(c) * per_chunk + r] =
-                        s.shares[r] == RowShare::Sum ? 1.0 : static_cast<double>(count) / static_cast<double>(rows);
+                    host[static_cast<std::size_t>(c) * per_chunk + r] = chunk_weight(s.shares[r], count, rows);
             }
             auto memory = std::make_unique<cuda::Memory>(s.context, host.size() * sizeof(double));
             LOSSJIT_CU(cuMemcpyHtoD(memory->get(), host.data(), host.size() * sizeof(double)));
@@ -386,8 +390,7 @@ void LinearLoss::enqueue(const TensorView& h, const TensorView& W, const TensorV
     }
     // The first result's gradient of each chunk is scaled by its share (on the host: a launch argument).
     auto first_weight = [&](std::int64_t count) {
-        if (map || s.shares[0] == RowShare::Sum) return 1.0f;
-        return static_cast<float>(static_cast<double>(count) / static_cast<double>(rows));
+        return map ? 1.0f : static_cast<float>(chunk_weight(s.shares[0], count, rows));
     };
 
     const std::string wrt[] = {s.options.logits};
