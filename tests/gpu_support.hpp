@@ -2,7 +2,10 @@
 // tensor with its copy on the device.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <span>
+#include <vector>
 #include <string>
 
 #include "lossjit/lossjit.hpp"
@@ -40,5 +43,28 @@ struct Typed {
     }
     lossjit::TensorView view() const { return lossjit::TensorView{device.data(), host.dtype, host.shape, {}}; }
 };
+
+// The largest magnitude of `want`, and the largest difference of `got` from it.
+struct Spread {
+    double largest = 0;
+    double worst = 0;
+};
+// Equal values (two nans, two infinities of a sign) differ by 0; a nan against a number, by infinity
+// (std::max alone would pass a nan by).
+inline Spread spread(std::span<const double> got, std::span<const double> want) {
+    Spread s;
+    for (double w : want) s.largest = std::max(s.largest, std::fabs(w));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double g = got[i], w = want[i];
+        const double d = g == w || (std::isnan(g) && std::isnan(w)) ? 0.0 : std::fabs(g - w);
+        s.worst = std::isnan(d) ? INFINITY : std::max(s.worst, d);
+    }
+    return s;
+}
+inline Spread spread(const lossjit::HostTensor& got, std::span<const double> want) {
+    std::vector<double> values;
+    for (std::int64_t i = 0; i < got.numel(); ++i) values.push_back(got.at(i));
+    return spread(values, want);
+}
 
 }  // namespace lossjit_test

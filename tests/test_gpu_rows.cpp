@@ -21,20 +21,9 @@ using namespace lossjit;
 namespace {
 
 bool have_gpu() { return lossjit_test::have_typed_gpu(); }
+using lossjit_test::Spread;
+using lossjit_test::spread;
 using lossjit_test::Typed;
-
-// The largest magnitude of `want`, and the largest difference of `got` from it.
-struct Spread {
-    double largest = 0;
-    double worst = 0;
-};
-Spread spread(const HostTensor& got, std::span<const double> want) {
-    Spread s;
-    for (double w : want) s.largest = std::max(s.largest, std::fabs(w));
-    for (std::int64_t i = 0; i < got.numel(); ++i)
-        s.worst = std::max(s.worst, std::fabs(got.at(i) - want[static_cast<std::size_t>(i)]));
-    return s;
-}
 
 // A map's output for the same inputs on the GPU (rounded to `dtype`) and from the CPU reference.
 struct MapOutputs {
@@ -260,13 +249,8 @@ TEST_CASE("row programs: group norm, a row of two strides with weights the same 
         const std::vector<TensorView> views{x.view(), w.view(), b.view()}, host{x.host.view(), w.host.view(), b.host.view()};
         REQUIRE(loss.cuda_source(views).find("lj::load_run_constant<VW>") != std::string::npos);
         const MapOutputs m = map_outputs(loss, views, host, DType::float64);
-        double largest = 0, worst = 0;
-        for (std::size_t i = 0; i < m.want.size(); ++i) {
-            largest = std::max(largest, std::fabs(m.want[i]));
-            const double d = std::fabs(m.got[i] - m.want[i]);
-            worst = std::isnan(d) ? INFINITY : std::max(worst, d);  // a nan where a number is wanted fails
-        }
-        CHECK(worst <= 2e-6 * largest);
+        const Spread d = spread(m.got, m.want);
+        CHECK(d.worst <= 2e-6 * d.largest);
         const Typed up(std::string(shape) + ":normal", DType::float32, 54);
         HostTensor grad_host(x.host.shape, DType::float32);
         DeviceBuffer grad(grad_host.bytes.size());
@@ -570,21 +554,11 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
             const std::vector<OutputView> grads{OutputView{grad.data(), dtype, shape, {}}};
             std::vector<ReferenceGradient> expected_grad;
             if (loss.kind() == Kind::Map) {
-                const Shape out_shape = loss.output_shape(host);
-                HostTensor got(out_shape, DType::float64), want(out_shape, DType::float64);
-                DeviceBuffer out(got.bytes.size());
-                loss.map(views, OutputView{out.data(), DType::float64, out_shape, {}});
-                loss.reference_map(host, OutputView{want.bytes.data(), DType::float64, out_shape, {}});
-                synchronize();
-                out.download(got.bytes.data(), got.bytes.size());
-                std::vector<double> wanted;
-                for (std::int64_t i = 0; i < want.numel(); ++i) wanted.push_back(want.at(i));
-                const Spread d = spread(got, wanted);
+                const MapOutputs m = map_outputs(loss, views, host, DType::float64);
+                const Spread d = spread(m.got, m.want);
                 CHECK(d.worst <= (float32 ? 2e-6 : 8e-3) * d.largest);
                 if (std::string(c.program).find("argmax") != std::string::npos) continue;  // no gradient
-                std::string up_spec;
-                for (std::size_t d = 0; d < out_shape.size(); ++d) up_spec += (d ? "x" : "") + std::to_string(out_shape[d]);
-                const Typed up(up_spec + ":normal", dtype, 43);
+                const Typed up(format_shape(m.shape) + ":normal", dtype, 43);
                 loss.grad(views, wrt, grads, up.view());
                 expected_grad = loss.reference_grad(host, wrt, up.host.view());
             } else {

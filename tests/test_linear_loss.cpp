@@ -203,13 +203,8 @@ Expected expected(const Loss& loss, const HostTensor& h, const HostTensor& W, co
 double error_of_largest(const DeviceBuffer& got, DType dtype, const std::vector<double>& want) {
     HostTensor host({static_cast<std::int64_t>(want.size())}, dtype);
     got.download(host.bytes.data(), host.bytes.size());
-    double largest = 0, worst = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        largest = std::max(largest, std::fabs(want[i]));
-        const double d = std::fabs(host.at(static_cast<std::int64_t>(i)) - want[i]);
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-    }
-    return largest == 0 ? worst : worst / largest;
+    const lossjit_test::Spread s = lossjit_test::spread(host, want);
+    return s.largest == 0 ? s.worst : s.worst / s.largest;
 }
 
 struct GpuCase {

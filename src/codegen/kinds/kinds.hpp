@@ -19,6 +19,12 @@
 //                (logsumexp(x, -1), x[y], several totals): a team of threads per row.
 // The dispatcher (kinds.cpp) picks the kind from the program and the layout; KernelSpec::choose,
 // plan_grid and emit_cuda are its entry points.
+//
+// A contract every kind keeps: a gradient of a full-shape input may be written over that input
+// (linear_loss writes a chunk's d loss / d logits over its logits, runtime/linear_loss.cpp). So an
+// element's gradient is written by the thread that last reads the element, after every read of it
+// and of the rest of its row (a row's values, totals and takes are done before its last pass), never
+// before another thread's read. tests/test_linear_loss.cpp runs each kind so against the reference.
 #pragma once
 
 #include <string>
