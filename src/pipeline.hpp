@@ -23,6 +23,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -299,15 +300,26 @@ struct RowTotal {
 };
 std::vector<RowTotal> row_totals(const ir::Program& program);
 std::vector<double> total_divisors(const ir::Program& program, const Layout& layout);
-// Per derivative of a differentiated program that reduces along rows: whether its input holds one
-// value for each row of `layout` ([N, 1] against [N, C]), so that the kernel writes its gradient,
-// summed along the row, once per row. UnsupportedError for another input broadcast in `layout`
-// (its elements would have to be summed across rows: the CPU reference does, reference_gradients;
-// the kernels do not yet).
-std::vector<bool> row_gradients_per_row(const ir::Program& program, const Layout& layout);
+// How a kernel of a differentiated program that reduces along rows writes each gradient:
+// - Elements: the input has the layout's shape; each element's derivative where it lives.
+// - PerRow: the input holds one value for each row of `layout` ([N, 1] against [N, C]); its
+//   derivative, summed along the row, once per row.
+// - Scattered: the input is one row gathered by an index (class weights `w[y]`, w [C] against
+//   [N, C]; Derivative::scatters): each row's one value and its index, which a second kernel adds
+//   into the classes (templates/scatter.cuh).
+// UnsupportedError for another input broadcast in `layout` (its elements would have to be summed
+// across rows: the CPU reference does, reference_gradients; the kernels do not).
+// row_gradient_kind: derivative g's (none: another broadcast, which the CPU reference sums as it
+// sums every gradient); row_gradient_kinds: every derivative's, or that UnsupportedError.
+enum class RowGradient : unsigned char { Elements, PerRow, Scattered };
+std::optional<RowGradient> row_gradient_kind(const ir::Program& program, const Layout& layout, std::size_t g);
+std::vector<RowGradient> row_gradient_kinds(const ir::Program& program, const Layout& layout);
 
 // ---- emit --------------------------------------------------------------------------------------
 inline constexpr const char* kKernelName = "lossjit_kernel";
+// The scatter kernels a module with scattered gradients also holds (templates/scatter.cuh).
+inline constexpr const char* kScatterChunksName = "lossjit_scatter_chunks";
+inline constexpr const char* kScatterFinishName = "lossjit_scatter_finish";
 
 struct KernelSpec;  // codegen/kernel_spec.hpp: the variant, chosen per layout and knobs
 

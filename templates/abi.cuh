@@ -16,6 +16,9 @@ constexpr int kMaxRank = 8;    // dimensions left after collapsing (the host's l
 constexpr int kMaxTotals = 8;  // whole-tensor reductions one program may combine (RowsOut::scale)
 constexpr int kMaxStatistics = 8;  // whole-tensor statistics one program may use inside expressions
 constexpr int kMaxResults = 8;     // results one program may list (`loss, z, acc`; RowsOut::result)
+// Element types, as kernels take them at run time (dtype.cuh): lossjit::DType's numbers (kernel_abi.hpp
+// checks).
+enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
 
 struct Extents {
     long long count;            // elements in the broadcast shape
@@ -79,6 +82,15 @@ struct RowsOut {
     void* result;               // one element of the kernel's result dtype per result (Program::result_count)
     double scale[kMaxTotals];
 };
+// A scattered gradient (class weights w[y]; templates/scatter.cuh): the fused kernel leaves one of
+// these per row, then the scatter kernels add them into the classes, a block kScatterClasses
+// classes of one chunk of rows with kScatterThreads threads.
+struct ScatteredRow {
+    double value;               // the row's derivative
+    long long index;            // the class it goes to
+};
+constexpr int kScatterThreads = 256;
+constexpr int kScatterClasses = 2048;  // 16 KB of float64 sums in shared memory
 
 }  // namespace lj
 #undef LJ_ABI_FUNCTION

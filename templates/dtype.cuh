@@ -1,11 +1,9 @@
 // ---- element types: loads that widen to the program's value type, stores that round ----------
-// The numbers follow lossjit::DType (include/lossjit/dtype.hpp); src/codegen/emit.cpp names them.
+// The numbers (kFloat32, ...) are the ABI's (abi.cuh); src/codegen/emit.cpp names them.
 // Loads and stores take the dtype as a value, not a template argument: the loops call them with
 // Element::dtype(k) inside unrolled loops over k, where it is a constant after unrolling, and the
 // switch folds away. The rounding is what the CPU reference does (src/runtime/dtype.cpp).
 namespace lj {
-
-enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
 
 __device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
 __device__ __forceinline__ float f16_to_float(unsigned int bits) {

@@ -153,7 +153,9 @@ TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their o
         CHECK(gw[0].values[static_cast<std::size_t>(c)] == doctest::Approx(want / 8).epsilon(1e-13));
     }
     // On the GPU: r holds one value for each row, so its gradient is written once per row (and
-    // compiles); the class weights' would be summed across rows, which the GPU refuses, saying where to go.
+    // compiles); the class weights' are each row's one value, added into the classes by the scatter
+    // kernels; a [C] bias inside the logsumexp would be summed across rows, which the GPU refuses,
+    // saying where to go.
     std::vector<TensorView> unplaced{TensorView::contiguous(nullptr, {2, 3, 4}), TensorView::contiguous(nullptr, {2, 1, 4})};
     const std::string per_row = loss.cuda_source(unplaced, wrt);
     CHECK(per_row.find("gradients per row [1 0]") != std::string::npos);
@@ -161,10 +163,14 @@ TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their o
     std::vector<TensorView> classes{TensorView::contiguous(nullptr, {2, 3, 4}),
                                     TensorView::contiguous(nullptr, {2, 4}, DType::int64),
                                     TensorView::contiguous(nullptr, {3, 1})};
-    CHECK_THROWS_WITH_AS(weighted.cuda_source(classes, by_w),
-                         doctest::Contains("the gradient of 'w' sums over a broadcast; for programs that reduce along rows, "
-                                           "the GPU computes gradients of inputs of the full shape and of one value for "
-                                           "each row ([N, 1] against [N, C]) only"),
+    const std::string scattered = weighted.cuda_source(classes, by_w);
+    CHECK(scattered.find("gradients per row [2]") != std::string::npos);
+    CHECK(!compile_cuda(scattered, "compute_90").data.empty());
+    auto biased = compile_with("mean(logsumexp(x + b, 1) - x[y])", {"x", "y", "b"});
+    CHECK_THROWS_WITH_AS(biased.cuda_source(classes, std::vector<std::string>{"b"}),
+                         doctest::Contains("the gradient of 'b' sums over a broadcast; for programs that reduce along rows, "
+                                           "the GPU computes gradients of inputs of the full shape, of one value for "
+                                           "each row ([N, 1] against [N, C]) and of one row read only through an index"),
                          UnsupportedError);
 }
 

@@ -1037,4 +1037,74 @@ TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian prod
     }
 }
 
+TEST_CASE("class weights w[y]: each row's one value added at its class, as central differences say") {
+    // The derivative of an input read only through takes with one index has a per-row form
+    // (Derivative::scatters): the CPU reference adds it at the row's class, as the GPU's scatter
+    // kernels do; checked here against central differences of the forward reference. An input also
+    // read otherwise, or through two indices, keeps the one-hot form, which the GPU refuses.
+    struct Case {
+        const char* program;
+        Shape x, y, w;
+        bool scatters;
+    };
+    const Case cases[] = {
+        {"mean(w[y] * (logsumexp(x, -1) - x[y]))", {6, 4}, {6}, {4}, true},
+        {"l = logsumexp(x, -1) - x[y]; sum(w[y] * l) / sum(w[y])", {6, 4}, {6}, {4}, true},
+        {"l = logsumexp(x, -1) - x[y]; sum(where(y != -100, w[y] * l, 0)) / sum(where(y != -100, w[y], 0))",
+         {6, 4}, {6}, {4}, true},
+        {"mean(w[y] * (logsumexp(x, 1) - x[y]))", {2, 4, 3}, {2, 3}, {4, 1}, true},  // K-dimensional: classes on dim 1
+        {"sum(w[y] * w[y] * x[y]) + mean(where(x[y] > 0, exp(w[y]), 0))", {6, 4}, {6}, {4}, true},
+        {"mean(w[y] * x[y]) + sum(sum(w * x, -1))", {6, 4}, {6}, {4}, false},  // w also along the row
+        {"v = w; mean(v[y] * x[y])", {6, 4}, {6}, {4}, false},                   // a binding of w: not w itself
+    };
+    const std::vector<std::int64_t> classes{2, 0, 3, 2, -100, 1, 0, 3, 3, 1, 2, 0};  // repeats, one ignored
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        Options options;
+        options.inputs = {"x", "y", "w"};
+        const Loss loss = compile(c.program, options);
+        std::vector<double> x(static_cast<std::size_t>(element_count(c.x)));
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);
+        std::vector<std::int64_t> y(classes.begin(), classes.begin() + element_count(c.y));
+        const bool ignores = std::string(c.program).find("-100") != std::string::npos;
+        for (auto& v : y)
+            if (v < 0 && !ignores) v = 1;
+        std::vector<double> w(static_cast<std::size_t>(element_count(c.w)));
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.5 + 0.25 * static_cast<double>(i);
+        const auto views = [&] {
+            return std::vector<TensorView>{TensorView::contiguous(x.data(), c.x, DType::float64),
+                                           TensorView::contiguous(y.data(), c.y, DType::int64),
+                                           TensorView::contiguous(w.data(), c.w, DType::float64)};
+        };
+        const auto grads = loss.reference_grad(views(), std::vector<std::string>{"w", "x"}, 1.0);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            CAPTURE(i);
+            const double numeric = central_difference(
+                [&](double v) {
+                    const double saved = w[i];
+                    w[i] = v;
+                    const double out = loss.reference(views());
+                    w[i] = saved;
+                    return out;
+                },
+                w[i]);
+            CHECK(grads[0].values[i] == doctest::Approx(numeric).epsilon(1e-7));
+        }
+        // The per-row form where it exists, and the GPU's kernel for it (compiled, no GPU needed).
+        const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, c.x, DType::float32),
+                                             TensorView::contiguous(nullptr, c.y, DType::int64),
+                                             TensorView::contiguous(nullptr, c.w, DType::float32)};
+        const std::vector<std::string> wrt{"x", "w"};
+        if (c.scatters) {
+            const KernelBuild build = loss.compile_kernel(shapes, wrt, "sm_90");
+            CHECK(build.image_bytes > 0);
+            CHECK(build.source.find("gradients per row [0 2]") != std::string::npos);
+            CHECK(build.source.find("lj::store_scattered(grads.ptr[1], row, i_y,") != std::string::npos);
+        } else {
+            CHECK_THROWS_WITH_AS(loss.cuda_source(shapes, wrt), doctest::Contains("the gradient of 'w' sums over a broadcast"),
+                                 UnsupportedError);
+        }
+    }
+}
+
 }  // TEST_SUITE

@@ -352,6 +352,8 @@ TEST_CASE("golden: the kernel of every kind, for the layouts that choose between
         {"cross_entropy_ignore grad", "cross_entropy_ignore.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}, {"x"}},
         {"cross_entropy_weighted grad", "cross_entropy_weighted.loss",
          {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}, {"w", {1000}}}, {"x"}},
+        {"cross_entropy_weighted grad x w (scattered)", "cross_entropy_weighted.loss",
+         {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}, {"w", {1000}}}, {"x", "w"}},
         {"cross_entropy_smoothing", "cross_entropy_smoothing.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}, {"x"}},
         {"cosine grad", "cosine.loss", {{"a", {4096, 1024}}, {"b", {4096, 1024}}}, {"a", "b"}},
         {"triplet grad", "triplet.loss", {{"a", {4096, 1024}}, {"p", {4096, 1024}}, {"n", {4096, 1024}}}, {"a", "p", "n"}},

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lossjit/lossjit.hpp"
@@ -437,6 +438,86 @@ TEST_CASE("row programs: the gradient of an input of one value per row ([N, 1]) 
             CHECK(sw.worst <= bound * sw.largest);
             CHECK(sx.worst <= bound * sx.largest);
         }
+    }
+}
+
+TEST_CASE("row programs: class-weight gradients w[y], added into the classes, match the reference, same bits each run" *
+          doctest::skip(!have_gpu())) {
+    // Each row's one value and its class from the fused kernel, then the scatter kernels' chunks of
+    // rows and ranges of classes (templates/scatter.cuh): one class range and one chunk (1 x 7), many
+    // chunks (4096 rows: 4 of 1024), many class ranges (40000 classes: 20), classes along dimension 1.
+    // Rows whose index is -1 are ignored by the program and add nothing.
+    struct Case {
+        const char* program;
+        std::string x_shape, y_shape, w_shape;
+    };
+    const char* weighted = "mean(w[y] * (logsumexp(x, -1) - x[y]))";
+    const char* ignoring =
+        "l = logsumexp(x, -1) - x[y]; sum(where(y != -1, w[y] * l, 0)) / sum(where(y != -1, w[y], 0))";
+    std::vector<Case> cases;
+    for (const auto& problem : kProblems) {
+        const std::string rows = std::to_string(problem.rows), columns = std::to_string(problem.columns);
+        cases.push_back({weighted, problem.shape, rows, columns});
+        cases.push_back({ignoring, problem.shape, rows, columns});
+    }
+    cases.push_back({weighted, "4096x5000", "4096", "5000"});
+    cases.push_back({ignoring, "64x40000", "64", "40000"});
+    cases.push_back({"mean(w[y] * (logsumexp(x, 1) - x[y]))", "8x100x300", "8x300", "100x1"});
+    for (const auto& c : cases) {
+        for (DType dtype : {DType::float32, DType::bfloat16}) {
+            CAPTURE(c.program);
+            CAPTURE(c.x_shape);
+            CAPTURE(to_string(dtype));
+            const Typed x(c.x_shape + ":normal", dtype, 41), w(c.w_shape + ":uniform[0.5,1.5]", dtype, 42);
+            const std::int64_t classes = w.host.numel();
+            const bool ignores = std::string(c.program).find("!= -1") != std::string::npos;
+            const Typed y(c.y_shape + ":integers[" + (ignores ? "-1" : "0") + "," + std::to_string(classes - 1) + "]",
+                          DType::int64, 43);
+            Options options;
+            options.inputs = {"x", "y", "w"};
+            auto loss = compile(c.program, options);
+            const std::vector<TensorView> views{x.view(), y.view(), w.view()}, host{x.host.view(), y.host.view(), w.host.view()};
+            const std::vector<std::string> wrt{"w", "x"};
+            HostTensor gw(w.host.shape, dtype), again(w.host.shape, dtype), gx(x.host.shape, dtype);
+            DeviceBuffer dw(gw.bytes.size()), dx(gx.bytes.size());
+            dw.fill_bytes(0xFF);  // every class must be written, those no row has too
+            const std::vector<OutputView> grads{OutputView{dw.data(), dtype, w.host.shape, {}},
+                                                OutputView{dx.data(), dtype, x.host.shape, {}}};
+            loss.grad(views, wrt, grads);
+            synchronize();
+            dw.download(gw.bytes.data(), gw.bytes.size());
+            dx.download(gx.bytes.data(), gx.bytes.size());
+            dw.fill_bytes(0xFF);
+            loss.grad(views, wrt, grads);
+            synchronize();
+            dw.download(again.bytes.data(), again.bytes.size());
+            CHECK(again.bytes == gw.bytes);
+            const auto ref = loss.reference_grad(host, wrt);
+            const double bound = dtype == DType::float32 ? 1e-5 : 8e-3;
+            const Spread sw = spread(gw, ref[0].values), sx = spread(gx, ref[1].values);
+            if (y.host.numel() > 1) CHECK(sw.largest > 0);  // one row's ratio does not move with w
+            CHECK(sw.worst <= bound * sw.largest);
+            CHECK(sx.worst <= bound * sx.largest);
+        }
+    }
+    // No rows: every class's gradient is 0, written; no classes: nothing to add into.
+    for (const auto& [x_shape, y_shape, w_shape] :
+         {std::tuple{"0x5", "0", "5"}, std::tuple{"3x0", "3", "0"}}) {
+        CAPTURE(x_shape);
+        const Typed x(std::string(x_shape) + ":normal", DType::float32, 44), w(std::string(w_shape) + ":uniform", DType::float32, 45);
+        const Typed y(std::string(y_shape) + ":integers[0,4]", DType::int64, 46);
+        Options options;
+        options.inputs = {"x", "y", "w"};
+        auto loss = compile(weighted, options);
+        HostTensor gw(w.host.shape, DType::float32);
+        DeviceBuffer dw(gw.bytes.size() + 4), dx(x.host.bytes.size() + 4);
+        dw.fill_bytes(0xFF);
+        const std::vector<OutputView> grads{OutputView{dw.data(), DType::float32, w.host.shape, {}},
+                                            OutputView{dx.data(), DType::float32, x.host.shape, {}}};
+        CHECK_NOTHROW(loss.grad(std::vector<TensorView>{x.view(), y.view(), w.view()}, std::vector<std::string>{"w", "x"}, grads));
+        synchronize();
+        dw.download(gw.bytes.data(), gw.bytes.size());
+        for (std::int64_t i = 0; i < gw.numel(); ++i) CHECK(gw.at(i) == 0.0);
     }
 }
 

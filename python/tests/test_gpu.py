@@ -393,6 +393,13 @@ def test_weighted_cross_entropy_per_sample_and_with_ignore_index_matches_torch(s
     assert (ours.grad[::3] == 0).all()
     assert _max_rel(value.detach(), expect.detach()) <= 1e-6
     assert _max_rel(ours.grad, theirs.grad) <= 1e-6
+    # The class weights' own gradient (each row's value added into its class on the GPU), against
+    # torch's autograd of the same ratio.
+    ours_w, theirs_w = w.clone().requires_grad_(), w.clone().requires_grad_()
+    ignore(x, y, ours_w).backward()
+    wy = theirs_w[y.clamp(min=0)] * (y != -100)
+    ((wy * F.cross_entropy(x, y, reduction="none", ignore_index=-100)).sum() / wy.sum()).backward()
+    assert _max_rel(ours_w.grad, theirs_w.grad) <= 1e-6
     # Every row ignored: torch's value is nan and its gradient 0, not nan.
     y_none = torch.full_like(y, -100)
     ours = x.clone().requires_grad_()

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../../templates/abi.cuh"
+#include "lossjit/dtype.hpp"
 
 namespace lossjit::abi {
 
@@ -40,7 +41,15 @@ constexpr std::size_t grads_upstream_slot(std::size_t g) { return g + lj::kMaxRa
 constexpr std::size_t grads_factor_slot(std::size_t g) { return g + lj::kMaxRank + 1; }
 constexpr std::size_t grads_scale_slot(std::size_t g) { return g + lj::kMaxRank + 2; }
 
+// A dtype as a kernel's run-time argument (lj::kFloat32, ...).
+constexpr int kernel_dtype_code(DType dtype) { return static_cast<int>(dtype); }
+
 namespace check {
+static_assert(kernel_dtype_code(DType::float32) == lj::kFloat32 && kernel_dtype_code(DType::float64) == lj::kFloat64 &&
+                  kernel_dtype_code(DType::bfloat16) == lj::kBFloat16 && kernel_dtype_code(DType::float16) == lj::kFloat16 &&
+                  kernel_dtype_code(DType::int32) == lj::kInt32 && kernel_dtype_code(DType::int64) == lj::kInt64 &&
+                  kernel_dtype_code(DType::uint8) == lj::kUInt8 && kernel_dtype_code(DType::boolean) == lj::kBool,
+              "the kernels' dtype numbers are lossjit::DType's");
 template <int N>
 constexpr bool inputs_match() {
     return sizeof(lj::Inputs<N>) == 8 * static_cast<std::size_t>(N) * (1 + lj::kMaxRank) &&

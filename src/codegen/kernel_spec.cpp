@@ -79,8 +79,10 @@ std::string KernelSpec::signature() const {
     }
     if (loop == Loop::Strided) return fmt::format("strided, rank {}, {} threads/block{}", rank, block_threads, knobs);
     if (loop == Loop::ByRow) {
-        const bool per_row = std::find(grad_per_row.begin(), grad_per_row.end(), true) != grad_per_row.end();
-        std::vector<int> flags(grad_per_row.begin(), grad_per_row.end());
+        // 1: once per row, 2: scattered (RowGradient's values).
+        std::vector<int> flags;
+        for (RowGradient g : row_gradients) flags.push_back(static_cast<int>(g));
+        const bool per_row = std::any_of(flags.begin(), flags.end(), [](int f) { return f != 0; });
         const std::string once = per_row ? fmt::format(", gradients per row [{}]", fmt::join(flags, " ")) : "";
         return fmt::format("by row, rank {}, {} threads per row{}, inner strides [{}]{}, vector {}, unroll {}, {} threads/block{}",
                            rank, team, side_by_side ? fmt::format(" ({} rows side by side)", block_threads / team) : std::string(),
@@ -111,6 +113,10 @@ std::size_t KernelSpec::dynamic_shared_bytes() const {
 
 bool KernelSpec::sums() const {
     return std::any_of(summed.begin(), summed.end(), [](int s) { return s != NotSummed; });
+}
+
+bool KernelSpec::scatters() const {
+    return std::find(row_gradients.begin(), row_gradients.end(), RowGradient::Scattered) != row_gradients.end();
 }
 
 int Occupancy::per_sm() const {

@@ -72,9 +72,11 @@ struct KernelSpec {
     // ByRow: rows of two strides (Layout::row_inner): column j at lj::split_column, the launch giving
     // the segments' length in extents.dims[rank] and each operand's stride between them in strides[rank].
     bool row_split = false;
-    // ByRow: per derivative, whether its input holds one value per row, one for each row ([N, 1]
-    // against [N, C]): its gradient, summed along the row, is written once per row, at the row's index.
-    std::vector<bool> grad_per_row;
+    // ByRow: per derivative, how the kernel writes it (RowGradient): where each element lives, once
+    // per row at the row's index (an input of one value for each row, [N, 1] against [N, C]: summed
+    // along the row), or once per row with its index, for the classes' sums (`w[y]`, w [C]).
+    std::vector<RowGradient> row_gradients;
+    bool scatters() const;  // some gradient is Scattered: the launch runs lj's scatter kernels after it
     // ByRow: the row cache. A program that walks each row more than once (a statistic, then the
     // elements; a value, then its gradient) keeps the first `row_cache_columns` columns of the
     // `row_cache_inputs` inputs that later walks read again in shared memory (dynamic: the kernel
@@ -171,6 +173,12 @@ struct LaunchGrid {
     // lj::SumScratch: `sum_partials` doubles of partial sums and `sum_arrivals` arrival counters.
     std::size_t sum_partials = 0;
     std::size_t sum_arrivals = 0;
+    // ByRow with scattered gradients (KernelSpec::scatters): the scatter kernels add chunks of
+    // `scatter_chunk_rows` rows, `scatter_chunks` of them. Their scratch is `sum_partials` (no
+    // counters): each scattered gradient's rows (lj::ScatteredRow, two doubles a row), then the
+    // chunks' sums ([chunks][classes] doubles, which the gradients take in turn).
+    long long scatter_chunk_rows = 0;
+    long long scatter_chunks = 0;
 };
 
 // Reductions keep the grid resident (their partials are sized for it), and so does the columns

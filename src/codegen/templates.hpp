@@ -21,5 +21,6 @@ extern const std::string_view value_and_grad_columns_cu;
 extern const std::string_view accumulate_cuh;
 extern const std::string_view by_rows_cuh;  // programs that reduce along rows (kinds/by_rows_emit.cpp)
 extern const std::string_view row_runs_cuh;  // ... whose rows are two runs of memory (KernelSpec::row_split)
+extern const std::string_view scatter_cuh;   // ... with gradients scattered into classes (RowGradient::Scattered)
 extern const std::string_view by_rows_cu;
 }  // namespace lossjit::templates

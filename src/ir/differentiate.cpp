@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -247,7 +248,13 @@ public:
                 if (n.kind == ir::NodeKind::Input && n.slot == slot && adjoint_[static_cast<std::size_t>(id)])
                     d = guarded(*adjoint_[static_cast<std::size_t>(id)]);
             }
-            out_.derivatives.push_back({slot, d ? *d : b.constant(0.0)});
+            ir::Derivative derivative{slot, d ? *d : b.constant(0.0)};
+            if (const auto s = scatters_.find(slot);
+                d && s != scatters_.end() && s->second.one_index && s->second.takes == s->second.contributions) {
+                derivative.scatter_index = s->second.index;
+                derivative.scatter_node = s->second.value;
+            }
+            out_.derivatives.push_back(derivative);
         }
         return std::move(out_);
     }
@@ -326,6 +333,16 @@ private:
     // x[y]: the adjoint goes to column y of the row alone (torch's gather backward, a scatter).
     void backward_take(const ir::Node& n, int g) {
         if (!wants(n, 0)) return;
+        // A take of an input itself also keeps the row's one value apart (Derivative::scatter_node).
+        if (const ir::Node& taken = out_.node(n.args[0]); taken.kind == ir::NodeKind::Input) {
+            Scatter& s = scatters_[taken.slot];
+            const int index = out_.node(n.args[1]).slot;
+            if (s.index >= 0 && s.index != index) s.one_index = false;
+            s.index = index;
+            const int value = guarded(g, guard_);
+            s.value = s.value < 0 ? value : builder().add(s.value, value);
+            ++s.takes;
+        }
         ir::Node hot;
         hot.kind = ir::NodeKind::OneHot;
         hot.type = ValueType::Bool;
@@ -406,6 +423,7 @@ private:
     // Adds `contribution`, under the guard of the node being differentiated (guard_), to `id`'s adjoint.
     void give(int id, int contribution) { give(id, contribution, guard_); }
     void give(int id, int contribution, int guard) {
+        if (const ir::Node& to = out_.node(id); to.kind == ir::NodeKind::Input) ++scatters_[to.slot].contributions;
         // A contribution made at every element to a per-row value adds up along the row: the row
         // value was broadcast to every element, so its adjoint is the sum of theirs (each guarded
         // first). That the contribution itself is the same along the row (a constant 1 from
@@ -575,6 +593,16 @@ private:
     std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
     static constexpr int kFolded = -2;     // a factor that is a constant, folded into the derivative
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
+    // Per input slot: the contributions its node received, and those of takes of the input itself
+    // (`w[y]`): where all came so, with one index, the derivative also has a per-row form.
+    struct Scatter {
+        int contributions = 0;
+        int takes = 0;
+        int index = -1;       // the index's input slot
+        bool one_index = true;
+        int value = -1;       // the takes' adjoints added: one value per row
+    };
+    std::map<int, Scatter> scatters_;
 };
 
 }  // namespace

@@ -66,6 +66,14 @@ struct BindingDef {
 struct Derivative {
     int input;  // input slot
     int node;
+    // Where every contribution to the input came through takes of the input itself with one index
+    // (class weights `w[y]`, w [C] gathered along the row): the same derivative as one value per
+    // row (`scatter_node`) that goes to element index[row] of the input (`scatter_index`: the
+    // index's input slot), so that a kernel can add rows into classes instead of walking the
+    // one-hot `node`. -1: not of that form.
+    int scatter_index = -1;
+    int scatter_node = -1;
+    bool scatters() const { return scatter_node >= 0; }
 };
 
 // One of a program's several results (`loss, z, acc`): a binding of one number.

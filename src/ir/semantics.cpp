@@ -109,21 +109,30 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
     return divisors;
 }
 
-std::vector<bool> row_gradients_per_row(const ir::Program& program, const Layout& layout) {
-    std::vector<bool> once;
-    for (const auto& d : program.derivatives) {
-        const auto k = static_cast<std::size_t>(d.input);
-        const OperandAccess& input = layout.inputs[k];
-        const bool broadcast = input.elements != layout.count;
-        once.push_back(broadcast && input.per_row && input.elements == layout.rows);
-        if (broadcast && !once.back())
-            throw UnsupportedError(fmt::format("the gradient of '{}' sums over a broadcast; for programs that reduce "
-                                               "along rows, the GPU computes gradients of inputs of the full shape and "
-                                               "of one value for each row ([N, 1] against [N, C]) only (the CPU "
-                                               "reference sums this one: reference_grad, `lossjit run --cpu`)",
-                                               program.inputs[k]));
+std::optional<RowGradient> row_gradient_kind(const ir::Program& program, const Layout& layout, std::size_t g) {
+    const ir::Derivative& d = program.derivatives[g];
+    const OperandAccess& input = layout.inputs[static_cast<std::size_t>(d.input)];
+    if (input.elements == layout.count) return RowGradient::Elements;
+    if (input.per_row && input.elements == layout.rows) return RowGradient::PerRow;
+    if (d.scatters() && !input.per_row && !layout.dims.empty() && input.elements == layout.dims.back())
+        return RowGradient::Scattered;
+    return std::nullopt;
+}
+
+std::vector<RowGradient> row_gradient_kinds(const ir::Program& program, const Layout& layout) {
+    std::vector<RowGradient> kinds;
+    for (std::size_t g = 0; g < program.derivatives.size(); ++g) {
+        const auto kind = row_gradient_kind(program, layout, g);
+        if (!kind)
+            throw UnsupportedError(fmt::format(
+                "the gradient of '{}' sums over a broadcast; for programs that reduce along rows, the GPU computes "
+                "gradients of inputs of the full shape, of one value for each row ([N, 1] against [N, C]) and of one "
+                "row read only through an index (class weights w[y]) (the CPU reference sums this one: reference_grad, "
+                "`lossjit run --cpu`)",
+                program.inputs[static_cast<std::size_t>(program.derivatives[g].input)]));
+        kinds.push_back(*kind);
     }
-    return once;
+    return kinds;
 }
 
 std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots) {

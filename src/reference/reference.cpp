@@ -222,7 +222,10 @@ public:
         if (program.is_map())
             for (int r : program.result_nodes()) roots.push_back(r);
         for (const auto& t : row_totals(program)) roots.push_back(t.argument);
-        for (const auto& d : program.derivatives) roots.push_back(d.node);
+        for (const auto& d : program.derivatives) {
+            roots.push_back(d.node);
+            if (d.scatters()) roots.push_back(d.scatter_node);
+        }
         for (int root : roots) live_[static_cast<std::size_t>(root)] = true;
         for (std::size_t id = program.nodes.size(); id-- > 0;) {
             if (!live_[id]) continue;
@@ -300,13 +303,13 @@ public:
         }
     }
 
-private:
     // An index exactly, as an integer: any index a float64 holds exactly (every int32; int64 to 2^53).
     double index_at(std::int64_t row, int slot) const {
         const auto k = static_cast<std::size_t>(slot);
         return load_as_double(inputs_[k].data, inputs_[k].dtype, row_offset(row, layout_.inputs[k]), DType::float64);
     }
 
+private:
     std::size_t source(int id) const {
         const ir::Node* n = &program_.node(id);
         while (n->kind == ir::NodeKind::Binding) {
@@ -513,11 +516,14 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
     if (seeds.empty()) seeds.push_back(upstream);  // a map's weighted sum: its upstream is an input
     const std::size_t count = program.derivatives.size();
     std::vector<std::vector<double>> grads(count);
-    std::vector<bool> broadcast(count);
+    std::vector<bool> broadcast(count), scattered(count);
     for (std::size_t k = 0; k < count; ++k) {
         const auto slot = static_cast<std::size_t>(program.derivatives[k].input);
         grads[k].assign(static_cast<std::size_t>(gradient.sizes[slot]), 0.0);
         broadcast[k] = gradient.sizes[slot] < layout.count;
+        // As the kernels: each row's one value added at its index (the one-hot derivative's only
+        // nonzero column).
+        scattered[k] = row_gradient_kind(program, layout, k) == RowGradient::Scattered;
     }
     const std::size_t max_threads = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::vector<std::vector<double>>> partial(max_threads, std::vector<std::vector<double>>(count));
@@ -531,6 +537,14 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                 auto& out = broadcast[k] ? partial[t][k] : grads[k];
                 if (out.empty()) out.assign(grads[k].size(), 0.0);
                 const std::int64_t base = eval.row_offset(row, into);
+                if (scattered[k]) {
+                    const ir::Derivative& d = program.derivatives[k];
+                    const double i = eval.index_at(row, d.scatter_index);
+                    if (i >= 0 && i < static_cast<double>(eval.columns()))
+                        out[static_cast<std::size_t>(base + column_offset(layout, into, static_cast<std::int64_t>(i)))] +=
+                            eval.at(d.scatter_node, 0);
+                    continue;
+                }
                 if (layout.inputs[slot].per_row) {
                     if (!eval.per_row(node))
                         throw InternalError("the derivative of a per-row input is not one value per row");

@@ -57,6 +57,10 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     LoadedKernel kernel;
     kernel.module = std::make_unique<cuda::Module>(device.context, lookup.image->data);
     kernel.function = kernel.module->function(kKernelName);
+    if (spec.scatters()) {
+        kernel.scatter_chunks = kernel.module->function(kScatterChunksName);
+        kernel.scatter_finish = kernel.module->function(kScatterFinishName);
+    }
     auto& info = kernel.info;
     // A row cache is opted into per function: with the kernel's static shared memory it may pass the
     // 48 KB every block may have without asking (and the driver refuses what the GPU cannot give).

@@ -30,6 +30,10 @@ DeviceFacts open_device(int ordinal);
 struct LoadedKernel {
     std::unique_ptr<cuda::Module> module;
     CUfunction function = nullptr;
+    // A kernel with scattered gradients (KernelSpec::scatters): the two kernels that add its rows
+    // into the classes, after it.
+    CUfunction scatter_chunks = nullptr;
+    CUfunction scatter_finish = nullptr;
     // What the driver says about it (registers, local and shared bytes, resident blocks per SM) and
     // what its spec resolved the knobs to; the launch adds the rest (KernelInfo).
     KernelInfo info;

@@ -359,9 +359,10 @@ struct Loss::State {
         if (prog.is_map() && p.layout.count == 0 && !(p.layout.by_rows && p.layout.rows > 0)) return;
 
         if (prog.reads_statistics() && !statistics) throw InternalError("a kernel launched before its statistics");
-        bind(what, binding, call, stream, here, upstream, factor);
+        const ScratchPointers scratch = bind(what, binding, call, stream, here, upstream, factor);
         binding.args.statistics = statistics;
         launch(p, binding.args, stream);
+        if (p.spec.scatters()) scatter(p, scratch, call.views.grads, stream);
     }
 
     // The caller's views, before anything touches the device.
@@ -425,7 +426,7 @@ struct Loss::State {
     };
     ScratchPointers scratch_for(const Plan& p, bool reduces, StreamState& here, Stream stream) const {
         ScratchPointers out;
-        const bool sums = p.spec.sums();
+        const bool sums = p.spec.sums() || p.spec.scatters();
         if (const auto lent = lent_scratch()) {
             const std::size_t reduce_bytes = reduce_scratch_bytes(workspace_slots());
             const std::size_t needed =
@@ -446,7 +447,7 @@ struct Loss::State {
                 // they are cleared on the stream (a memset node when captured).
                 unsigned char* area = base + reduce_bytes;
                 const std::size_t counters = sum_arrival_doubles(p.grid.sum_arrivals);
-                LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
+                if (counters > 0) LOSSJIT_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(area), 0, counters * 2, stream));
                 out.sum_arrivals = reinterpret_cast<unsigned int*>(area);
                 out.sum_partials = reinterpret_cast<double*>(area + sizeof(double) * counters);
             }
@@ -468,8 +469,8 @@ struct Loss::State {
 
     // This call's pointers (each checked once against the device), parameters, scratch and
     // gradient arguments, patched into the plan's argument block.
-    void bind(const Launchable& what, StreamState::Binding& binding, const Call& call, Stream stream,
-              StreamState& here, Upstream upstream, const double* factor) {
+    ScratchPointers bind(const Launchable& what, StreamState::Binding& binding, const Call& call, Stream stream,
+                         StreamState& here, Upstream upstream, const double* factor) {
         const CallViews& views = call.views;
         const ir::Program& prog = *what.program;
         const Plan& p = *binding.args.plan();
@@ -512,6 +513,11 @@ struct Loss::State {
         }
         const std::size_t g_count = grads.size();
         for (std::size_t g = 0; g < g_count; ++g) args.grads[g] = reinterpret_cast<std::int64_t>(grads[g].data);
+        // A scattered gradient's kernel writes its rows into the scratch; the scatter kernels write
+        // the gradient (scatter()).
+        for (std::size_t g = 0, k = 0; g < g_count && g < p.spec.row_gradients.size(); ++g)
+            if (p.spec.row_gradients[g] == RowGradient::Scattered)
+                args.grads[g] = reinterpret_cast<std::int64_t>(scattered_rows(p, scratch, k++));
         if (g_count > 0) {
             args.grads[abi::grads_upstream_slot(g_count)] = reinterpret_cast<std::int64_t>(upstream.device);
             args.grads[abi::grads_factor_slot(g_count)] = reinterpret_cast<std::int64_t>(factor);
@@ -524,6 +530,42 @@ struct Loss::State {
         if (!prog.is_map() && p.grid.blocks > static_cast<unsigned>(workspace_slots()))
             throw InternalError(fmt::format("a reduction planned with {} blocks, more than its {} partial slots",
                                             p.grid.blocks, workspace_slots()));
+        return scratch;
+    }
+
+    // Where the kernel leaves the rows of the k-th scattered gradient, and where the scatter kernels
+    // keep the chunks' sums: the summed gradients' area, in LaunchGrid::sum_partials' order.
+    static double* scattered_rows(const Plan& p, const ScratchPointers& scratch, std::size_t k) {
+        constexpr std::size_t kPerRow = sizeof(lj::ScatteredRow) / sizeof(double);
+        return scratch.sum_partials + k * static_cast<std::size_t>(std::max<std::int64_t>(p.layout.rows, 1)) * kPerRow;
+    }
+
+    // After a kernel with scattered gradients: for each, the chunks' sums of its rows into the
+    // classes, then their sum in chunk order into the gradient (templates/scatter.cuh).
+    static void scatter(const Plan& p, const ScratchPointers& scratch, std::span<const OutputView> grads, Stream stream) {
+        std::size_t scattered = 0;
+        for (RowGradient g : p.spec.row_gradients) scattered += g == RowGradient::Scattered ? 1 : 0;
+        double* chunk_sums = scattered_rows(p, scratch, scattered);
+        long long rows = p.layout.rows;
+        long long classes = p.layout.dims.back();
+        if (classes <= 0) return;  // no class to add into (the gradients, of no elements, are written)
+        long long chunk_rows = p.grid.scatter_chunk_rows;
+        long long chunks = p.grid.scatter_chunks;
+        const auto class_blocks = static_cast<unsigned>((classes + lj::kScatterClasses - 1) / lj::kScatterClasses);
+        const auto finish_blocks = static_cast<unsigned>(
+            std::clamp<long long>((classes + lj::kScatterThreads - 1) / lj::kScatterThreads, 1, 65535));
+        for (std::size_t g = 0, k = 0; g < p.spec.row_gradients.size(); ++g) {
+            if (p.spec.row_gradients[g] != RowGradient::Scattered) continue;
+            void* rows_in = scattered_rows(p, scratch, k++);
+            void* grad = grads[g].data;
+            int dtype = abi::kernel_dtype_code(grads[g].dtype);
+            void* chunk_args[] = {&rows_in, &rows, &classes, &chunk_rows, &chunk_sums};
+            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_chunks, class_blocks, static_cast<unsigned>(chunks), 1,
+                                      lj::kScatterThreads, 1, 1, 0, stream, chunk_args, nullptr));
+            void* finish_args[] = {&chunk_sums, &chunks, &classes, &grad, &dtype};
+            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_finish, finish_blocks, 1, 1, lj::kScatterThreads, 1, 1, 0, stream,
+                                      finish_args, nullptr));
+        }
     }
 
     static void launch(const Plan& p, LaunchArgs& args, Stream stream) {

@@ -18,6 +18,9 @@ constexpr int kMaxRank = 8;    // dimensions left after collapsing (the host's l
 constexpr int kMaxTotals = 8;  // whole-tensor reductions one program may combine (RowsOut::scale)
 constexpr int kMaxStatistics = 8;  // whole-tensor statistics one program may use inside expressions
 constexpr int kMaxResults = 8;     // results one program may list (`loss, z, acc`; RowsOut::result)
+// Element types, as kernels take them at run time (dtype.cuh): lossjit::DType's numbers (kernel_abi.hpp
+// checks).
+enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
 
 struct Extents {
     long long count;            // elements in the broadcast shape
@@ -81,6 +84,15 @@ struct RowsOut {
     void* result;               // one element of the kernel's result dtype per result (Program::result_count)
     double scale[kMaxTotals];
 };
+// A scattered gradient (class weights w[y]; templates/scatter.cuh): the fused kernel leaves one of
+// these per row, then the scatter kernels add them into the classes, a block kScatterClasses
+// classes of one chunk of rows with kScatterThreads threads.
+struct ScatteredRow {
+    double value;               // the row's derivative
+    long long index;            // the class it goes to
+};
+constexpr int kScatterThreads = 256;
+constexpr int kScatterClasses = 2048;  // 16 KB of float64 sums in shared memory
 
 }  // namespace lj
 #undef LJ_ABI_FUNCTION
@@ -133,13 +145,11 @@ __device__ __forceinline__ void leave_arrivals_at_zero(unsigned int* counter) { 
 
 // ---- end of prelude -----------------------------------------------------------------------------
 // ---- element types: loads that widen to the program's value type, stores that round ----------
-// The numbers follow lossjit::DType (include/lossjit/dtype.hpp); src/codegen/emit.cpp names them.
+// The numbers (kFloat32, ...) are the ABI's (abi.cuh); src/codegen/emit.cpp names them.
 // Loads and stores take the dtype as a value, not a template argument: the loops call them with
 // Element::dtype(k) inside unrolled loops over k, where it is a constant after unrolling, and the
 // switch folds away. The rounding is what the CPU reference does (src/runtime/dtype.cpp).
 namespace lj {
-
-enum : int { kFloat32 = 0, kFloat64 = 1, kBFloat16 = 2, kFloat16 = 3, kInt32 = 4, kInt64 = 5, kUInt8 = 6, kBool = 7 };
 
 __device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
 __device__ __forceinline__ float f16_to_float(unsigned int bits) {

@@ -240,7 +240,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     }
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
-    spec.grad_per_row = row_gradients_per_row(program, layout);  // refuses what the GPU cannot sum
+    spec.row_gradients = row_gradient_kinds(program, layout);  // refuses what the GPU cannot sum
 
     // Four elements per access where every row of every operand walked along the row starts
     // aligned and steps by 1.
@@ -355,6 +355,31 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     return spec;
 }
 
+namespace {
+
+// The scatter kernels' chunks (templates/scatter.cuh): a block's thread walks all rows of its chunk,
+// so chunks of about kScatterChunkRows rows keep that short; each chunk's sums cost a row of
+// `classes` doubles, so at most kScatterSumsDoubles of them (64 MiB) bound the chunks where the
+// classes are many (16384 rows of 131072 classes: 64 chunks of 256 rows).
+constexpr long long kScatterChunkRows = 1024;
+constexpr long long kScatterSumsDoubles = 1LL << 23;
+constexpr long long kMaxGridY = 65535;
+
+void plan_scatter(LaunchGrid& grid, const KernelSpec& spec, const Layout& layout) {
+    const long long rows = std::max<long long>(layout.rows, 1);
+    const long long classes = std::max<long long>(layout.dims.empty() ? 1 : layout.dims.back(), 1);
+    const long long most = std::clamp<long long>(kScatterSumsDoubles / classes, 1, kMaxGridY);
+    const long long chunks = std::clamp<long long>((rows + kScatterChunkRows - 1) / kScatterChunkRows, 1, most);
+    grid.scatter_chunk_rows = (rows + chunks - 1) / chunks;
+    grid.scatter_chunks = (rows + grid.scatter_chunk_rows - 1) / grid.scatter_chunk_rows;
+    const auto scattered = static_cast<std::size_t>(
+        std::count(spec.row_gradients.begin(), spec.row_gradients.end(), RowGradient::Scattered));
+    grid.sum_partials += scattered * static_cast<std::size_t>(rows) * (sizeof(lj::ScatteredRow) / sizeof(double)) +
+                         static_cast<std::size_t>(grid.scatter_chunks * classes);
+}
+
+}  // namespace
+
 LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                         const Occupancy& occupancy) {
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("by_rows_grid for another loop");
@@ -376,6 +401,7 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     grid_limit = std::max(cluster, grid_limit / cluster * cluster);
     grid.blocks = static_cast<unsigned>(std::clamp<long long>(KernelSpec::blocks(spec, layout), cluster, grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
+    if (spec.scatters()) plan_scatter(grid, spec, layout);
     return grid;
 }
 

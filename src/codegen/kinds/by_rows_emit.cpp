@@ -134,7 +134,7 @@ private:
         if (program_.is_map())
             for (int r : program_.result_nodes()) roots.push_back(r);
         for (const auto& t : totals_) roots.push_back(t.argument);
-        for (const auto& d : program_.derivatives) roots.push_back(d.node);
+        for (std::size_t g = 0; g < program_.derivatives.size(); ++g) roots.push_back(kernel_node(g));
         for (int r : roots) live_[static_cast<std::size_t>(r)] = true;
         for (std::size_t id = program_.nodes.size(); id-- > 0;) {
             if (!live_[id]) continue;
@@ -323,12 +323,23 @@ private:
         return any ? pass : 0;
     }
 
-    // The derivatives written at every element (the others, of an input of one value for each row,
-    // once per row: KernelSpec::grad_per_row).
+    // How derivative g is written (KernelSpec::row_gradients; a spec made by hand may leave it empty).
+    RowGradient written(std::size_t g) const {
+        return g < spec_.row_gradients.size() ? spec_.row_gradients[g] : RowGradient::Elements;
+    }
+    // What the kernel computes for derivative g: a scattered one's value per row, else its node.
+    int kernel_node(std::size_t g) const {
+        const ir::Derivative& d = program_.derivatives[g];
+        if (written(g) != RowGradient::Scattered) return d.node;
+        if (!d.scatters()) throw InternalError("a scattered gradient whose derivative has no per-row form");
+        return d.scatter_node;
+    }
+
+    // The derivatives written at every element (the others once per row: KernelSpec::row_gradients).
     std::vector<std::size_t> element_gradients() const {
         std::vector<std::size_t> out;
         for (std::size_t g = 0; g < program_.derivatives.size(); ++g)
-            if (g >= spec_.grad_per_row.size() || !spec_.grad_per_row[g]) out.push_back(g);
+            if (written(g) == RowGradient::Elements) out.push_back(g);
         return out;
     }
 
@@ -788,14 +799,19 @@ private:
             if (per_row_[static_cast<std::size_t>(totals_[k].argument)])
                 once += fmt::format("{}    row_totals[{}] += (double)({});\n", kIndent, k, print(totals_[k].argument));
         // A gradient of an input of one value for each row: summed along the row by its derivative,
-        // at the row's index in the input's own (contiguous) shape.
+        // at the row's index in the input's own (contiguous) shape. A scattered one: the row's value
+        // and its index, for the scatter kernels (the launch points grads.ptr[g] at their scratch).
         for (std::size_t g = 0; g < program_.derivatives.size(); ++g) {
-            if (g >= spec_.grad_per_row.size() || !spec_.grad_per_row[g]) continue;
-            const int node = program_.derivatives[g].node;
+            if (written(g) == RowGradient::Elements) continue;
+            const int node = kernel_node(g);
             if (!per_row_[static_cast<std::size_t>(node)])
-                throw InternalError("the derivative of an input of one value per row is not one value per row");
-            once += fmt::format("{}    lj::store1<Value>(grad_dtype({}), grads.ptr[{}], row, (Value)({}));\n", kIndent, g, g,
-                                print(node));
+                throw InternalError("a derivative written once per row is not one value per row");
+            if (written(g) == RowGradient::Scattered)
+                once += fmt::format("{}    lj::store_scattered(grads.ptr[{}], row, {}, (double)({}));\n", kIndent, g,
+                                    index_name(program_.derivatives[g].scatter_index), print(node));
+            else
+                once += fmt::format("{}    lj::store1<Value>(grad_dtype({}), grads.ptr[{}], row, (Value)({}));\n", kIndent,
+                                    g, g, print(node));
         }
         // `active`: false only for a side-by-side team's lanes past the last row (by_rows.cu).
         if (!once.empty()) out += fmt::format("{}if (active && Team::lane() == 0) {{\n{}{}}}\n", kIndent, once, kIndent);
@@ -854,6 +870,7 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     if (!program.is_map()) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
     if (spec.row_split) prelude += templates::row_runs_cuh;
+    if (spec.scatters()) prelude += templates::scatter_cuh;
     prelude += accumulator_helpers(program);
     if (emitter.centered()) prelude += centered_accumulator().cuda_helper;
 
