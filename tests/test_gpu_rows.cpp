@@ -162,9 +162,15 @@ TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulat
             auto at = [&](std::int64_t r, std::int64_t k) { return dim == -1 ? r * columns + k : k * columns + r; };
             for (std::int64_t r = 0; r < n; ++r) {
                 const std::int64_t a = (r * 7) % c, b = std::min(c - 1, a + 1 + (r % 3) * (c / 4));
+                // Ties and nans also 512, 1024 and 2048 columns on: in a later group or tile of the
+                // same lane, for the teams' strides.
+                auto also = [&](std::int64_t k, double v) {
+                    for (std::int64_t step : {512, 1024, 2048})
+                        if (k + step < c) host.set(at(r, k + step), v);
+                };
                 switch (r % 5) {
-                    case 0: host.set(at(r, a), 9.0); host.set(at(r, b), 9.0); break;
-                    case 1: host.set(at(r, b), NAN); host.set(at(r, a), 20.0); break;
+                    case 0: host.set(at(r, a), 9.0); host.set(at(r, b), 9.0); also(a, 9.0); break;
+                    case 1: host.set(at(r, b), NAN); host.set(at(r, a), 20.0); also(b, NAN); break;
                     case 2: for (std::int64_t k = 0; k < c; ++k) host.set(at(r, k), -inf); break;
                     case 3: host.set(at(r, b), inf); host.set(at(r, a), inf); break;
                     default: break;
