@@ -51,6 +51,25 @@ double rel_error(double a, double b) {
     return a == b ? 0.0 : std::fabs(a - b) / std::max(std::fabs(b), 1e-30);
 }
 
+// The GPU's gradients of w and x (in that order, in `dtype`), into buffers filled with 0xFF first:
+// every element must be written.
+struct GradsWX {
+    HostTensor w, x;
+};
+GradsWX gpu_grads_w_x(Loss& loss, std::span<const TensorView> views, const Shape& w_shape, const Shape& x_shape,
+                      DType dtype) {
+    GradsWX out{HostTensor(w_shape, dtype), HostTensor(x_shape, dtype)};
+    DeviceBuffer dw(out.w.bytes.size() + 4), dx(out.x.bytes.size() + 4);
+    dw.fill_bytes(0xFF);
+    dx.fill_bytes(0xFF);
+    const std::vector<OutputView> grads{OutputView{dw.data(), dtype, w_shape, {}}, OutputView{dx.data(), dtype, x_shape, {}}};
+    loss.grad(views, std::vector<std::string>{"w", "x"}, grads);
+    synchronize();
+    dw.download(out.w.bytes.data(), out.w.bytes.size());
+    dx.download(out.x.bytes.data(), out.x.bytes.size());
+    return out;
+}
+
 // Logits of `rows` x `columns` and class indices in [-2, columns + 1]: a few out of range (nan).
 struct Problem {
     std::string shape;
@@ -428,19 +447,10 @@ TEST_CASE("row programs: the gradient of an input of one value per row ([N, 1]) 
                 views.push_back(y->view());
                 host.push_back(y->host.view());
             }
-            const std::vector<std::string> wrt{"w", "x"};
-            HostTensor gw(w.host.shape, dtype), gx(x.host.shape, dtype);
-            DeviceBuffer dw(gw.bytes.size()), dx(gx.bytes.size());
-            dw.fill_bytes(0xFF);  // every element must be written
-            const std::vector<OutputView> grads{OutputView{dw.data(), dtype, w.host.shape, {}},
-                                                OutputView{dx.data(), dtype, x.host.shape, {}}};
-            loss.grad(views, wrt, grads);
-            synchronize();
-            dw.download(gw.bytes.data(), gw.bytes.size());
-            dx.download(gx.bytes.data(), gx.bytes.size());
-            const auto ref = loss.reference_grad(host, wrt);
+            const auto got = gpu_grads_w_x(loss, views, w.host.shape, x.host.shape, dtype);
+            const auto ref = loss.reference_grad(host, std::vector<std::string>{"w", "x"});
             const double bound = dtype == DType::float32 ? 1e-5 : 8e-3;
-            const Spread sw = spread(gw, ref[0].values), sx = spread(gx, ref[1].values);
+            const Spread sw = spread(got.w, ref[0].values), sx = spread(got.x, ref[1].values);
             CHECK(sw.worst <= bound * sw.largest);
             CHECK(sx.worst <= bound * sx.largest);
         }
@@ -483,24 +493,12 @@ TEST_CASE("row programs: class-weight gradients w[y], added into the classes, ma
             options.inputs = {"x", "y", "w"};
             auto loss = compile(c.program, options);
             const std::vector<TensorView> views{x.view(), y.view(), w.view()}, host{x.host.view(), y.host.view(), w.host.view()};
-            const std::vector<std::string> wrt{"w", "x"};
-            HostTensor gw(w.host.shape, dtype), again(w.host.shape, dtype), gx(x.host.shape, dtype);
-            DeviceBuffer dw(gw.bytes.size()), dx(gx.bytes.size());
-            dw.fill_bytes(0xFF);  // every class must be written, those no row has too
-            const std::vector<OutputView> grads{OutputView{dw.data(), dtype, w.host.shape, {}},
-                                                OutputView{dx.data(), dtype, x.host.shape, {}}};
-            loss.grad(views, wrt, grads);
-            synchronize();
-            dw.download(gw.bytes.data(), gw.bytes.size());
-            dx.download(gx.bytes.data(), gx.bytes.size());
-            dw.fill_bytes(0xFF);
-            loss.grad(views, wrt, grads);
-            synchronize();
-            dw.download(again.bytes.data(), again.bytes.size());
-            CHECK(again.bytes == gw.bytes);
-            const auto ref = loss.reference_grad(host, wrt);
+            // Every class written, those no row has too; the same bits a second time.
+            const auto got = gpu_grads_w_x(loss, views, w.host.shape, x.host.shape, dtype);
+            CHECK(gpu_grads_w_x(loss, views, w.host.shape, x.host.shape, dtype).w.bytes == got.w.bytes);
+            const auto ref = loss.reference_grad(host, std::vector<std::string>{"w", "x"});
             const double bound = dtype == DType::float32 ? 1e-5 : 8e-3;
-            const Spread sw = spread(gw, ref[0].values), sx = spread(gx, ref[1].values);
+            const Spread sw = spread(got.w, ref[0].values), sx = spread(got.x, ref[1].values);
             if (y.host.numel() > 1) CHECK(sw.largest > 0);  // one row's ratio does not move with w
             CHECK(sw.worst <= bound * sw.largest);
             CHECK(sx.worst <= bound * sx.largest);
@@ -515,15 +513,9 @@ TEST_CASE("row programs: class-weight gradients w[y], added into the classes, ma
         Options options;
         options.inputs = {"x", "y", "w"};
         auto loss = compile(weighted, options);
-        HostTensor gw(w.host.shape, DType::float32);
-        DeviceBuffer dw(gw.bytes.size() + 4), dx(x.host.bytes.size() + 4);
-        dw.fill_bytes(0xFF);
-        const std::vector<OutputView> grads{OutputView{dw.data(), DType::float32, w.host.shape, {}},
-                                            OutputView{dx.data(), DType::float32, x.host.shape, {}}};
-        CHECK_NOTHROW(loss.grad(std::vector<TensorView>{x.view(), y.view(), w.view()}, std::vector<std::string>{"w", "x"}, grads));
-        synchronize();
-        dw.download(gw.bytes.data(), gw.bytes.size());
-        for (std::int64_t i = 0; i < gw.numel(); ++i) CHECK(gw.at(i) == 0.0);
+        const std::vector<TensorView> views{x.view(), y.view(), w.view()};
+        const auto got = gpu_grads_w_x(loss, views, w.host.shape, x.host.shape, DType::float32);
+        for (std::int64_t i = 0; i < got.w.numel(); ++i) CHECK(got.w.at(i) == 0.0);
     }
 }
 

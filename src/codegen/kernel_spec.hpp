@@ -173,12 +173,19 @@ struct LaunchGrid {
     // lj::SumScratch: `sum_partials` doubles of partial sums and `sum_arrivals` arrival counters.
     std::size_t sum_partials = 0;
     std::size_t sum_arrivals = 0;
-    // ByRow with scattered gradients (KernelSpec::scatters): the scatter kernels add chunks of
-    // `scatter_chunk_rows` rows, `scatter_chunks` of them. Their scratch is `sum_partials` (no
-    // counters): each scattered gradient's rows (lj::ScatteredRow, two doubles a row), then the
-    // chunks' sums ([chunks][classes] doubles, which the gradients take in turn).
-    long long scatter_chunk_rows = 0;
-    long long scatter_chunks = 0;
+    // ByRow with scattered gradients (KernelSpec::scatters): what the scatter kernels
+    // (templates/scatter.cuh) are launched with after the fused kernel. Their scratch is part of
+    // `sum_partials` (no counters): gradient k's rows (lj::ScatteredRow each) at rows_at + k *
+    // row_doubles doubles, then the chunks' sums ([chunks][classes] doubles, which the gradients take
+    // in turn) at sums_at.
+    struct Scatter {
+        long long rows = 0, classes = 0;
+        long long chunk_rows = 0, chunks = 0;  // lossjit_scatter_chunks: chunks of rows ...
+        unsigned class_blocks = 0;             // ... times ranges of lj::kScatterClasses classes
+        unsigned finish_blocks = 0;            // lossjit_scatter_finish
+        std::size_t rows_at = 0, row_doubles = 0;
+        std::size_t sums_at = 0;
+    } scatter;
 };
 
 // Reductions keep the grid resident (their partials are sized for it), and so does the columns

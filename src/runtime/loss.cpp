@@ -533,38 +533,29 @@ struct Loss::State {
         return scratch;
     }
 
-    // Where the kernel leaves the rows of the k-th scattered gradient, and where the scatter kernels
-    // keep the chunks' sums: the summed gradients' area, in LaunchGrid::sum_partials' order.
+    // Where the kernel leaves the rows of the k-th scattered gradient (LaunchGrid::Scatter).
     static double* scattered_rows(const Plan& p, const ScratchPointers& scratch, std::size_t k) {
-        constexpr std::size_t kPerRow = sizeof(lj::ScatteredRow) / sizeof(double);
-        return scratch.sum_partials + k * static_cast<std::size_t>(std::max<std::int64_t>(p.layout.rows, 1)) * kPerRow;
+        return scratch.sum_partials + p.grid.scatter.rows_at + k * p.grid.scatter.row_doubles;
     }
 
     // After a kernel with scattered gradients: for each, the chunks' sums of its rows into the
-    // classes, then their sum in chunk order into the gradient (templates/scatter.cuh).
+    // classes, then their sum in chunk order into the gradient (templates/scatter.cuh), as the
+    // plan's grid says.
     static void scatter(const Plan& p, const ScratchPointers& scratch, std::span<const OutputView> grads, Stream stream) {
-        std::size_t scattered = 0;
-        for (RowGradient g : p.spec.row_gradients) scattered += g == RowGradient::Scattered ? 1 : 0;
-        double* chunk_sums = scattered_rows(p, scratch, scattered);
-        long long rows = p.layout.rows;
-        long long classes = p.layout.dims.back();
-        if (classes <= 0) return;  // no class to add into (the gradients, of no elements, are written)
-        long long chunk_rows = p.grid.scatter_chunk_rows;
-        long long chunks = p.grid.scatter_chunks;
-        const auto class_blocks = static_cast<unsigned>((classes + lj::kScatterClasses - 1) / lj::kScatterClasses);
-        const auto finish_blocks = static_cast<unsigned>(
-            std::clamp<long long>((classes + lj::kScatterThreads - 1) / lj::kScatterThreads, 1, 65535));
+        LaunchGrid::Scatter s = p.grid.scatter;  // a copy: the launch takes its arguments' addresses
+        if (s.classes <= 0) return;  // no class to add into (the gradients, of no elements, are written)
+        double* chunk_sums = scratch.sum_partials + s.sums_at;
         for (std::size_t g = 0, k = 0; g < p.spec.row_gradients.size(); ++g) {
             if (p.spec.row_gradients[g] != RowGradient::Scattered) continue;
             void* rows_in = scattered_rows(p, scratch, k++);
             void* grad = grads[g].data;
             int dtype = abi::kernel_dtype_code(grads[g].dtype);
-            void* chunk_args[] = {&rows_in, &rows, &classes, &chunk_rows, &chunk_sums};
-            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_chunks, class_blocks, static_cast<unsigned>(chunks), 1,
+            void* chunk_args[] = {&rows_in, &s.rows, &s.classes, &s.chunk_rows, &chunk_sums};
+            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_chunks, s.class_blocks, static_cast<unsigned>(s.chunks), 1,
                                       lj::kScatterThreads, 1, 1, 0, stream, chunk_args, nullptr));
-            void* finish_args[] = {&chunk_sums, &chunks, &classes, &grad, &dtype};
-            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_finish, finish_blocks, 1, 1, lj::kScatterThreads, 1, 1, 0, stream,
-                                      finish_args, nullptr));
+            void* finish_args[] = {&chunk_sums, &s.chunks, &s.classes, &grad, &dtype};
+            LOSSJIT_CU(cuLaunchKernel(p.kernel->scatter_finish, s.finish_blocks, 1, 1, lj::kScatterThreads, 1, 1, 0,
+                                      stream, finish_args, nullptr));
         }
     }
 

@@ -364,18 +364,27 @@ namespace {
 constexpr long long kScatterChunkRows = 1024;
 constexpr long long kScatterSumsDoubles = 1LL << 23;
 constexpr long long kMaxGridY = 65535;
+constexpr long long kScatterFinishBlocks = 65535;  // the finish's threads take classes grid-stride beyond
 
 void plan_scatter(LaunchGrid& grid, const KernelSpec& spec, const Layout& layout) {
-    const long long rows = std::max<long long>(layout.rows, 1);
-    const long long classes = std::max<long long>(layout.dims.empty() ? 1 : layout.dims.back(), 1);
+    LaunchGrid::Scatter& s = grid.scatter;
+    s.rows = layout.rows;
+    s.classes = layout.dims.empty() ? 0 : layout.dims.back();
+    const long long rows = std::max<long long>(s.rows, 1);
+    const long long classes = std::max<long long>(s.classes, 1);
     const long long most = std::clamp<long long>(kScatterSumsDoubles / classes, 1, kMaxGridY);
     const long long chunks = std::clamp<long long>((rows + kScatterChunkRows - 1) / kScatterChunkRows, 1, most);
-    grid.scatter_chunk_rows = (rows + chunks - 1) / chunks;
-    grid.scatter_chunks = (rows + grid.scatter_chunk_rows - 1) / grid.scatter_chunk_rows;
+    s.chunk_rows = (rows + chunks - 1) / chunks;
+    s.chunks = (rows + s.chunk_rows - 1) / s.chunk_rows;
+    s.class_blocks = static_cast<unsigned>((s.classes + lj::kScatterClasses - 1) / lj::kScatterClasses);
+    s.finish_blocks = static_cast<unsigned>(
+        std::clamp<long long>((s.classes + lj::kScatterThreads - 1) / lj::kScatterThreads, 1, kScatterFinishBlocks));
+    s.row_doubles = static_cast<std::size_t>(rows) * (sizeof(lj::ScatteredRow) / sizeof(double));
     const auto scattered = static_cast<std::size_t>(
         std::count(spec.row_gradients.begin(), spec.row_gradients.end(), RowGradient::Scattered));
-    grid.sum_partials += scattered * static_cast<std::size_t>(rows) * (sizeof(lj::ScatteredRow) / sizeof(double)) +
-                         static_cast<std::size_t>(grid.scatter_chunks * classes);
+    s.rows_at = grid.sum_partials;
+    s.sums_at = s.rows_at + scattered * s.row_doubles;
+    grid.sum_partials = s.sums_at + static_cast<std::size_t>(s.chunks * classes);
 }
 
 }  // namespace
