@@ -57,6 +57,14 @@ def problems(n, c):
     def distill(s, t, T=2.0):
         return F.kl_div(F.log_softmax(s / T, -1), F.softmax(t / T, -1), reduction="batchmean") * T * T
 
+    def top_k():  # a teacher's 8 most likely classes and their renormalised probabilities
+        return {"x": torch.randn(n, c, dtype=torch.float64) * 2,
+                "k": torch.topk(torch.randn(n, c), 8, -1).indices,
+                "q": torch.softmax(torch.randn(n, 8, dtype=torch.float64), -1)}
+
+    def distill_topk(x, k, q):
+        return (q * (q.log() - torch.log_softmax(x, -1).gather(-1, k))).sum(-1).mean()
+
     return [
         ("cross_entropy", logits, lambda x, y: F.cross_entropy(x, y), True),
         ("cross_entropy_ignore", ignored, lambda x, y: F.cross_entropy(x, y, ignore_index=-100), True),
@@ -67,6 +75,7 @@ def problems(n, c):
         ("triplet", triplet, lambda a, p, n: torch.nn.TripletMarginLoss(margin=1.0)(a, p, n), False),
         ("focal", logits, focal, True),
         ("distill_kl", pair("s", "t"), distill, False),
+        ("distill_topk", top_k, distill_topk, False),  # the CPU reference, also where a GPU is
         ("masked_mse", masked, lambda p, t, m: torch.sum(m * (p - t) ** 2) / torch.sum(m), False),
     ]
 

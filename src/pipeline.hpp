@@ -100,7 +100,10 @@ std::vector<int> gradient_slots(const ir::Program& program, std::span<const std:
 // gradient of that sum is the map's
 // vector-Jacobian product, and it takes the path of the reductions along rows (its value is unused).
 // The caller passes U with the layout's shape (a per-row output's [..., N] as [..., N, 1]).
-ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs);
+// `k_inputs`: which hold K values per row (k_inputs(layout)): a take by such an index gathers K
+// values, whose derivative scatters back (ir::NodeKind::ScatterAdd).
+ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs,
+                          const std::vector<bool>& k_inputs = {});
 // Whether differentiate() takes the weighted-sum route above for this program.
 inline bool differentiates_as_weighted_sum(const ir::Program& program) { return program.is_map() && program.by_rows(); }
 
@@ -190,6 +193,11 @@ struct OperandAccess {
     // A row of two strides (Layout::row_inner > 0): the stride from one segment of the row to the
     // next; strides.back() steps within a segment.
     std::int64_t row_outer_stride = 0;
+    // By-rows layouts with takes of K indices per row (Layout::k_columns): the operand holds K values
+    // per row (an index k [N, K], or a value q [N, K] beside it), value j of a row at j times
+    // k_stride from the row's start (strides.back() is 0: along the row's C columns it is one value).
+    bool per_k = false;
+    std::int64_t k_stride = 0;
 };
 
 struct Layout {
@@ -210,6 +218,9 @@ struct Layout {
     // operand's row_outer_stride plus (j % row_inner) times its strides.back() (column_offset).
     // 0: the row is one run.
     std::int64_t row_inner = 0;
+    // Takes of K indices per row (`x[k]`, k [N, K] against x [N, C]: torch.gather's index): K, the
+    // values each row gathers; 0 where the program has none (OperandAccess::per_k).
+    std::int64_t k_columns = 0;
 };
 
 // Where column `j` of a row lies in `access`, from the row's first element.
@@ -238,7 +249,10 @@ Layout walked_dims_first(Layout layout, std::size_t operand);
 // program, negative from the end; empty: {-1}) of the broadcast shape are the row, walked last and
 // merged into one (UnsupportedError where some operand's strides do not allow it); the others
 // enumerate the rows and merge as in plan_layout. Inputs marked in `index` hold one integer per row:
-// they broadcast as if they had one more dimension, of extent 1, where the row is. A map's `output`
+// they broadcast as if they had one more dimension, of extent 1, where the row is; or the values'
+// rank with extent 1 along the row (torch's gather index), or with extent K > 1 there: K integers per
+// row (Layout::k_columns), and then every other input of extent K along the row holds K values per
+// row too (OperandAccess::per_k; K must differ from the row's length C). A map's `output`
 // has the full shape, or, when `output_per_row`, the rows' shape (torch's keepdim=False) or that
 // with the row's dimensions kept as 1.
 Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<bool>& index, const OperandShape* output,
@@ -284,11 +298,19 @@ GradientLayout plan_row_gradient_layout(const ir::Program& program, std::span<co
 // ---- semantics of programs that reduce along rows (ir::Program::by_rows) -----------------------
 // Which inputs hold one value per row in this layout: indices, and inputs of extent 1 along the
 // dimensions of the row (by shape: an expanded view with stride 0 along the row is still per element),
-// every input where the rows are one element long. Empty for a layout that is not by rows.
+// every input where the rows are one element long. Empty for a layout that is not by rows. An input
+// of K values per row (OperandAccess::per_k), an index too, is not one per row.
 std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layout);
-// Which nodes hold one value per row: row reductions, takes, and what is computed from them, from
-// per-row inputs and from constants alone. (Totals and constants count as per row: one value.)
+// Which nodes hold one value per row: row reductions, takes by an index that is one per row, and what
+// is computed from them, from per-row inputs and from constants alone. (Totals and constants count as
+// per row: one value.)
 std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bool>& input_per_row);
+// Which inputs hold K values per row in this layout (OperandAccess::per_k); empty where none does.
+std::vector<bool> k_inputs(const Layout& layout);
+// Which nodes hold K values per row: takes by an index of K per row (`x[k]`), inputs of K values
+// per row, and what is computed from them with per-row values and constants; a row reduction of
+// such a value (sum(q * x[k], -1)) is one per row again. All false where `k_inputs` is empty.
+std::vector<bool> k_level_nodes(const ir::Program& program, const std::vector<bool>& k_inputs);
 
 // The whole-tensor reductions of a program, in node order: the body's for a plain reduction
 // (node -1), each Total node's for a Composite one. A reduction of a per-row argument runs over the
@@ -307,11 +329,13 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
 // - Scattered: the input is one row gathered by an index (class weights `w[y]`, w [C] against
 //   [N, C]; Derivative::scatters): each row's one value and its index, which a second kernel adds
 //   into the classes (templates/scatter.cuh).
+// - PerK: the input holds K values for each row of `layout` (OperandAccess::per_k: q [N, K] beside
+//   x[k], the row along the last dimension); its derivative at each of the K, written by the row's team.
 // UnsupportedError for another input broadcast in `layout` (its elements would have to be summed
 // across rows: the CPU reference does, reference_gradients; the kernels do not).
 // row_gradient_kind: derivative g's (none: another broadcast, which the CPU reference sums as it
 // sums every gradient); row_gradient_kinds: every derivative's, or that UnsupportedError.
-enum class RowGradient : unsigned char { Elements, PerRow, Scattered };
+enum class RowGradient : unsigned char { Elements, PerRow, Scattered, PerK };
 std::optional<RowGradient> row_gradient_kind(const ir::Program& program, const Layout& layout, std::size_t g);
 std::vector<RowGradient> row_gradient_kinds(const ir::Program& program, const Layout& layout);
 

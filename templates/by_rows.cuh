@@ -157,6 +157,22 @@ struct Team {
         if constexpr (CLUSTER > 1) cluster_wait();
     }
 
+    // Every lane's stores before it are seen by every lane after it (x[k]'s gradient, written again
+    // at the gathered columns after the element pass): the warp's or the block's barrier, or the
+    // cluster's, kept in step (arrived, not yet waited, as between begin() and end()).
+    __device__ __forceinline__ static void barrier() {
+        if constexpr (CLUSTER > 1) {
+            cluster_wait();
+            cluster_arrive();
+            cluster_wait();
+            cluster_arrive();
+        } else if constexpr (TEAM == 32) {
+            __syncwarp();
+        } else {
+            __syncthreads();
+        }
+    }
+
     // Every thread of the team gets the combination of the team's accumulators, in a fixed order
     // (with a cluster, the blocks' combinations in rank order: the same in every block).
     template <class Acc>

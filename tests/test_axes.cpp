@@ -170,7 +170,7 @@ TEST_CASE("broadcast inputs' gradients: the CPU reference sums them into their o
     CHECK_THROWS_WITH_AS(biased.cuda_source(classes, std::vector<std::string>{"b"}),
                          doctest::Contains("the gradient of 'b' sums over a broadcast; for programs that reduce along rows, "
                                            "the GPU computes gradients of inputs of the full shape, of one value for "
-                                           "each row ([N, 1] against [N, C]) and of one row read only through an index"),
+                                           "each row ([N, 1] against [N, C]), of K values for each row"),
                          UnsupportedError);
 }
 

@@ -358,6 +358,8 @@ TEST_CASE("golden: the kernel of every kind, for the layouts that choose between
         {"cosine grad", "cosine.loss", {{"a", {4096, 1024}}, {"b", {4096, 1024}}}, {"a", "b"}},
         {"triplet grad", "triplet.loss", {{"a", {4096, 1024}}, {"p", {4096, 1024}}, {"n", {4096, 1024}}}, {"a", "p", "n"}},
         {"distill_kl", "distill_kl.loss", {{"s", {8192, 1000}}, {"t", {8192, 1000}}}, {"s"}},
+        {"distill_topk grad x q (K indices per row)", "distill_topk.loss",
+         {{"x", {8192, 1000}}, {"k", {8192, 16}, DType::int64}, {"q", {8192, 16}}}, {"x", "q"}},
         {"focal", "focal.loss", {{"x", {8192, 1000}}, {"y", {8192}, DType::int64}}},
         {"masked_mse", "masked_mse.loss", {{"p", big}, {"t", big}, {"m", big, DType::boolean}}, {"p"}},
         {"log_softmax map", "x - logsumexp(x, -1)", {{"x", {8192, 1000}}}},

@@ -659,4 +659,93 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
     }
 }
 
+TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradients of x (repeated columns) and q" *
+          doctest::skip(!have_gpu())) {
+    // The K walked by the team's lanes (a warp, a block, a cluster's blocks), x's gradient written by
+    // the element pass and again at the gathered columns (many repeats where K is near C: 64 x 16 with
+    // 12), q's at each of its K. Indices in [0, C) for the gradients; a map's values with some outside
+    // (nan rows), as int32, too.
+    struct Case {
+        Problem problem;
+        std::int64_t k;
+        int row_cluster;  // 0: automatic
+    };
+    std::vector<Case> cases;
+    for (const auto& problem : kProblems) cases.push_back({problem, problem.columns > 8 ? 8 : 3, 0});
+    cases.push_back({Problem{"64x16", 64, 16}, 12, 0});
+    cases.push_back({Problem{"4096x4096", 4096, 4096}, 64, 0});
+    if (lossjit_test::device_arch() >= 90) {
+        cases.push_back({Problem{"24x20000", 24, 20000}, 20, 2});
+        cases.push_back({Problem{"3x70000", 3, 70000}, 40, 8});
+        cases.push_back({Problem{"2x300000", 2, 300000}, 5, 0});  // a cluster each, automatic
+    }
+    const char* programs[] = {
+        "lse = logsumexp(x, -1); mean(sum(q * (log(q) - (x[k] - lse)), -1))",  // top-k distillation
+        "sum(amax(q * x[k], -1) - logsumexp(x, -1) * sum(q, -1))",
+        "mean(q * exp(x[k] - logsumexp(x, -1))) / mean(x * x)",  // a total of K values; a factor program
+        "sum(q * x[k], -1)",                                        // a map: one value per row
+    };
+    for (const auto& c : cases) {
+        const std::string rows = std::to_string(c.problem.rows), kq = rows + "x" + std::to_string(c.k);
+        Options options;
+        options.inputs = {"x", "k", "q"};
+        options.knobs.row_cluster = c.row_cluster;
+        for (const char* text : programs) {
+            for (DType dtype : {DType::float32, DType::bfloat16}) {
+                CAPTURE(text);
+                CAPTURE(c.problem.shape);
+                CAPTURE(c.row_cluster);
+                CAPTURE(to_string(dtype));
+                const Typed x(c.problem.shape + ":normal", dtype, 51), q(kq + ":uniform[0.1,1]", dtype, 52);
+                const Typed k(kq + ":integers[0," + std::to_string(c.problem.columns - 1) + "]", DType::int64, 53);
+                auto loss = compile(text, options);
+                const std::vector<TensorView> views{x.view(), k.view(), q.view()};
+                const std::vector<TensorView> host{x.host.view(), k.host.view(), q.host.view()};
+                const bool float32 = dtype == DType::float32;
+                const std::vector<std::string> wrt{"x", "q"};
+                HostTensor gx(x.host.shape, dtype), gq(q.host.shape, dtype);
+                DeviceBuffer dx(gx.bytes.size() + 4), dq(gq.bytes.size() + 4);
+                dx.fill_bytes(0xFF);  // every element must be written
+                dq.fill_bytes(0xFF);
+                const std::vector<OutputView> grads{OutputView{dx.data(), dtype, gx.shape, {}},
+                                                    OutputView{dq.data(), dtype, gq.shape, {}}};
+                std::vector<ReferenceGradient> want;
+                if (loss.kind() == Kind::Map) {
+                    const MapOutputs m = map_outputs(loss, views, host, DType::float64);
+                    const Spread d = spread(m.got, m.want);
+                    CHECK(d.worst <= (float32 ? 2e-6 : 8e-3) * d.largest);
+                    const Typed up(format_shape(m.shape) + ":normal", dtype, 54);
+                    loss.grad(views, wrt, grads, up.view());
+                    want = loss.reference_grad(host, wrt, up.host.view());
+                } else {
+                    DeviceBuffer value(sizeof(float));
+                    loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
+                    synchronize();
+                    float v = 0;
+                    value.download(&v, sizeof v);
+                    const double expected = loss.reference(host);
+                    CHECK(rel_error(v, expected) < (float32 ? 2e-6 : 2e-3));
+                    CHECK(rel_error(loss(views), expected) < (float32 ? 2e-6 : 2e-3));
+                    want = loss.reference_grad(host, wrt);
+                }
+                synchronize();
+                dx.download(gx.bytes.data(), gx.bytes.size());
+                dq.download(gq.bytes.data(), gq.bytes.size());
+                const Spread sx = spread(gx, want[0].values), sq = spread(gq, want[1].values);
+                CHECK(sx.worst <= (float32 ? 1e-5 : 8e-3) * sx.largest);
+                CHECK(sq.worst <= (float32 ? 1e-5 : 8e-3) * sq.largest);
+            }
+        }
+        // Indices outside [0, C) (nan rows), as int32: a map's values.
+        const Typed x(c.problem.shape + ":normal", DType::float32, 55), q(kq + ":uniform[0.1,1]", DType::float32, 56);
+        const Typed k(kq + ":integers[-1," + std::to_string(c.problem.columns) + "]", DType::int32, 57);
+        auto per_row = compile(programs[3], options);
+        const MapOutputs m = map_outputs(per_row, std::vector<TensorView>{x.view(), k.view(), q.view()},
+                                         std::vector<TensorView>{x.host.view(), k.host.view(), q.host.view()},
+                                         DType::float64);
+        const Spread d = spread(m.got, m.want);
+        CHECK(d.worst <= 2e-6 * d.largest);
+    }
+}
+
 }  // TEST_SUITE

@@ -183,6 +183,32 @@ def test_gradients_through_several_reductions_match_torch(text, ref):
         np.testing.assert_allclose(g, tensors[name].grad.numpy(), rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.parametrize("text, ref", [
+    # Distillation from a teacher's top-k: q [N, K] its probabilities, k [N, K] their classes.
+    ("lse = logsumexp(x, -1); mean(sum(q * (log(q) - (x[k] - lse)), -1))",
+     lambda torch, x, k, q: (q * (torch.log(q) - (x.gather(-1, k) - torch.logsumexp(x, -1, keepdim=True)))).sum(-1).mean()),
+    ("sum(sum(x[k] + logsumexp(x, -1), -1) * amax(q, -1))",
+     lambda torch, x, k, q: ((x.gather(-1, k) + torch.logsumexp(x, -1, keepdim=True)).sum(-1) * q.amax(-1)).sum()),
+    ("mean(logsumexp(x[k] / q, -1) - logsumexp(x, -1))",
+     lambda torch, x, k, q: (torch.logsumexp(x.gather(-1, k) / q, -1) - torch.logsumexp(x, -1)).mean()),
+    ("mean(q * x[k]) / batchmean(exp(x[k]))",
+     lambda torch, x, k, q: (q * x.gather(-1, k)).mean() / (torch.exp(x.gather(-1, k)).sum() / x.shape[0])),
+])
+def test_takes_of_k_indices_per_row_match_torch_gather(text, ref):
+    torch = pytest.importorskip("torch", reason="the oracle is torch (Debian's python3-torch)")
+    x, q = rng.standard_normal((12, 50)), rng.random((12, 5)) + 0.2
+    k = rng.integers(0, 50, (12, 5))
+    k[3, 1] = k[3, 4]  # a repeated class: its gradients add
+    loss = lossjit.compile(text, inputs=["x", "k", "q"])
+    got = loss.reference_grad(x, k, q, wrt=["x", "q"])
+    tensors = [torch.tensor(x, requires_grad=True), torch.tensor(k), torch.tensor(q, requires_grad=True)]
+    value = ref(torch, *tensors)
+    value.backward()
+    assert loss.reference(x, k, q) == pytest.approx(value.item(), rel=1e-12)
+    np.testing.assert_allclose(got[0], tensors[0].grad.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(got[1], tensors[2].grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
 def test_params_at_compile():
     loss = lossjit.compile((EXAMPLES / "smooth_l1.loss").read_text(), params={"beta": 0.25})
     assert loss.params == {"beta": 0.25} and loss.uses("p") and not loss.uses("q")

@@ -723,3 +723,24 @@ def test_linear_loss_takes_the_loss_parameters_and_a_broadcast_upstream():
     gh, gW = torch.autograd.grad(per_row(h, W, y=y).sum(), [h, W])
     rh, rW = torch.autograd.grad(F.cross_entropy(h @ W.T, y, reduction="sum"), [h, W])
     assert (gh - rh).abs().max() <= 1e-5 * rh.abs().max() and (gW - rW).abs().max() <= 1e-5 * rW.abs().max()
+
+
+@pytest.mark.parametrize("shape", [(512, 1000, 8), (2048, 32000, 64), (64, 16, 12)])
+def test_top_k_distillation_matches_torch_gather(shape):
+    # A teacher's top-k classes k [N, K] and probabilities q [N, K] against the student's logits: the
+    # value, x's gradient (added into the K columns; 64 x 16 with 12 repeats many) and q's.
+    n, c, k = shape
+    g = torch.Generator(device="cpu").manual_seed(c)
+    x = torch.randn(n, c, generator=g, dtype=torch.float64).to(dev)
+    top = torch.randint(0, c, (n, k), generator=g).to(dev)
+    q = torch.softmax(torch.randn(n, k, generator=g, dtype=torch.float64), -1).to(dev)
+    loss = lossjit.compile((EXAMPLES / "distill_topk.loss").read_text(), inputs=["x", "k", "q"])
+    ours_x, ours_q = x.clone().requires_grad_(), q.clone().requires_grad_()
+    theirs_x, theirs_q = x.clone().requires_grad_(), q.clone().requires_grad_()
+    value = loss(ours_x, top, ours_q)
+    value.backward()
+    expect = (theirs_q * (theirs_q.log() - torch.log_softmax(theirs_x, -1).gather(-1, top))).sum(-1).mean()
+    expect.backward()
+    assert _max_rel(value.detach(), expect.detach()) <= 1e-6
+    assert _max_rel(ours_x.grad, theirs_x.grad) <= 1e-6
+    assert _max_rel(ours_q.grad, theirs_q.grad) <= 1e-6

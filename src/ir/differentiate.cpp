@@ -164,11 +164,15 @@ const ast::Expr* row_derivative_formula(RowReduction how) {
 
 class Differentiator {
 public:
-    Differentiator(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs)
-        : source_(program), wrt_(wrt.begin(), wrt.end()), out_(program.header()), input_per_row_(per_row_inputs) {
+    Differentiator(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs,
+                   const std::vector<bool>& k_inputs)
+        : source_(program), wrt_(wrt.begin(), wrt.end()), out_(program.header()), input_per_row_(per_row_inputs),
+          input_k_(k_inputs) {
         const auto index = program.index_inputs();
         input_per_row_.resize(program.inputs.size(), false);
-        for (std::size_t k = 0; k < index.size(); ++k) input_per_row_[k] = input_per_row_[k] || index[k];
+        input_k_.resize(program.inputs.size(), false);
+        for (std::size_t k = 0; k < index.size(); ++k)
+            input_per_row_[k] = (input_per_row_[k] || index[k]) && !input_k_[k];
     }
 
     ir::Program run() {
@@ -198,6 +202,7 @@ public:
             // reduction or a take makes for each element of its row.
             from_elements_ = node.kind == ir::NodeKind::RowReduce || node.kind == ir::NodeKind::Take ||
                              (node.kind != ir::NodeKind::Total && !per_row(id));
+            from_k_values_ = node.kind != ir::NodeKind::Take && k_level(id);
             const int g = adjoint->value;
             if (node.kind == ir::NodeKind::Binding) give(out_.bindings[static_cast<std::size_t>(node.slot)].node, g);
             if (node.kind == ir::NodeKind::Apply) backward(node, id, g);
@@ -309,12 +314,34 @@ private:
             case ir::NodeKind::Apply:
                 for (int i = 0; i < n.arity; ++i) row = row && per_row(n.args[static_cast<std::size_t>(i)]);
                 break;
-            case ir::NodeKind::OneHot: row = false; break;
+            case ir::NodeKind::Take: row = input_per_row_[static_cast<std::size_t>(out_.node(n.args[1]).slot)]; break;
+            case ir::NodeKind::OneHot: case ir::NodeKind::ScatterAdd: row = false; break;
             case ir::NodeKind::Seed: row = out_.reduction != ir::Reduction::None; break;  // a map's varies
-            default: break;  // constants, parameters, row reductions, takes, totals, row lengths
+            default: break;  // constants, parameters, row reductions, totals, row lengths, K
         }
         per_row_[static_cast<std::size_t>(id)] = row ? 1 : 0;
         return row;
+    }
+
+    // K values per row (k_level_nodes' rule, over the same inputs): takes by an index of K per row,
+    // inputs of K per row, and what is computed from them with values per row.
+    bool k_level(int id) {
+        if (k_level_.size() < out_.nodes.size()) k_level_.resize(out_.nodes.size(), -1);
+        signed char& known = k_level_[static_cast<std::size_t>(id)];
+        if (known >= 0) return known != 0;
+        const ir::Node& n = out_.node(id);
+        bool k = false;
+        switch (n.kind) {
+            case ir::NodeKind::Input: k = input_k_[static_cast<std::size_t>(n.slot)]; break;
+            case ir::NodeKind::Binding: k = k_level(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i) k = k || k_level(n.args[static_cast<std::size_t>(i)]);
+                break;
+            case ir::NodeKind::Take: k = input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)]; break;
+            default: break;
+        }
+        k_level_[static_cast<std::size_t>(id)] = k ? 1 : 0;
+        return k;
     }
 
     // d row reduction / d e_j times the reduction's adjoint g (one per row): the table's formula
@@ -331,8 +358,21 @@ private:
     }
 
     // x[y]: the adjoint goes to column y of the row alone (torch's gather backward, a scatter).
+    // x[k] with K indices per row: value j's adjoint goes to column k_j, repeated columns adding.
     void backward_take(const ir::Node& n, int g) {
         if (!wants(n, 0)) return;
+        if (input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)]) {
+            // The guard goes inside the sum: it says which of the K values were selected (or, per
+            // row, whether the row was), which a value per element cannot say after the sum.
+            ir::Node scatter;
+            scatter.kind = ir::NodeKind::ScatterAdd;
+            scatter.arity = 2;
+            scatter.args[0] = guarded(g, guard_);
+            scatter.args[1] = n.args[1];
+            scatter.pos = n.pos;
+            give(n.args[0], builder().intern(scatter), -1);
+            return;
+        }
         // A take of an input itself also keeps the row's one value apart (Derivative::scatter_node).
         if (const ir::Node& taken = out_.node(n.args[0]); taken.kind == ir::NodeKind::Input) {
             Scatter& s = scatters_[taken.slot];
@@ -407,6 +447,14 @@ private:
         return builder().intern(n);
     }
     int row_sum(int e) { return row_reduce(RowReduction::Sum, e); }
+    // A contribution made at each element of the row (or at each of its K values, from_k_values_)
+    // summed: a row reduction of what varies along them; K times one value per row.
+    int sum_along_row(int e) {
+        if (!from_k_values_ || !per_row(e)) return row_sum(e);
+        ir::Node count;
+        count.kind = ir::NodeKind::TakeCount;
+        return builder().mul(builder().intern(count), e);
+    }
 
     // An adjoint and where it applies: `guard` (a condition node; -1: everywhere) is where every
     // `where` it came through selected its side. Elsewhere it is exactly 0, whatever it was
@@ -428,15 +476,17 @@ private:
         // value was broadcast to every element, so its adjoint is the sum of theirs (each guarded
         // first). That the contribution itself is the same along the row (a constant 1 from
         // `a + sum(a, -1)`) does not matter: it is made C times.
+        // From a value of K per row (q * x[k]), the contributions add along the K values instead,
+        // and one that is the same for all K is made K times.
         if (per_row(id) && (from_elements_ || (guard >= 0 && !per_row(guard)))) {
             if (guard < 0 || per_row(guard)) {
-                contribution = row_sum(contribution);  // the row is selected, or not, as a whole
+                contribution = sum_along_row(contribution);  // the row is selected, or not, as a whole
             } else {
                 // Selected at some elements: they add, and the sum is guarded by "any of them",
                 // so a factor that follows (acos'(a) of where(c, b, acos(a)), a [N, 1]) cannot turn a
                 // row where no element selected this side into nan.
-                contribution = row_sum(guarded(contribution, guard));
-                guard = builder().binary(Builtin::Ne, row_sum(guard), builder().constant(0.0));
+                contribution = sum_along_row(guarded(contribution, guard));
+                guard = builder().binary(Builtin::Ne, sum_along_row(guard), builder().constant(0.0));
             }
         }
         auto& slot = adjoint_[static_cast<std::size_t>(id)];
@@ -588,11 +638,14 @@ private:
     std::vector<bool> depends_;
     std::vector<std::optional<Adjoint>> adjoint_;
     std::vector<bool> input_per_row_;      // inputs that hold one value per row (indices among them)
+    std::vector<bool> input_k_;            // inputs that hold K values per row (Layout::k_columns)
     int guard_ = -1;                       // the guard of the node being differentiated
     bool from_elements_ = false;           // its contributions are made at every element of a row
+    bool from_k_values_ = false;           // ... at each of the row's K values (it is of K per row)
     std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
     static constexpr int kFolded = -2;     // a factor that is a constant, folded into the derivative
     std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
+    std::vector<signed char> k_level_;     // the same for k_level()
     // Per input slot: the contributions its node received, and those of takes of the input itself
     // (`w[y]`): where all came so, with one index, the derivative also has a per-row form.
     struct Scatter {
@@ -656,7 +709,8 @@ ir::Program weighted_sum_of_map(const ir::Program& map) {
 
 }  // namespace
 
-ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs) {
+ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, const std::vector<bool>& per_row_inputs,
+                          const std::vector<bool>& k_inputs) {
     for (int slot : wrt)
         if (slot < 0 || slot >= static_cast<int>(program.inputs.size())) throw InternalError("differentiate: input slot out of range");
     if (!program.derivatives.empty()) throw InternalError("differentiate: the program is already differentiated");
@@ -672,18 +726,20 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, 
         // The gradient of f(T1, ..., Tk) is the sum over the reductions of df/dTi times Ti's gradient;
         // df/dTi is known only once every reduction is: the factors are computed first, by a kernel
         // of their own (which reads what the reductions read), and scale each reduction's seed.
-        return Differentiator(program, wrt, per_row_inputs).run();
+        return Differentiator(program, wrt, per_row_inputs, k_inputs).run();
     }
     if (differentiates_as_weighted_sum(program) && !wrt.empty()) {
-        std::vector<bool> per_row = per_row_inputs;
+        std::vector<bool> per_row = per_row_inputs, k = k_inputs;
         per_row.resize(program.inputs.size(), false);
+        k.resize(program.inputs.size(), false);
         const auto index = program.index_inputs();
-        for (std::size_t k = 0; k < index.size(); ++k) per_row[k] = per_row[k] || index[k];
+        for (std::size_t i = 0; i < index.size(); ++i) per_row[i] = (per_row[i] || index[i]) && !k[i];
         const bool body_per_row = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
         per_row.push_back(body_per_row);  // the upstream gradient has the output's shape
-        return Differentiator(weighted_sum_of_map(program), wrt, per_row).run();
+        k.push_back(false);
+        return Differentiator(weighted_sum_of_map(program), wrt, per_row, k).run();
     }
-    return Differentiator(program, wrt, per_row_inputs).run();
+    return Differentiator(program, wrt, per_row_inputs, k_inputs).run();
 }
 
 std::vector<int> shared_nodes(const ir::Program& program, std::span<const int> roots) {

@@ -101,7 +101,9 @@ std::string ExpressionPrinter::define(int id) const {
         case ir::NodeKind::Take:
         case ir::NodeKind::Total:
         case ir::NodeKind::RowLength:
+        case ir::NodeKind::TakeCount:
         case ir::NodeKind::OneHot:
+        case ir::NodeKind::ScatterAdd:
             // A kernel computes these in its own loops (kinds/by_rows_emit.cpp) and names the results.
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
@@ -166,6 +168,8 @@ std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
         case ir::NodeKind::RowLength: return fmt::format("sum(1, {})", along);
         // Only in derivatives, which dumps show but nobody parses back.
         case ir::NodeKind::OneHot: return fmt::format("onehot({})", print(n.args[0]));
+        case ir::NodeKind::TakeCount: return "K";
+        case ir::NodeKind::ScatterAdd: return fmt::format("scatter_add({}, {})", argument, print(n.args[1]));
         case ir::NodeKind::Take: {
             std::string values = print(n.args[0]);
             if (precedence(n.args[0]) != kAtom) values = "(" + values + ")";

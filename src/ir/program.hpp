@@ -21,17 +21,26 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 // of the language table, pointwise. The rest reduce:
 // - RowReduce: args[0] reduced along the program's row dimensions (Program::row_dims; slot: the
 //   RowReduction); one value per row, broadcast back along it.
-// - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row.
+// - Take: args[0] at column args[1] of its row (args[1] is an index input); one value per row. Where
+//   the layout gives the index K integers per row (Layout::k_columns: `x[k]`, k [N, K]), K values per
+//   row instead (k_level_nodes), which only values per row and other K-level values may meet until a
+//   row reduction reduces them along the K (sum(q * x[k], -1)).
 // - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
 //   only in a Composite body, a scalar.
-// Three more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
-// per row); OneHot, true at the column args[0] (an index input) names (a bool per element); and Seed,
+// Five more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
+// per row); TakeCount, K, how many values a take of K indices per row gathers (one value per row);
+// OneHot, true at the column args[0] (an index input) names (a bool per element); ScatterAdd, at each
+// column of the row the sum of the K values of args[0] whose index (args[1], an index input of K per
+// row) names that column (one value per element: the gradient of `x[k]`, torch's gather backward,
+// repeated indices adding); and Seed,
 // the gradient of the loss with respect to the reduced expression at one element, which every
 // derivative starts from: for a reduction the upstream gradient / the divisor (times the gradient
 // factor of a Composite program; one value, per row; slot: which of the reductions differentiated,
 // Program::gradient_totals), for a map's backward the upstream tensor's element. Inside the derivatives, the guards of `where` apply after it: the side a where did not
 // select gets 0 even where the upstream gradient or the factor is inf or nan.
-enum class NodeKind : unsigned char { Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, OneHot, Seed };
+enum class NodeKind : unsigned char {
+    Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, TakeCount, OneHot, ScatterAdd, Seed
+};
 
 struct Node {
     NodeKind kind = NodeKind::Constant;

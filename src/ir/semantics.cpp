@@ -1,5 +1,6 @@
 // semantics: what a program means beyond its nodes (what its reduction divides by, the dtype of its
 // output), shared by the kernel launch and the CPU reference.
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -45,8 +46,39 @@ std::vector<bool> per_row_inputs(const ir::Program& program, const Layout& layou
     const auto index = program.index_inputs();
     std::vector<bool> per_row(program.inputs.size(), false);
     for (std::size_t k = 0; k < per_row.size() && k < layout.inputs.size(); ++k)
-        per_row[k] = index[k] || layout.inputs[k].per_row;
+        per_row[k] = (index[k] || layout.inputs[k].per_row) && !layout.inputs[k].per_k;
     return per_row;
+}
+
+std::vector<bool> k_inputs(const Layout& layout) {
+    if (layout.k_columns == 0) return {};
+    std::vector<bool> k(layout.inputs.size(), false);
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = layout.inputs[i].per_k;
+    return k;
+}
+
+std::vector<bool> k_level_nodes(const ir::Program& program, const std::vector<bool>& k_inputs) {
+    std::vector<bool> k(program.nodes.size(), false);
+    if (std::none_of(k_inputs.begin(), k_inputs.end(), [](bool b) { return b; })) return k;
+    auto input_k = [&](int node) {
+        const auto slot = static_cast<std::size_t>(program.node(node).slot);
+        return slot < k_inputs.size() && k_inputs[slot];
+    };
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        switch (n.kind) {
+            case ir::NodeKind::Input: k[id] = input_k(static_cast<int>(id)); break;
+            case ir::NodeKind::Binding:
+                k[id] = k[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+                break;
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i) k[id] = k[id] || k[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+                break;
+            case ir::NodeKind::Take: k[id] = input_k(n.args[1]); break;
+            default: break;  // reductions reduce the K away; the rest are per row, per element or constant
+        }
+    }
+    return k;
 }
 
 std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bool>& input_per_row) {
@@ -63,10 +95,14 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
                 for (int i = 0; i < n.arity; ++i)
                     per_row[id] = per_row[id] && per_row[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
                 break;
-            case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total: case ir::NodeKind::RowLength:
+            case ir::NodeKind::Take:  // K values per row where its index holds K (k_level_nodes)
+                per_row[id] = input_per_row[static_cast<std::size_t>(program.node(n.args[1]).slot)];
+                break;
+            case ir::NodeKind::RowReduce: case ir::NodeKind::Total: case ir::NodeKind::RowLength:
+            case ir::NodeKind::TakeCount:
                 break;
             case ir::NodeKind::Seed: per_row[id] = !program.is_map(); break;  // a map's: the upstream element
-            case ir::NodeKind::OneHot: per_row[id] = false; break;
+            case ir::NodeKind::OneHot: case ir::NodeKind::ScatterAdd: per_row[id] = false; break;
         }
     }
     return per_row;
@@ -97,14 +133,18 @@ std::vector<RowTotal> row_totals(const ir::Program& program) {
 
 std::vector<double> total_divisors(const ir::Program& program, const Layout& layout) {
     const auto per_row = per_row_nodes(program, per_row_inputs(program, layout));
+    const auto k_level = k_level_nodes(program, k_inputs(layout));
     std::vector<double> divisors;
     for (const auto& t : row_totals(program)) {
-        const bool rows = per_row[static_cast<std::size_t>(t.argument)];
+        const bool k = k_level[static_cast<std::size_t>(t.argument)];
+        const bool rows = k || per_row[static_cast<std::size_t>(t.argument)];
         // batchmean of one value per row divides by the rows' dimension 0, as torch's of the
         // keepdim=False result (dimension 0 of the whole shape may be the row's own); where the
         // rows' shape is a scalar (rank-1 inputs), by dimension 0 of the whole shape, as always.
+        // K values per row count as the [rows..., K] they are (mean: rows times K).
         const Shape of_rows = rows ? rows_shape(layout) : Shape{};
-        divisors.push_back(divisor_of(t.reduction, rows ? layout.rows : layout.count, of_rows.empty() ? layout.shape : of_rows));
+        const std::int64_t count = k ? layout.rows * layout.k_columns : rows ? layout.rows : layout.count;
+        divisors.push_back(divisor_of(t.reduction, count, of_rows.empty() ? layout.shape : of_rows));
     }
     return divisors;
 }
@@ -112,6 +152,11 @@ std::vector<double> total_divisors(const ir::Program& program, const Layout& lay
 std::optional<RowGradient> row_gradient_kind(const ir::Program& program, const Layout& layout, std::size_t g) {
     const ir::Derivative& d = program.derivatives[g];
     const OperandAccess& input = layout.inputs[static_cast<std::size_t>(d.input)];
+    if (input.per_k) {
+        const bool last = !layout.row_dims.empty() && layout.row_dims.back() + 1 == layout.shape.size();
+        if (last && input.elements == layout.rows * layout.k_columns) return RowGradient::PerK;
+        return std::nullopt;
+    }
     if (input.elements == layout.count) return RowGradient::Elements;
     if (input.per_row && input.elements == layout.rows) return RowGradient::PerRow;
     if (d.scatters() && !input.per_row && !layout.dims.empty() && input.elements == layout.dims.back())
@@ -123,11 +168,19 @@ std::vector<RowGradient> row_gradient_kinds(const ir::Program& program, const La
     std::vector<RowGradient> kinds;
     for (std::size_t g = 0; g < program.derivatives.size(); ++g) {
         const auto kind = row_gradient_kind(program, layout, g);
+        const auto input = static_cast<std::size_t>(program.derivatives[g].input);
+        if (!kind && layout.inputs[input].per_k)
+            throw UnsupportedError(fmt::format(
+                "the gradient of '{}', K values per row beside x[k]: the GPU writes it where it has one set of K for "
+                "each row and the row is the last dimension (the CPU reference sums any: reference_grad, `lossjit run "
+                "--cpu`)",
+                program.inputs[input]));
         if (!kind)
             throw UnsupportedError(fmt::format(
                 "the gradient of '{}' sums over a broadcast; for programs that reduce along rows, the GPU computes "
-                "gradients of inputs of the full shape, of one value for each row ([N, 1] against [N, C]) and of one "
-                "row read only through an index (class weights w[y]) (the CPU reference sums this one: reference_grad, "
+                "gradients of inputs of the full shape, of one value for each row ([N, 1] against [N, C]), of K values "
+                "for each row (q [N, K] beside x[k], along the last dimension) and of one row read only through an "
+                "index (class weights w[y]) (the CPU reference sums this one: reference_grad, "
                 "`lossjit run --cpu`)",
                 program.inputs[static_cast<std::size_t>(program.derivatives[g].input)]));
         kinds.push_back(*kind);

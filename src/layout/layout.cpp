@@ -291,43 +291,85 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
     // along dimension 1), one dimension fewer than the values, or the values' rank with the row's
     // dimension as 1 ([N, 1, D], torch's gather index).
     std::size_t values_rank = 0;
-    std::vector<OperandShape> values;  // for messages: what the row dimensions count in
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-        if (is_index(k)) continue;
-        values_rank = std::max(values_rank, inputs[k].shape.size());
-        values.push_back(inputs[k]);
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        if (!is_index(k)) values_rank = std::max(values_rank, inputs[k].shape.size());
+    // An index of the values' rank is the gather form where its extent along the row (a single
+    // dimension: takes go along one) is 1, and gathers K values per row where it is K > 1 (torch's
+    // gather index [N, K] against x [N, C]); then the other inputs of extent K there (q [N, K]) hold K
+    // values per row too, and those of neither 1 nor K are the row's.
+    const int single = row_dims.size() == 1 ? row_dims.front() : 0;
+    const long long gather_at = single < 0 ? static_cast<long long>(values_rank) + single : single;
+    const bool gathers = values_rank >= 2 && gather_at >= 0 && gather_at < static_cast<long long>(values_rank);
+    // An operand's extent along the row's dimension, its shape aligned with the values' from the end.
+    auto extent_at_row = [&](const Shape& shape) -> std::int64_t {
+        const long long d = gather_at - static_cast<long long>(values_rank) + static_cast<long long>(shape.size());
+        return d >= 0 && d < static_cast<long long>(shape.size()) ? shape[static_cast<std::size_t>(d)] : 1;
+    };
+    std::vector<bool> gather_form(inputs.size(), false), per_k(inputs.size(), false);
+    std::int64_t k_columns = 0;
+    for (std::size_t k = 0; k < inputs.size() && gathers; ++k) {
+        if (!is_index(k) || inputs[k].shape.size() != values_rank) continue;
+        gather_form[k] = true;
+        const std::int64_t extent = inputs[k].shape[static_cast<std::size_t>(gather_at)];
+        if (extent == 1) continue;
+        if (k_columns != 0 && extent != k_columns)
+            throw UsageError(fmt::format(
+                "the indices gather {} and {} values per row ('{}' [{}]): the takes of one program gather one count",
+                k_columns, extent, inputs[k].name, fmt::join(inputs[k].shape, ", ")));
+        k_columns = extent;
+        per_k[k] = true;
     }
+    if (k_columns != 0) {
+        bool row_values = false;
+        std::vector<OperandShape> all_values;
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+            if (is_index(k)) continue;
+            all_values.push_back(inputs[k]);
+            const std::int64_t extent = extent_at_row(inputs[k].shape);
+            per_k[k] = extent == k_columns;
+            row_values = row_values || (extent != 1 && extent != k_columns);
+        }
+        if (!row_values) {
+            std::size_t k = 0;
+            while (!(is_index(k) && per_k[k])) ++k;  // the first index of K per row: there is one
+            const bool same = inputs[k].shape == broadcast_shapes(all_values);
+            throw UsageError(fmt::format(
+                "the index '{}' [{}] {}; an index has the rows' shape (the values' without the row's dimension {}), or "
+                "that with the row's dimension as 1, as torch's gather index, or as K: K indices per row, whose "
+                "extent K must differ from the row's length (lossjit tells the K gathered values from the row's by it)",
+                inputs[k].name, fmt::join(inputs[k].shape, ", "),
+                same ? "has the values' shape" : fmt::format("has extent {} along the row's dimension, as every value "
+                                                             "that is not 1 there", k_columns),
+                gather_at));
+        }
+    }
+    std::vector<OperandShape> values;  // for messages: what the row dimensions count in
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        if (!is_index(k) && !per_k[k]) values.push_back(inputs[k]);
     // The values' shape for messages, without broadcasting them yet (refuse_rows_shaped_value
     // explains a mismatch better than broadcasting would).
     Shape largest;
     for (const auto& v : values)
         if (v.shape.size() > largest.size()) largest = v.shape;
-    // An index of the values' rank is the gather form where its extent along the row (a single
-    // dimension: takes go along one) is 1; one of exactly the values' shape is a mistake (read as
-    // rows of its own it would pair every row with every other).
-    const int single = row_dims.size() == 1 ? row_dims.front() : 0;
-    const long long gather_at = single < 0 ? static_cast<long long>(values_rank) + single : single;
-    std::vector<bool> gather_form(inputs.size(), false);
     std::size_t rank = values_rank;
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-        if (!is_index(k)) continue;
-        const Shape& shape = inputs[k].shape;
-        // (A dimension out of range is resolve_row_dims' to report.)
-        if (values_rank >= 2 && shape.size() == values_rank && gather_at >= 0 && gather_at < static_cast<long long>(values_rank)) {
-            gather_form[k] = shape[static_cast<std::size_t>(gather_at)] == 1;
-            if (!gather_form[k] && shape == broadcast_shapes(values))
-                throw UsageError(fmt::format(
-                    "the index '{}' [{}] has the values' shape; an index has the rows' shape (the values' without the "
-                    "row's dimension {}), or that with the row's dimension as 1, as torch's gather index",
-                    inputs[k].name, fmt::join(shape, ", "), gather_at));
-        }
-        rank = std::max(rank, shape.size() + (gather_form[k] ? 0 : 1));
-    }
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        if (is_index(k)) rank = std::max(rank, inputs[k].shape.size() + (gather_form[k] ? 0 : 1));
     const auto reduced = resolve_row_dims(row_dims, rank, largest);
     const std::size_t after = std::max<std::size_t>(rank, 1) - 1 - reduced.back();  // dimensions after the row's
     std::vector<OperandShape> operands(inputs.begin(), inputs.end());
+    std::vector<std::int64_t> k_strides(inputs.size(), 0);
     for (std::size_t k = 0; k < operands.size(); ++k) {
         auto& op = operands[k];
+        if (per_k[k]) {
+            // Walked as one value per row (extent 1 along it); its K values k_stride apart.
+            const auto d = static_cast<std::size_t>(gather_at - static_cast<long long>(values_rank) +
+                                                    static_cast<long long>(op.shape.size()));
+            op.strides = strides_of(op);
+            k_strides[k] = op.strides[d];
+            op.shape[d] = 1;
+            op.strides[d] = 0;
+            continue;
+        }
         if (!is_index(k)) {
             refuse_rows_shaped_value(op, values, reduced, rank);
             continue;
@@ -461,9 +503,12 @@ Layout plan_row_layout(std::span<const OperandShape> inputs, const std::vector<b
             const std::size_t from_end = full_rank - d;
             if (from_end <= shape.size() && shape[shape.size() - from_end] != 1) per_row = false;
         }
-        layout.inputs.back().per_row = columns == 1 || per_row;
+        layout.inputs.back().per_row = (columns == 1 || per_row) && !per_k[k];
+        layout.inputs.back().per_k = per_k[k];
+        layout.inputs.back().k_stride = k_strides[k];
         layout.inputs.back().elements = element_count(inputs[k].shape);
     }
+    layout.k_columns = k_columns;
     if (output) {
         layout.output = access(strides.back());
         layout.output.row_outer_stride = outer_strides.back();
@@ -559,6 +604,60 @@ void refuse_takes_of_broadcasts(const ir::Program& program, const Layout& layout
     }
 }
 
+// Values of K per row (x[k], k [N, K]; q [N, K]) live beside the row, not along it: they may meet
+// values per row and each other, a row reduction brings them back to one per row (sum(q * x[k], -1)),
+// and a whole-tensor reduction reduces them as the [N, K] they are. Whatever would need them along
+// the row's C columns is refused at the construct that does it, not guessed.
+void refuse_misplaced_k_values(const ir::Program& program, const Layout& layout) {
+    if (layout.k_columns == 0) return;
+    const auto k_level = k_level_nodes(program, k_inputs(layout));
+    const auto per_row = per_row_nodes(program, per_row_inputs(program, layout));
+    auto is_k = [&](int id) { return static_cast<bool>(k_level[static_cast<std::size_t>(id)]); };
+    auto is_element = [&](int id) { return !k_level[static_cast<std::size_t>(id)] && !per_row[static_cast<std::size_t>(id)]; };
+    auto fail = [&](const ir::Node& n, const std::string& what) {
+        throw UsageError(fmt::format("{}:{}:{}: {}", program.source_name, n.pos.line, n.pos.column, what));
+    };
+    constexpr const char* kReduceFirst = "reduce them along the row first (sum(q * x[k], -1))";
+    const std::string values = fmt::format("values of K per row (x[k] with k of extent K = {} along the row, or an "
+                                           "input of that extent)", layout.k_columns);
+    std::vector<int> roots{program.body};
+    for (const auto& b : program.bindings) roots.push_back(b.node);
+    const auto reached = reached_nodes(program, roots);
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        if (!reached[id]) continue;
+        const ir::Node& n = program.nodes[id];
+        switch (n.kind) {
+            case ir::NodeKind::Apply: {
+                bool k = false, element = false;
+                for (int a = 0; a < n.arity; ++a) {
+                    k = k || is_k(n.args[static_cast<std::size_t>(a)]);
+                    element = element || is_element(n.args[static_cast<std::size_t>(a)]);
+                }
+                if (k && element)
+                    fail(n, fmt::format("'{}' combines {} with the row's {} elements: {}",
+                                        builtin_info(n.fn).is_operator() ? builtin_info(n.fn).op : builtin_info(n.fn).name,
+                                        values, layout.dims.back(), kReduceFirst));
+                break;
+            }
+            case ir::NodeKind::Take:
+                if (is_k(n.args[0]))
+                    fail(n, fmt::format("x[y] takes from {}: take from the row's values (x of the row's length)", values));
+                break;
+            case ir::NodeKind::RowReduce:
+                if (is_k(n.args[0]) && static_cast<RowReduction>(n.slot) == RowReduction::Mean)
+                    fail(n, fmt::format("mean, var and std of {} are not supported (their derivatives count the row's "
+                                        "length, not K): sum(e, -1) / K, with K a parameter", values));
+                break;
+            default: break;
+        }
+    }
+    if (program.is_map())
+        for (int r : program.result_nodes())
+            if (is_k(r))
+                fail(program.node(r), fmt::format("a map of {} (an output [.., K]) is not supported: {}", values,
+                                                  kReduceFirst));
+}
+
 }  // namespace
 
 Layout plan_program_layout(const ir::Program& program, std::span<const OperandShape> inputs, const OperandShape* output) {
@@ -577,6 +676,7 @@ Layout plan_program_layout(const ir::Program& program, std::span<const OperandSh
     Layout layout = plan_row_layout(inputs, index, nullptr, false, program.row_dims);
     refuse_ambiguous_dims(program, inputs, layout);
     refuse_takes_of_broadcasts(program, layout);
+    refuse_misplaced_k_values(program, layout);
     if (!output) return layout;
     const bool per_row = program.is_map() && per_row_nodes(program, per_row_inputs(program, layout))[static_cast<std::size_t>(program.body)];
     if (!program.is_map() || program.results.empty()) return plan_row_layout(inputs, index, output, per_row, program.row_dims);

@@ -152,7 +152,8 @@ public:
                     std::copy_n(seed, count, out);
                     break;
                 case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total:
-                case ir::NodeKind::RowLength: case ir::NodeKind::OneHot:
+                case ir::NodeKind::RowLength: case ir::NodeKind::OneHot: case ir::NodeKind::TakeCount:
+                case ir::NodeKind::ScatterAdd:
                     throw InternalError("a program that reduces along rows in the elementwise evaluator");
             }
         }
@@ -216,7 +217,9 @@ public:
           float64_(program_compute(program, inputs) == DType::float64),
           index_(program.index_inputs()),
           per_row_(per_row_nodes(program, per_row_inputs(program, layout))),
-          columns_(layout.dims.back()), live_(program.nodes.size(), false), values_(program.nodes.size()) {
+          k_level_(k_level_nodes(program, k_inputs(layout))),
+          columns_(layout.dims.back()), k_columns_(layout.k_columns), live_(program.nodes.size(), false),
+          values_(program.nodes.size()) {
         std::vector<int> roots;
         if (program.reduction != ir::Reduction::Composite) roots.push_back(program.body);
         if (program.is_map())
@@ -237,6 +240,8 @@ public:
     }
 
     bool per_row(int id) const { return per_row_[static_cast<std::size_t>(id)]; }
+    bool k_level(int id) const { return k_level_[static_cast<std::size_t>(id)]; }
+    std::int64_t k_columns() const { return k_columns_; }
     std::int64_t columns() const { return columns_; }
     double at(int id, std::int64_t column) const {
         const auto& v = values_[static_cast<std::size_t>(source(id))];
@@ -259,7 +264,7 @@ public:
             if (!live_[id]) continue;
             const ir::Node& n = program_.nodes[id];
             auto& out = values_[id];
-            out.assign(per_row_[id] ? 1 : static_cast<std::size_t>(columns_), 0.0);
+            out.assign(per_row_[id] ? 1 : static_cast<std::size_t>(k_level_[id] ? k_columns_ : columns_), 0.0);
             switch (n.kind) {
                 case ir::NodeKind::Constant: out[0] = rounded(n.value); break;
                 case ir::NodeKind::Param: out[0] = rounded(params_[static_cast<std::size_t>(n.slot)]); break;
@@ -270,9 +275,11 @@ public:
                     const OperandAccess& access = layout_.inputs[slot];
                     const std::int64_t base = row_offset(row, access);
                     const DType compute = float64_ ? DType::float64 : DType::float32;
-                    for (std::size_t j = 0; j < out.size(); ++j)
-                        out[j] = load_as_double(input.data, input.dtype,
-                                                base + column_offset(layout_, access, static_cast<std::int64_t>(j)), compute);
+                    for (std::size_t j = 0; j < out.size(); ++j) {
+                        const auto c = static_cast<std::int64_t>(j);
+                        const std::int64_t at = access.per_k ? c * access.k_stride : column_offset(layout_, access, c);
+                        out[j] = load_as_double(input.data, input.dtype, base + at, compute);
+                    }
                     break;
                 }
                 case ir::NodeKind::Apply:
@@ -285,13 +292,21 @@ public:
                     }
                     break;
                 case ir::NodeKind::RowReduce: out[0] = reduce_row(static_cast<RowReduction>(n.slot), n.args[0]); break;
-                case ir::NodeKind::Take: {
-                    const double i = index_at(row, program_.node(n.args[1]).slot);
-                    out[0] = i >= 0 && i < static_cast<double>(columns_) ? at(n.args[0], static_cast<std::int64_t>(i))
-                                                                        : std::numeric_limits<double>::quiet_NaN();
+                case ir::NodeKind::Take:  // one value per row, or K (k_level)
+                    for (std::size_t j = 0; j < out.size(); ++j) {
+                        const double i = index_at(row, program_.node(n.args[1]).slot, static_cast<std::int64_t>(j));
+                        out[j] = i >= 0 && i < static_cast<double>(columns_) ? at(n.args[0], static_cast<std::int64_t>(i))
+                                                                            : std::numeric_limits<double>::quiet_NaN();
+                    }
                     break;
-                }
+                case ir::NodeKind::ScatterAdd:  // in index order: repeated columns add in that order
+                    for (std::int64_t j = 0; j < k_columns_; ++j) {
+                        const double i = index_at(row, program_.node(n.args[1]).slot, j);
+                        if (i >= 0 && i < static_cast<double>(columns_)) out[static_cast<std::size_t>(i)] += at(n.args[0], j);
+                    }
+                    break;
                 case ir::NodeKind::RowLength: out[0] = static_cast<double>(columns_); break;
+                case ir::NodeKind::TakeCount: out[0] = static_cast<double>(k_columns_); break;
                 case ir::NodeKind::Seed: out[0] = seeds_.at(static_cast<std::size_t>(std::max(n.slot, 0))); break;
                 case ir::NodeKind::OneHot: {
                     const double i = index_at(row, program_.node(n.args[0]).slot);
@@ -304,9 +319,12 @@ public:
     }
 
     // An index exactly, as an integer: any index a float64 holds exactly (every int32; int64 to 2^53).
-    double index_at(std::int64_t row, int slot) const {
+    // `j`: which of the row's K, for an index of K per row.
+    double index_at(std::int64_t row, int slot, std::int64_t j = 0) const {
         const auto k = static_cast<std::size_t>(slot);
-        return load_as_double(inputs_[k].data, inputs_[k].dtype, row_offset(row, layout_.inputs[k]), DType::float64);
+        const OperandAccess& access = layout_.inputs[k];
+        return load_as_double(inputs_[k].data, inputs_[k].dtype, row_offset(row, access) + j * access.k_stride,
+                              DType::float64);
     }
 
 private:
@@ -320,12 +338,14 @@ private:
     }
     double rounded(double v) const { return float64_ ? v : as_float32(v); }
 
-    // The table's float64 meaning over the row's values of `argument` (a per-row value repeats C times).
+    // The table's float64 meaning over the row's values of `argument` (a per-row value repeats C times),
+    // or over its K values.
     double reduce_row(RowReduction how, int argument) const {
         const RowReductionInfo& info = row_reduction_info(how);
         if (!info.reference) throw InternalError(fmt::format("'{}' should have been expanded by the checker", info.name));
-        row_.resize(static_cast<std::size_t>(columns_));
-        for (std::int64_t j = 0; j < columns_; ++j) row_[static_cast<std::size_t>(j)] = at(argument, j);
+        const std::int64_t length = k_level(argument) ? k_columns_ : columns_;
+        row_.resize(static_cast<std::size_t>(length));
+        for (std::int64_t j = 0; j < length; ++j) row_[static_cast<std::size_t>(j)] = at(argument, j);
         return info.reference(row_);
     }
 
@@ -337,7 +357,9 @@ private:
     bool float64_;
     std::vector<bool> index_;
     std::vector<bool> per_row_;
+    std::vector<bool> k_level_;
     std::int64_t columns_;
+    std::int64_t k_columns_;
     std::vector<bool> live_;
     std::vector<std::vector<double>> values_;
     mutable std::vector<double> row_;  // reduce_row's gather buffer
@@ -401,6 +423,8 @@ std::vector<double> reference_results_rows(const ir::Program& program, const Lay
             const int argument = totals[k].argument;
             if (eval.per_row(argument)) {
                 partial[t][k].add(eval.at(argument, 0));
+            } else if (eval.k_level(argument)) {
+                for (std::int64_t j = 0; j < eval.k_columns(); ++j) partial[t][k].add(eval.at(argument, j));
             } else {
                 for (std::int64_t j = 0; j < eval.columns(); ++j) partial[t][k].add(eval.at(argument, j));
             }
@@ -543,6 +567,11 @@ std::vector<std::vector<double>> reference_gradients_rows(const ir::Program& pro
                     if (i >= 0 && i < static_cast<double>(eval.columns()))
                         out[static_cast<std::size_t>(base + column_offset(layout, into, static_cast<std::int64_t>(i)))] +=
                             eval.at(d.scatter_node, 0);
+                    continue;
+                }
+                if (layout.inputs[slot].per_k) {  // K values per row: the derivative's K (or one per row)
+                    for (std::int64_t j = 0; j < eval.k_columns(); ++j)
+                        out[static_cast<std::size_t>(base + j * into.k_stride)] += eval.at(node, j);
                     continue;
                 }
                 if (layout.inputs[slot].per_row) {

@@ -110,7 +110,8 @@ struct Loss::State {
         Launchable factor;  // a Composite program's gradient factor (program.gradient_factor), if any
     };
     // A gradient program is made for a list of inputs and, where the program reduces along rows,
-    // for which inputs hold one value per row (their derivatives differ: differentiate()).
+    // for which inputs hold one value per row and which K (their derivatives differ: differentiate();
+    // `per_row` is input_levels').
     struct GradientKey {
         std::vector<std::string> wrt;
         std::vector<bool> per_row;
@@ -230,8 +231,19 @@ struct Loss::State {
         return *state;
     }
 
-    // The gradient program for `wrt` in a layout whose per-row inputs are `per_row`
-    // (per_row_inputs), differentiating on first use.
+    // Which inputs hold one value per row, then which hold K values per row (per_row_inputs, then
+    // k_inputs, one entry per input each): what a gradient program depends on beyond `wrt`.
+    std::vector<bool> input_levels(const Layout& layout) const {
+        const std::size_t n = program.inputs.size();
+        std::vector<bool> levels = per_row_inputs(program, layout), k = k_inputs(layout);
+        levels.resize(n, false);
+        k.resize(n, false);
+        levels.insert(levels.end(), k.begin(), k.end());
+        return levels;
+    }
+
+    // The gradient program for `wrt` in a layout whose inputs are one per row and K per row as
+    // `per_row` (input_levels) says, differentiating on first use.
     const GradientProgram& gradient_program(std::span<const std::string> wrt, const std::vector<bool>& per_row) {
         {
             std::shared_lock lock(gradients_mutex);
@@ -239,7 +251,9 @@ struct Loss::State {
         }
         const auto slots = gradient_slots(program, wrt);
         auto entry = std::make_unique<GradientProgram>();
-        entry->program = differentiate(program, slots, per_row);
+        const auto middle = per_row.begin() + static_cast<std::ptrdiff_t>(program.inputs.size());
+        entry->program = differentiate(program, slots, std::vector<bool>(per_row.begin(), middle),
+                                       std::vector<bool>(middle, per_row.end()));
         std::unique_lock lock(gradients_mutex);
         auto& slot = gradients[GradientKey{std::vector<std::string>(wrt.begin(), wrt.end()), per_row}];
         if (!slot) {  // else another thread was first: its program is the same
@@ -595,7 +609,7 @@ struct Loss::State {
                                          wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
         (void)gradient_slots(program, wrt);  // an unknown or repeated name first
         const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
-        const GradientProgram& differentiated = gradient_program(wrt, per_row_inputs(program, value_layout));
+        const GradientProgram& differentiated = gradient_program(wrt, input_levels(value_layout));
         const Launchable& what = differentiated.launchable;
 
         const Shape& shape = value_layout.shape;
@@ -927,7 +941,7 @@ std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const Ten
         check_differentiable(wrt[k], input.dtype);
     }
     const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, host_inputs), nullptr);
-    const ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
+    const ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout), k_inputs(value_layout));
     std::vector<TensorView> with_upstream;
     if (host_upstream && differentiates_as_weighted_sum(program)) {
         check_data("upstream", host_upstream->dtype, host_upstream->data, host_upstream->numel());
@@ -995,7 +1009,7 @@ std::string Loss::derivatives(std::span<const std::string> wrt, std::span<const 
     check_count(state_->program.inputs, inputs.size());
     for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
     const Layout layout = state_->layout_for(state_->program, inputs, nullptr);
-    return dump_gradients(differentiate(state_->program, slots, per_row_inputs(state_->program, layout)));
+    return dump_gradients(differentiate(state_->program, slots, per_row_inputs(state_->program, layout), k_inputs(layout)));
 }
 
 std::string Loss::ast() const { return dump_ast(state_->compiled->syntax); }
@@ -1074,7 +1088,7 @@ Loss::State::Differentiated Loss::State::differentiated_for(std::span<const Tens
     check_count(program.inputs, inputs.size());
     for (std::size_t k = 0; k < slots.size(); ++k) check_differentiable(wrt[k], inputs[static_cast<std::size_t>(slots[k])].dtype);
     Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
-    ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout));
+    ir::Program differentiated = differentiate(program, slots, per_row_inputs(program, value_layout), k_inputs(value_layout));
     return {std::move(differentiated), std::move(value_layout)};
 }
 

@@ -218,14 +218,19 @@ void LaunchArgs::bind(std::shared_ptr<const Plan> plan) {
     // Rows of two strides (KernelSpec::row_split): the segments' length and each operand's stride
     // between them one past the last dimension, where lj::split_column reads them.
     const bool split = p.layout.row_inner > 0;
-    if (split && dims.size() >= static_cast<std::size_t>(lj::kMaxRank))
-        throw InternalError("a row of two strides planned with no dimension left for its segments");
+    // Takes of K indices per row (a row of one run): K one past the last dimension too, and there each
+    // input of K values per row has its stride from one to the next (kinds/by_rows.cpp).
+    const bool k_values = p.layout.k_columns > 0;
+    if ((split || k_values) && dims.size() >= static_cast<std::size_t>(lj::kMaxRank))
+        throw InternalError("a row layout planned with no dimension left for its segments or its K");
     auto with_split = [&](const OperandAccess& access) {
         std::array<std::int64_t, kMaxRank> strides = access.strides;
         if (split) strides[dims.size()] = access.row_outer_stride;
+        if (access.per_k) strides[dims.size()] = access.k_stride;
         return strides;
     };
     if (split) extents_.dims[dims.size()] = p.layout.row_inner;
+    if (k_values) extents_.dims[dims.size()] = p.layout.k_columns;
     inputs = std::make_unique<abi::Inputs>(p.slots.size());
     for (std::size_t k = 0; k < p.slots.size(); ++k)
         inputs->set_strides(k, with_split(p.layout.inputs[static_cast<std::size_t>(p.slots[k])]).data());

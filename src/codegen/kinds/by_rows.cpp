@@ -165,12 +165,52 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
     spec.row_cluster = cluster;
 }
 
+// Takes of K indices per row (x[k]): the kernel walks the K values with the team's lanes (K is
+// carried one past the last dimension, each such input's stride between its K values there), and a
+// gradient that scatters back along the row (ir::NodeKind::ScatterAdd) is written by the element
+// pass as if nothing were gathered, then rewritten at the gathered columns. What that cannot do is
+// refused: no dimension left for K; a row reduction or total of what the scatter reaches (it would
+// need the scattered values at every column); scatters by two indices.
+void refuse_what_the_k_stage_cannot(const ir::Program& program, const Layout& layout) {
+    if (layout.k_columns == 0) return;
+    auto refuse = [&](const std::string& why) {
+        throw UnsupportedError(fmt::format("takes of K indices per row (x[k] with k of extent {} along the row): {}; the "
+                                           "CPU reference computes this (Loss::reference, reference_grad; `lossjit "
+                                           "run --cpu`)",
+                                           layout.k_columns, why));
+    };
+    if (layout.dims.size() >= static_cast<std::size_t>(kMaxRank))
+        refuse(fmt::format("the kernel carries K in a dimension of its own, but the operands need all {}", kMaxRank));
+    std::vector<bool> scatters(program.nodes.size(), false);  // reaches a ScatterAdd through element work
+    int index = -1;
+    for (std::size_t id = 0; id < program.nodes.size(); ++id) {
+        const ir::Node& n = program.nodes[id];
+        if (n.kind == ir::NodeKind::ScatterAdd) {
+            const int slot = program.node(n.args[1]).slot;
+            if (index >= 0 && index != slot) refuse("the gradient scatters by two indices");
+            index = slot;
+            scatters[id] = true;
+            continue;
+        }
+        if (n.kind == ir::NodeKind::Binding)
+            scatters[id] = scatters[static_cast<std::size_t>(program.bindings[static_cast<std::size_t>(n.slot)].node)];
+        for (int a = 0; a < n.arity; ++a)
+            if (scatters[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])]) {
+                if (n.kind != ir::NodeKind::Apply)
+                    refuse("a reduction of what the gradient scatters along the row (an input of one value per row "
+                           "read through the take) has no kernel");
+                scatters[id] = true;
+            }
+    }
+}
+
 }  // namespace
 
 KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                           const Knobs& knobs, bool tuned, const GpuFacts& gpu) {
     using Loop = KernelSpec::Loop;
     if (!layout.by_rows) throw InternalError("a program that reduces along rows planned without a row layout");
+    refuse_what_the_k_stage_cannot(program, layout);
     const auto totals = row_totals(program).size();
     if (totals > static_cast<std::size_t>(kMaxTotals))
         throw UnsupportedError(fmt::format("the program combines {} reductions of the whole tensor; a kernel holds at most {}",
@@ -188,7 +228,9 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // loads are of 32 neighbouring elements, where a team on one strided row would read a sector per
     // element.
     const long long sms = gpu.multiprocessors > 0 ? gpu.multiprocessors : default_value(Default::AssumedMultiprocessors, gpu);
-    bool side_by_side = inner >= 1 && columns > 1 && layout.rows >= default_value(Default::ByRowSideTeamMinRowsPerSm, gpu) * sms;
+    // (Not with K values per row: their walk and the gradient's fix-up are a team's.)
+    bool side_by_side = inner >= 1 && columns > 1 && layout.k_columns == 0 &&
+                        layout.rows >= default_value(Default::ByRowSideTeamMinRowsPerSm, gpu) * sms;
     bool reads_along = false;
     for (int slot : slots) {
         const auto& access = layout.inputs[static_cast<std::size_t>(slot)];
@@ -220,10 +262,11 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         // 2: the same along each run of a row of two (stride 0 within a run only: loaded once a vector).
         const auto& access = layout.inputs[k];
         const bool run_constant = layout.row_inner > 0 && access.strides[inner] == 0 && access.row_outer_stride != 0;
-        spec.inner_strides.push_back(per_row[k] ? 0 : run_constant ? 2 : 1);
+        spec.inner_strides.push_back(access.per_k ? 3 : per_row[k] ? 0 : run_constant ? 2 : 1);
         spec.input_dtypes.push_back(operands.input_dtypes[k]);
-        element_inputs += per_row[k] ? 0 : 1;
-        element_bytes += per_row[k] ? 0 : static_cast<long long>(size_of(operands.input_dtypes[k]));
+        const bool along = !per_row[k] && !access.per_k;
+        element_inputs += along ? 1 : 0;
+        element_bytes += along ? static_cast<long long>(size_of(operands.input_dtypes[k])) : 0;
     }
     spec.compute = compute_dtype(spec.input_dtypes);
     // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.

@@ -26,6 +26,7 @@ namespace lossjit {
 namespace {
 
 constexpr std::string_view kIndent = "        ";
+constexpr int kKValues = 3;  // KernelSpec::inner_strides of an input of K values per row
 
 // A row reduction's accumulator and value, from its row of the table (RowReductionInfo).
 const RowReductionInfo& reduced_by_accumulator(RowReduction how) {
@@ -62,19 +63,22 @@ public:
         if (spec.inner_strides.size() != slots_.size())
             throw InternalError("kernel spec and program disagree on the inputs read");
         std::vector<bool> input_per_row(program.inputs.size(), false);
+        k_input_.assign(program.inputs.size(), false);
         for (std::size_t k = 0; k < slots_.size(); ++k) {
             const auto slot = static_cast<std::size_t>(slots_[k]);
-            input_per_row[slot] = spec.inner_strides[k] == 0 || index_[slot];
+            k_input_[slot] = spec.inner_strides[k] == kKValues;
+            input_per_row[slot] = !k_input_[slot] && (spec.inner_strides[k] == 0 || index_[slot]);
             kernel_index_[slots_[k]] = static_cast<int>(k);
         }
         per_row_ = per_row_nodes(program, input_per_row);
+        k_level_ = k_level_nodes(program, k_input_);
         mark_live();
         find_centered();
         stages();
         plan_passes();
         for (std::size_t id = 0; id < program.nodes.size(); ++id) {
             const ir::Node& n = program.nodes[id];
-            const bool named = live_[id] && per_row_[id] &&
+            const bool named = live_[id] && (per_row_[id] || k_level_[id]) &&
                                (n.kind == ir::NodeKind::Apply || n.kind == ir::NodeKind::RowReduce ||
                                 n.kind == ir::NodeKind::Take);
             if (named) printer_.name(static_cast<int>(id), fmt::format("n{}", id));
@@ -82,6 +86,10 @@ public:
             if (n.kind == ir::NodeKind::RowLength) printer_.name(static_cast<int>(id), "((Value)C)");
             if (n.kind == ir::NodeKind::OneHot)
                 printer_.name(static_cast<int>(id), fmt::format("(col == {})", index_name(program.node(n.args[0]).slot)));
+            // K, and what x[k] scatters back to a column: 0 where nothing is gathered, which is what
+            // the element pass writes; the gathered columns are written again after it (k_scatter).
+            if (n.kind == ir::NodeKind::TakeCount) printer_.name(static_cast<int>(id), "((Value)K)");
+            if (n.kind == ir::NodeKind::ScatterAdd) printer_.name(static_cast<int>(id), "((Value)0)");
         }
     }
 
@@ -155,7 +163,7 @@ private:
             if (n.kind == ir::NodeKind::Binding) s = stage_[static_cast<std::size_t>(bound(static_cast<int>(id)))];
             if (n.kind != ir::NodeKind::Total)
                 for (int i = 0; i < n.arity; ++i) s = std::max(s, stage_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]);
-            if (n.kind == ir::NodeKind::RowReduce) ++s;
+            if (n.kind == ir::NodeKind::RowReduce && !k_reduction(static_cast<int>(id))) ++s;  // a K walk is no pass
             // Squared deviations from a mean are summed in the mean's own pass (centered_).
             if (const auto m = centered_.find(static_cast<int>(id)); m != centered_.end()) s = stage_[static_cast<std::size_t>(m->second)];
             stage_[id] = s;
@@ -202,7 +210,7 @@ private:
         std::set<int> means_taken;
         for (std::size_t i = 0; i < program_.nodes.size(); ++i) {
             const ir::Node& r = program_.nodes[i];
-            if (!live_[i] || r.kind != ir::NodeKind::RowReduce) continue;
+            if (!live_[i] || !row_walk(static_cast<int>(i))) continue;
             const auto how = static_cast<RowReduction>(r.slot);
             if (how != RowReduction::Sum && how != RowReduction::Mean) continue;
             const ir::Node& square = program_.node(resolved(r.args[0]));
@@ -254,7 +262,7 @@ private:
     void plan_passes() {
         int last_pass = 0;
         for (std::size_t id = 0; id < program_.nodes.size(); ++id)
-            if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce) last_pass = std::max(last_pass, stage_[id]);
+            if (live_[id] && row_walk(static_cast<int>(id))) last_pass = std::max(last_pass, stage_[id]);
         const int elements = element_pass();
         last_pass = std::max(last_pass, elements);
         std::map<int, int> reads;  // kernel index -> passes reading it
@@ -263,7 +271,7 @@ private:
             plan.number = p;
             plan.elements = elements == p;
             for (std::size_t id = 0; id < program_.nodes.size(); ++id)
-                if (live_[id] && program_.nodes[id].kind == ir::NodeKind::RowReduce && stage_[id] == p)
+                if (live_[id] && row_walk(static_cast<int>(id)) && stage_[id] == p)
                     plan.reductions.push_back(static_cast<int>(id));
             if (plan.reductions.empty() && !plan.elements) continue;
             std::set<int> inputs;
@@ -273,7 +281,7 @@ private:
                 plan.map_elements = program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
                 plan.grads = element_gradients();
                 for (std::size_t k = 0; k < totals_.size(); ++k)
-                    if (!per_row_[static_cast<std::size_t>(totals_[k].argument)]) plan.element_totals.push_back(k);
+                    if (per_element(totals_[k].argument)) plan.element_totals.push_back(k);
             }
             for (int k : plan.loaded)
                 if (reads[k]++ == 0) first_pass_[k] = p;
@@ -298,7 +306,7 @@ private:
         for (std::size_t g : element_gradients()) roots.push_back(program_.derivatives[g].node);
         if (program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)]) roots.push_back(program_.body);
         for (const auto& t : totals_)
-            if (!per_row_[static_cast<std::size_t>(t.argument)]) roots.push_back(t.argument);
+            if (per_element(t.argument)) roots.push_back(t.argument);
         return roots;
     }
 
@@ -312,7 +320,7 @@ private:
             pass = std::max(pass, stage_[static_cast<std::size_t>(program_.body)] + 1);
         }
         for (const auto& t : totals_) {
-            if (per_row_[static_cast<std::size_t>(t.argument)]) continue;
+            if (!per_element(t.argument)) continue;
             any = true;
             pass = std::max(pass, stage_[static_cast<std::size_t>(t.argument)] + 1);
         }
@@ -412,10 +420,14 @@ private:
         while (!stack.empty()) {
             const int id = stack.back();
             stack.pop_back();
-            if (seen[static_cast<std::size_t>(id)] || (!through_per_row && per_row_[static_cast<std::size_t>(id)])) continue;
+            const bool beside = per_row_[static_cast<std::size_t>(id)] || k_level_[static_cast<std::size_t>(id)];
+            if (seen[static_cast<std::size_t>(id)] || (!through_per_row && beside)) continue;
             seen[static_cast<std::size_t>(id)] = true;
             visit(id);
             const ir::Node& n = program_.node(id);
+            // What x[k] scatters back is a value at the column (0 in the element pass); its K values
+            // are the scatter's own work (k_scatter).
+            if (!through_per_row && n.kind == ir::NodeKind::ScatterAdd) continue;
             if (n.kind == ir::NodeKind::Binding) stack.push_back(bound(id));
             for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
         }
@@ -479,12 +491,199 @@ private:
                     break;
                 }
                 case ir::NodeKind::RowReduce:
-                    out += fmt::format("{}const Value n{} = {};\n", kIndent, id, reduced.at(id));
+                    out += k_reduction(id) ? k_reduce(id) : fmt::format("{}const Value n{} = {};\n", kIndent, id, reduced.at(id));
                     break;
                 case ir::NodeKind::Take: out += deferred_takes_.count(id) ? std::string() : take(id); break;
                 default: break;
             }
         }
+        return out;
+    }
+
+    // A row reduction of K values per row (sum(q * x[k], -1)): a walk over the K with the team's lanes,
+    // not a pass over the row. row_walk: one that is a pass.
+    bool k_reduction(int id) const {
+        const ir::Node& n = program_.node(id);
+        return n.kind == ir::NodeKind::RowReduce && k_level_[static_cast<std::size_t>(n.args[0])];
+    }
+    bool row_walk(int id) const { return program_.node(id).kind == ir::NodeKind::RowReduce && !k_reduction(id); }
+    bool per_element(int id) const { return !per_row_[static_cast<std::size_t>(id)] && !k_level_[static_cast<std::size_t>(id)]; }
+
+    std::string k_walk_begin(std::string_view indent) const {
+        return fmt::format("{}for (long long jk = (long long)Team::lane(); jk < K; jk += Team::kTeam) {{\n", indent);
+    }
+    // Where value jk of this row's K lies in kernel input k (its stride between K values is carried
+    // one past the last dimension: plans.cpp).
+    static std::string k_offset(int k) { return fmt::format("base[{}] + jk * in.strides[{}][R]", k, k); }
+
+    // Inside a walk over the K values (jk): the K-level nodes `roots` use, in node order: indices
+    // loaded as integers, inputs of K values at jk, takes filled from their columns (nan outside
+    // [0, C)), the rest computed. Per-row values are the row's, defined before.
+    std::string k_values(std::span<const int> roots, std::string_view indent) const {
+        std::set<int> needed, indices, as_values;
+        std::vector<int> stack(roots.begin(), roots.end());
+        for (int r : roots)
+            if (program_.node(r).kind == ir::NodeKind::Input) as_values.insert(r);
+        while (!stack.empty()) {
+            const int id = stack.back();
+            stack.pop_back();
+            if (!k_level_[static_cast<std::size_t>(id)] || !needed.insert(id).second) continue;
+            const ir::Node& n = program_.node(id);
+            if (n.kind == ir::NodeKind::Binding) {
+                stack.push_back(bound(id));
+                if (program_.node(bound(id)).kind == ir::NodeKind::Input) as_values.insert(bound(id));
+            }
+            if (n.kind == ir::NodeKind::Take) {  // its argument is evaluated at the column
+                indices.insert(program_.node(n.args[1]).slot);
+                continue;
+            }
+            for (int i = 0; i < n.arity; ++i) {
+                const int a = n.args[static_cast<std::size_t>(i)];
+                stack.push_back(a);
+                if (program_.node(a).kind == ir::NodeKind::Input) as_values.insert(a);
+            }
+        }
+        std::string out;
+        std::set<int> loaded;  // input slots (a program may hold several nodes of one input)
+        for (int slot : indices) {
+            const int k = kernel_index_.at(slot);
+            out += fmt::format("{}const long long {} = lj::load_index(dtype({}), in.ptr[{}], {});\n", indent,
+                               index_name(slot), k, k, k_offset(k));
+        }
+        for (int id : needed) {
+            const ir::Node& n = program_.node(id);
+            switch (n.kind) {
+                case ir::NodeKind::Input:
+                    if (as_values.count(id) && loaded.insert(n.slot).second) {
+                        const int k = kernel_index_.at(n.slot);
+                        out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], {});\n", indent,
+                                           input_name(k), k, k, k_offset(k));
+                    }
+                    break;
+                case ir::NodeKind::Take:
+                    out += fmt::format("{}Value n{} = (Value)__int_as_float(0x7fffffff);  // nan: no such column\n", indent, id);
+                    out += take_fill(id, indent);
+                    break;
+                case ir::NodeKind::Apply:
+                    out += fmt::format("{}const {} n{} = {};\n", indent, value_type(id), id, without_outer_parens(printer_.define(id)));
+                    break;
+                case ir::NodeKind::Binding: {
+                    const auto& b = program_.bindings[static_cast<std::size_t>(n.slot)];
+                    out += fmt::format("{}const {} {} = {};\n", indent, value_type(id), cuda_binding_name(b.name), print(b.node));
+                    break;
+                }
+                default: break;
+            }
+        }
+        return out;
+    }
+
+    // The row reduction of K values `id`, defined as n<id> for what follows.
+    std::string k_reduce(int id) const {
+        const ir::Node& n = program_.node(id);
+        const auto how = static_cast<RowReduction>(n.slot);
+        const std::string in1 = std::string(kIndent) + "    ", in2 = in1 + "    ";
+        const int root = n.args[0];
+        std::string out = fmt::format("{}Value r{}_;\n{}{{  // {} over the row's K values\n", kIndent, id, kIndent,
+                                      row_reduction_info(how).name);
+        out += fmt::format("{}{} a{};\n", in1, accumulator_type(how), id);
+        out += k_walk_begin(in1);
+        out += k_values(std::span<const int>(&root, 1), in2);
+        out += fmt::format("{}a{}.add((Value)({}), jk);\n{}}}\n", in2, id, print(root), in1);
+        out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
+        out += fmt::format("{}r{}_ = {};\n{}}}\n", in1, id, accumulated_value(how, fmt::format("a{}", id)), kIndent);
+        out += fmt::format("{}const Value n{} = r{}_;\n", kIndent, id, id);
+        return out;
+    }
+
+    // After the row's last stage: totals of K values per row (each lane adds its own, as per-element
+    // totals), and the gradients of inputs of K values per row (RowGradient::PerK: row r's K at
+    // r * K in the input's own contiguous shape).
+    std::string k_tail() const {
+        std::vector<int> roots;
+        std::string body;
+        const std::string in1 = std::string(kIndent) + "    ";
+        for (std::size_t k = 0; k < totals_.size(); ++k)
+            if (k_level_[static_cast<std::size_t>(totals_[k].argument)]) {
+                roots.push_back(totals_[k].argument);
+                body += fmt::format("{}totals[{}] += (double)({});\n", in1, k, print(totals_[k].argument));
+            }
+        for (std::size_t g = 0; g < program_.derivatives.size(); ++g)
+            if (written(g) == RowGradient::PerK) {
+                const int node = program_.derivatives[g].node;
+                roots.push_back(node);
+                body += fmt::format("{}lj::store1<Value>(grad_dtype({}), grads.ptr[{}], row * K + jk, (Value)({}));\n", in1,
+                                    g, g, print(node));
+            }
+        if (body.empty()) return {};
+        return fmt::format("{}// the row's K values: totals and gradients of them\n", kIndent) + k_walk_begin(kIndent) +
+               k_values(roots, in1) + body + fmt::format("{}}}\n", kIndent);
+    }
+
+    // x[k]'s gradient, scattered back along the row (ir::NodeKind::ScatterAdd): the element pass
+    // wrote every column as if nothing were gathered (the scatter as 0); once every lane's stores are
+    // done (Team::barrier), the lane of the first of each gathered column's K values adds that
+    // column's values (repeated columns in index order) and writes the derivatives there again.
+    std::string k_scatter() {
+        std::vector<int> scatters;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id)
+            if (live_[id] && program_.nodes[id].kind == ir::NodeKind::ScatterAdd) scatters.push_back(static_cast<int>(id));
+        if (scatters.empty()) return {};
+        std::vector<std::size_t> grads;
+        std::vector<int> roots;
+        for (std::size_t g : element_gradients()) {
+            const int node = program_.derivatives[g].node;
+            const std::vector<int> one{node};
+            const auto reached = reached_nodes(program_, one);
+            if (std::any_of(scatters.begin(), scatters.end(), [&](int id) { return reached[static_cast<std::size_t>(id)]; })) {
+                grads.push_back(g);
+                roots.push_back(node);
+            }
+        }
+        const int slot = program_.node(program_.node(scatters.front()).args[1]).slot;  // one index (choose_by_rows)
+        const int k = kernel_index_.at(slot);
+        const std::string index = index_name(slot);
+        const std::string in1 = std::string(kIndent) + "    ", in2 = in1 + "    ", in3 = in2 + "    ";
+        std::string out = fmt::format("{}// x[k]'s gradient at the gathered columns (k_scatter)\n{}Team::barrier();\n",
+                                      kIndent, kIndent);
+        out += k_walk_begin(kIndent);
+        out += fmt::format("{}const long long at = lj::load_index(dtype({}), in.ptr[{}], {});\n", in1, k, k, k_offset(k));
+        out += fmt::format("{}if (at < 0 || at >= C) continue;\n", in1);
+        // Whether an earlier value gathers this column too (its lane writes it) or a later one (added
+        // here): every index of the row read once, the loads independent of each other.
+        const std::string index_at = fmt::format("lj::load_index(dtype({}), in.ptr[{}], base[{}] + jj * in.strides[{}][R])", k,
+                                                 k, k, k);
+        out += fmt::format("{}bool first = true, repeated = false;\n{}#pragma unroll 8\n", in1, in1);
+        out += fmt::format("{}for (long long jj = 0; jj < K; ++jj) {{\n{}const bool same = {} == at;\n", in1, in2, index_at);
+        out += fmt::format("{}first = first && !(same && jj < jk);\n{}repeated = repeated || (same && jj > jk);\n{}}}\n",
+                           in2, in2, in1);
+        out += fmt::format("{}if (!first) continue;\n", in1);
+        std::vector<int> values;
+        for (int id : scatters) values.push_back(program_.node(id).args[0]);
+        for (int id : scatters) out += fmt::format("{}Value s{} = 0;\n", in1, id);
+        // This value's contributions, then those of the later values of the same column, in order.
+        out += fmt::format("{}{{\n", in1);
+        out += k_values(values, in2);
+        for (int id : scatters) out += fmt::format("{}s{} += (Value)({});\n", in2, id, print(program_.node(id).args[0]));
+        out += fmt::format("{}}}\n", in1);
+        out += fmt::format("{}if (repeated) {{\n{}for (long long jj = jk + 1; jj < K; ++jj) {{\n", in1, in2);
+        out += fmt::format("{}if ({} != at) continue;\n", in3, index_at);
+        out += fmt::format("{}const long long jk = jj;  // the column's next value\n", in3);
+        out += k_values(values, in3);
+        for (int id : scatters) out += fmt::format("{}s{} += (Value)({});\n", in3, id, print(program_.node(id).args[0]));
+        out += fmt::format("{}}}\n{}}}\n", in2, in1);
+        for (int id : scatters) printer_.name(id, fmt::format("s{}", id));
+        std::set<int> inputs, bindings;
+        element_needs(roots, inputs, bindings);
+        out += fmt::format("{}{{\n{}const long long j = at, col = j;\n", in1, in2);
+        for (int i : inputs)
+            out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {});\n", in2,
+                               input_name(i), i, i, i, column(fmt::format("in.strides[{}]", i)));
+        out += element_bindings(bindings, in2);
+        for (std::size_t g : grads)
+            out += fmt::format("{}lj::store1<Value>(grad_dtype({}), grads.ptr[{}], grad_base + {}, (Value)({}));\n", in2, g,
+                               g, column("grads.strides"), print(program_.derivatives[g].node));
+        out += fmt::format("{}}}\n{}}}\n", in1, kIndent);
         return out;
     }
 
@@ -700,6 +899,8 @@ private:
         out += fmt::format("{}long long base[{}];\n", kIndent, n);
         out += fmt::format("{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
                            kIndent, kIndent);
+        if (std::any_of(k_input_.begin(), k_input_.end(), [](bool k) { return k; }))
+            out += fmt::format("{}const long long K = e.dims[R];  // values per row of x[k] (plans.cpp)\n", kIndent);
         const bool map = program_.is_map();
         if (map) out += fmt::format("{}const long long out_base = lj::offset<R - 1>(c, out.strides);\n", kIndent);
         if (!program_.derivatives.empty()) {
@@ -732,6 +933,7 @@ private:
         for (const auto& t : totals_) use_value(t.argument);
         for (std::size_t k = 0; k < slots_.size(); ++k) {
             const auto slot = static_cast<std::size_t>(slots_[k]);
+            if (k_input_[slot]) continue;  // loaded at each of the K (k_values)
             if (index_[slot])
                 out += fmt::format("{}const long long {} = lj::load_index(dtype({}), in.ptr[{}], base[{}]);\n", kIndent,
                                    index_name(slots_[k]), k, k, k);
@@ -786,6 +988,8 @@ private:
                 out += stage_definitions(0, reduced, [&](int id) { return !needed_first(id); });
             out += stage_definitions(plan.number, reduced);
         }
+        out += k_tail();
+        out += k_scatter();
         // Per-row outputs, once per row.
         std::string once;
         if (map && per_row_[static_cast<std::size_t>(program_.body)]) {
@@ -802,7 +1006,7 @@ private:
         // at the row's index in the input's own (contiguous) shape. A scattered one: the row's value
         // and its index, for the scatter kernels (the launch points grads.ptr[g] at their scratch).
         for (std::size_t g = 0; g < program_.derivatives.size(); ++g) {
-            if (written(g) == RowGradient::Elements) continue;
+            if (written(g) == RowGradient::Elements || written(g) == RowGradient::PerK) continue;
             const int node = kernel_node(g);
             if (!per_row_[static_cast<std::size_t>(node)])
                 throw InternalError("a derivative written once per row is not one value per row");
@@ -830,6 +1034,8 @@ private:
     std::vector<RowTotal> totals_;
     std::map<int, int> kernel_index_;  // program input slot -> kernel input index
     std::vector<bool> per_row_;
+    std::vector<bool> k_input_;   // per input slot: K values per row (KernelSpec::inner_strides kKValues)
+    std::vector<bool> k_level_;   // per node: K values per row (k_level_nodes)
     std::vector<bool> live_;
     std::vector<int> stage_;
     std::vector<PassPlan> passes_;
