@@ -664,7 +664,8 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
     // The K walked by the team's lanes (a warp, a block, a cluster's blocks), x's gradient written by
     // the element pass and again at the gathered columns (many repeats where K is near C: 64 x 16 with
     // 12), q's at each of its K. Indices in [0, C) for the gradients; a map's values with some outside
-    // (nan rows), as int32, too.
+    // (nan rows), as int32, too. bfloat16 inputs for the distillation alone (their loads are the
+    // same for every program).
     struct Case {
         Problem problem;
         std::int64_t k;
@@ -692,6 +693,7 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
         options.knobs.row_cluster = c.row_cluster;
         for (const char* text : programs) {
             for (DType dtype : {DType::float32, DType::bfloat16}) {
+                if (dtype != DType::float32 && text != programs[0]) continue;  // bf16: the distillation's loads
                 CAPTURE(text);
                 CAPTURE(c.problem.shape);
                 CAPTURE(c.row_cluster);
