@@ -685,6 +685,7 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
         "sum(amax(q * x[k], -1) - logsumexp(x, -1) * sum(q, -1))",
         "mean(q * exp(x[k] - logsumexp(x, -1))) / mean(x * x)",  // a total of K values; a factor program
         "sum(q * x[k], -1)",                                        // a map: one value per row
+        "mean(sum(q * (x - logsumexp(x, -1))[k], -1))",             // log_softmax taken: lse through the take
     };
     for (const auto& c : cases) {
         const std::string rows = std::to_string(c.problem.rows), kq = rows + "x" + std::to_string(c.k);
@@ -738,15 +739,30 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
                 CHECK(sq.worst <= (float32 ? 1e-5 : 8e-3) * sq.largest);
             }
         }
-        // Indices outside [0, C) (nan rows), as int32: a map's values.
+        // Indices outside [0, C) (nan rows), as int32: a map's values; and the fused value and gradient of
+        // a take of an expression that would not pass a nan on ((x > 0)[k]): nan where the reference is.
         const Typed x(c.problem.shape + ":normal", DType::float32, 55), q(kq + ":uniform[0.1,1]", DType::float32, 56);
         const Typed k(kq + ":integers[-1," + std::to_string(c.problem.columns) + "]", DType::int32, 57);
+        const std::vector<TensorView> views{x.view(), k.view(), q.view()};
+        const std::vector<TensorView> host{x.host.view(), k.host.view(), q.host.view()};
         auto per_row = compile(programs[3], options);
-        const MapOutputs m = map_outputs(per_row, std::vector<TensorView>{x.view(), k.view(), q.view()},
-                                         std::vector<TensorView>{x.host.view(), k.host.view(), q.host.view()},
-                                         DType::float64);
+        const MapOutputs m = map_outputs(per_row, views, host, DType::float64);
         const Spread d = spread(m.got, m.want);
         CHECK(d.worst <= 2e-6 * d.largest);
+        auto guarded = compile("sum(where((x > 0)[k], q, 1) * (x - logsumexp(x, -1))[k], -1)", options);
+        const MapOutputs g = map_outputs(guarded, views, host, DType::float64);
+        const Spread dg = spread(g.got, g.want);
+        CHECK(dg.worst <= 2e-6 * dg.largest);
+        const Typed up(rows + ":normal", DType::float32, 58);
+        HostTensor gx(x.host.shape, DType::float32);
+        DeviceBuffer dx(gx.bytes.size());
+        guarded.grad(views, std::vector<std::string>{"x"}, std::vector<OutputView>{OutputView{dx.data(), DType::float32, gx.shape, {}}},
+                     up.view());
+        const auto want = guarded.reference_grad(host, std::vector<std::string>{"x"}, up.host.view());
+        synchronize();
+        dx.download(gx.bytes.data(), gx.bytes.size());
+        const Spread sg = spread(gx, want[0].values);
+        CHECK(sg.worst <= 1e-5 * sg.largest);
     }
 }
 

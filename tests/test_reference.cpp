@@ -277,4 +277,17 @@ TEST_CASE("every reduction along rows has a value, on rows chosen for its edges"
     }
 }
 
+TEST_CASE("reference_grad of no inputs is no gradients, for a map that reduces along rows too") {
+    // (Before, such a map's upstream was passed as one input too many: "takes 2 inputs, but 3 were given".)
+    const std::vector<double> x(12, 0.5), up(3, 1.0);
+    const std::vector<std::int64_t> y{0, 3, 1};
+    const TensorView xv{x.data(), DType::float64, {3, 4}, {}}, yv{y.data(), DType::int64, {3}, {}};
+    const Loss map = compile("logsumexp(x, -1) - x[y]");
+    CHECK(map.reference_grad(std::vector<TensorView>{xv, yv}, std::vector<std::string>{},
+                             TensorView{up.data(), DType::float64, {3}, {}})
+              .empty());
+    const Loss reduction = compile("mean(logsumexp(x, -1) - x[y])");
+    CHECK(reduction.reference_grad(std::vector<TensorView>{xv, yv}, std::vector<std::string>{}).empty());
+}
+
 }  // TEST_SUITE

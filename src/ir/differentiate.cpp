@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -279,11 +280,54 @@ private:
             if (!live[id]) continue;
             ir::Node n = source_.nodes[id];
             for (int i = 0; i < n.arity; ++i) n.args[static_cast<std::size_t>(i)] = map[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
-            map[id] = builder_->intern(n);
+            const bool k_take = n.kind == ir::NodeKind::Take && input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)];
+            map[id] = k_take && out_.node(n.args[0]).kind != ir::NodeKind::Input ? distributed_take(n) : builder_->intern(n);
         }
         for (auto& binding : out_.bindings) binding.node = map[static_cast<std::size_t>(binding.node)];
         out_.body = map[static_cast<std::size_t>(source_.body)];
         out_.results = source_.results;  // binding slots: the value kernel beside the gradients computes each
+    }
+
+    // (e)[k] with K indices per row, as e of the takes of its inputs: `(x - lse)[k]` is `x[k] - lse`, an
+    // identity of elementwise expressions, so that the derivative walks back through e at the K
+    // gathered columns (values of K per row) and scatters only into the inputs themselves: a per-row
+    // value inside e (lse) then gets its sum over the K, which a kernel computes in a walk over the K,
+    // where through the columns it would need the scatter at every column. Where k is outside [0, C),
+    // the take of a constant is nan and the value is nan, as the take's (e might not pass a nan on:
+    // (x > 0)[k]).
+    int distributed_take(const ir::Node& take) {
+        NodeBuilder& b = builder();
+        b.set_pos(take.pos);
+        std::map<int, int> done;
+        auto at_k = [&](auto&& self, int id) -> int {
+            if (const auto it = done.find(id); it != done.end()) return it->second;
+            const ir::Node n = out_.node(id);  // a copy: building nodes may reallocate the list
+            int out = id;  // one value per row, or a constant: the same at every column
+            if (n.kind == ir::NodeKind::Binding) {
+                out = self(self, out_.bindings[static_cast<std::size_t>(n.slot)].node);
+            } else if (!per_row(id)) {
+                if (n.kind == ir::NodeKind::Apply) {
+                    std::array<int, 3> args{-1, -1, -1};
+                    for (int i = 0; i < n.arity; ++i)
+                        args[static_cast<std::size_t>(i)] = self(self, n.args[static_cast<std::size_t>(i)]);
+                    out = b.apply(n.fn, args, n.arity, n.pos);
+                } else if (n.kind == ir::NodeKind::Input) {
+                    out = take_at(id, take);
+                } else {
+                    throw InternalError("differentiate: a take of K indices of an element that is neither computed nor read");
+                }
+            }
+            done[id] = out;
+            return out;
+        };
+        const int value = at_k(at_k, take.args[0]);
+        const int nowhere = b.unary(Builtin::IsNan, take_at(b.constant(0.0), take));
+        return b.select(nowhere, b.constant(std::numeric_limits<double>::quiet_NaN()), value);
+    }
+    int take_at(int values, const ir::Node& take) {
+        ir::Node n = take;
+        n.args[0] = values;
+        return builder().intern(n);
     }
 
     // Like torch's requires_grad: does any requested input reach this node?

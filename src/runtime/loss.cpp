@@ -935,6 +935,8 @@ void Loss::reference_map(std::span<const TensorView> host_inputs, const OutputVi
 std::vector<ReferenceGradient> Loss::State::gradients_on_cpu(std::span<const TensorView> host_inputs,
                                                              std::span<const std::string> wrt, double upstream,
                                                              const TensorView* host_upstream) const {
+    // Nothing asked, nothing computed (a map's upstream would otherwise be one input too many).
+    if (wrt.empty()) return {};
     const auto slots = gradient_slots(program, wrt);
     for (std::size_t k = 0; k < slots.size(); ++k) {
         const TensorView& input = host_inputs[static_cast<std::size_t>(slots[k])];

@@ -170,7 +170,8 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
 // gradient that scatters back along the row (ir::NodeKind::ScatterAdd) is written by the element
 // pass as if nothing were gathered, then rewritten at the gathered columns. What that cannot do is
 // refused: no dimension left for K; a row reduction or total of what the scatter reaches (it would
-// need the scattered values at every column); scatters by two indices.
+// need the scattered values at every column; differentiate's distributed takes leave none); scatters
+// by two indices.
 void refuse_what_the_k_stage_cannot(const ir::Program& program, const Layout& layout) {
     if (layout.k_columns == 0) return;
     auto refuse = [&](const std::string& why) {
@@ -197,8 +198,8 @@ void refuse_what_the_k_stage_cannot(const ir::Program& program, const Layout& la
         for (int a = 0; a < n.arity; ++a)
             if (scatters[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])]) {
                 if (n.kind != ir::NodeKind::Apply)
-                    refuse("a reduction of what the gradient scatters along the row (an input of one value per row "
-                           "read through the take) has no kernel");
+                    refuse("a reduction of what the gradient scatters along the row has no kernel (differentiate "
+                           "scatters only into inputs: a take of an expression is taken apart first)");
                 scatters[id] = true;
             }
     }
