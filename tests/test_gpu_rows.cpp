@@ -51,6 +51,39 @@ double rel_error(double a, double b) {
     return a == b ? 0.0 : std::fabs(a - b) / std::max(std::fabs(b), 1e-30);
 }
 
+// The GPU against the reference: a map's output, or a reduction's value from the fused kernel and from
+// a call; then (where `gradients`) the gradients of `wrt` into `grads`, a map's with an upstream
+// tensor of its output's shape (generated from `seed`). Returns the reference's gradients, for the
+// caller to compare with what it downloads from `grads` (synchronized).
+std::vector<ReferenceGradient> check_value_then_grad(Loss& loss, std::span<const TensorView> views,
+                                                     std::span<const TensorView> host, const std::vector<std::string>& wrt,
+                                                     std::span<const OutputView> grads, DType dtype, std::uint64_t seed,
+                                                     bool gradients = true) {
+    const bool float32 = dtype == DType::float32;
+    std::vector<ReferenceGradient> want;
+    if (loss.kind() == Kind::Map) {
+        const MapOutputs m = map_outputs(loss, views, host, DType::float64);
+        const Spread d = spread(m.got, m.want);
+        CHECK(d.worst <= (float32 ? 2e-6 : 8e-3) * d.largest);
+        if (!gradients) return want;
+        const Typed up(format_shape(m.shape) + ":normal", dtype, seed);
+        loss.grad(views, wrt, grads, up.view());
+        want = loss.reference_grad(host, wrt, up.host.view());
+    } else {
+        DeviceBuffer value(sizeof(float));
+        loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
+        synchronize();
+        float v = 0;
+        value.download(&v, sizeof v);
+        const double expected = loss.reference(host);
+        CHECK(rel_error(v, expected) < (float32 ? 2e-6 : 2e-3));
+        CHECK(rel_error(loss(views), expected) < (float32 ? 2e-6 : 2e-3));
+        want = loss.reference_grad(host, wrt);
+    }
+    synchronize();
+    return want;
+}
+
 // The GPU's gradients of w and x (in that order, in `dtype`), into buffers filled with 0xFF first:
 // every element must be written.
 struct GradsWX {
@@ -631,27 +664,9 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
             HostTensor grad_host(shape, dtype);
             DeviceBuffer grad(grad_host.bytes.size());
             const std::vector<OutputView> grads{OutputView{grad.data(), dtype, shape, {}}};
-            std::vector<ReferenceGradient> expected_grad;
-            if (loss.kind() == Kind::Map) {
-                const MapOutputs m = map_outputs(loss, views, host, DType::float64);
-                const Spread d = spread(m.got, m.want);
-                CHECK(d.worst <= (float32 ? 2e-6 : 8e-3) * d.largest);
-                if (std::string(c.program).find("argmax") != std::string::npos) continue;  // no gradient
-                const Typed up(format_shape(m.shape) + ":normal", dtype, 43);
-                loss.grad(views, wrt, grads, up.view());
-                expected_grad = loss.reference_grad(host, wrt, up.host.view());
-            } else {
-                DeviceBuffer value(sizeof(float));
-                loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
-                synchronize();
-                float v = 0;
-                value.download(&v, sizeof v);
-                const double want = loss.reference(host);
-                CHECK(rel_error(v, want) < (float32 ? 2e-6 : 2e-3));
-                CHECK(rel_error(loss(views), want) < (float32 ? 2e-6 : 2e-3));
-                expected_grad = loss.reference_grad(host, wrt);
-            }
-            synchronize();
+            const bool argmax = std::string(c.program).find("argmax") != std::string::npos;  // no gradient
+            const auto expected_grad = check_value_then_grad(loss, views, host, wrt, grads, dtype, 43, !argmax);
+            if (argmax) continue;
             grad.download(grad_host.bytes.data(), grad_host.bytes.size());
             const Spread d = spread(grad_host, expected_grad[0].values);
             CHECK(d.worst <= (float32 ? 1e-5 : 8e-3) * d.largest);
@@ -712,26 +727,7 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
                 dq.fill_bytes(0xFF);
                 const std::vector<OutputView> grads{OutputView{dx.data(), dtype, gx.shape, {}},
                                                     OutputView{dq.data(), dtype, gq.shape, {}}};
-                std::vector<ReferenceGradient> want;
-                if (loss.kind() == Kind::Map) {
-                    const MapOutputs m = map_outputs(loss, views, host, DType::float64);
-                    const Spread d = spread(m.got, m.want);
-                    CHECK(d.worst <= (float32 ? 2e-6 : 8e-3) * d.largest);
-                    const Typed up(format_shape(m.shape) + ":normal", dtype, 54);
-                    loss.grad(views, wrt, grads, up.view());
-                    want = loss.reference_grad(host, wrt, up.host.view());
-                } else {
-                    DeviceBuffer value(sizeof(float));
-                    loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
-                    synchronize();
-                    float v = 0;
-                    value.download(&v, sizeof v);
-                    const double expected = loss.reference(host);
-                    CHECK(rel_error(v, expected) < (float32 ? 2e-6 : 2e-3));
-                    CHECK(rel_error(loss(views), expected) < (float32 ? 2e-6 : 2e-3));
-                    want = loss.reference_grad(host, wrt);
-                }
-                synchronize();
+                const auto want = check_value_then_grad(loss, views, host, wrt, grads, dtype, 54);
                 dx.download(gx.bytes.data(), gx.bytes.size());
                 dq.download(gq.bytes.data(), gq.bytes.size());
                 const Spread sx = spread(gx, want[0].values), sq = spread(gq, want[1].values);

@@ -46,6 +46,18 @@ std::vector<double> wave(std::size_t n, double scale, double phase = 0.3) {
     return v;
 }
 
+// d loss / d values[i] by central differences, `inputs()` viewing `values` as they are.
+template <class Inputs>
+double central_difference(const Loss& loss, const Inputs& inputs, std::vector<double>& values, std::size_t i) {
+    const double h = 1e-6, saved = values[i];
+    values[i] = saved + h;
+    const double up = loss.reference(inputs());
+    values[i] = saved - h;
+    const double down = loss.reference(inputs());
+    values[i] = saved;
+    return (up - down) / (2 * h);
+}
+
 constexpr std::int64_t kN = 4, kC = 9, kK = 3;
 // Row 0 gathers column 2 twice; every row has K = 3 indices among C = 9 columns.
 const std::vector<std::int64_t> kIndices{2, 2, 7, 0, 8, 4, 5, 1, 3, 6, 6, 6};
@@ -209,15 +221,9 @@ TEST_CASE("gradients against central differences: x through the take, q, K copie
         for (std::size_t g = 0; g < wrt.size(); ++g) {
             std::vector<double>& values = g == 0 ? x : q;
             for (std::size_t i = 0; i < values.size(); ++i) {
-                const double h = 1e-6, saved = values[i];
-                values[i] = saved + h;
-                const double up = loss.reference(inputs());
-                values[i] = saved - h;
-                const double down = loss.reference(inputs());
-                values[i] = saved;
                 CAPTURE(wrt[g]);
                 CAPTURE(i);
-                CHECK(grads[g].values[i] == doctest::Approx((up - down) / (2 * h)).epsilon(1e-6).scale(1.0));
+                CHECK(grads[g].values[i] == doctest::Approx(central_difference(loss, inputs, values, i)).epsilon(1e-6).scale(1.0));
             }
         }
     }
@@ -264,15 +270,8 @@ TEST_CASE("along dimension 1 of [N, C, D]: k [N, K, D]") {
     CHECK(loss.reference(inputs()) == doctest::Approx(expected).epsilon(1e-14));
     const std::vector<std::string> wrt{"x"};
     const auto grads = loss.reference_grad(inputs(), wrt, 1.0);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const double h = 1e-6, saved = x[i];
-        x[i] = saved + h;
-        const double above = loss.reference(inputs());
-        x[i] = saved - h;
-        const double below = loss.reference(inputs());
-        x[i] = saved;
-        CHECK(grads[0].values[i] == doctest::Approx((above - below) / (2 * h)).epsilon(1e-6));
-    }
+    for (std::size_t i = 0; i < x.size(); ++i)
+        CHECK(grads[0].values[i] == doctest::Approx(central_difference(loss, inputs, x, i)).epsilon(1e-6));
 }
 
 TEST_CASE("the kernels compile with NVRTC: a walk over the K, the scatter written again; what they cannot do is refused") {
