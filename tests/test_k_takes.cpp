@@ -201,6 +201,9 @@ TEST_CASE("gradients against central differences: x through the take, q, K copie
         "mean(q * x[k])",  // over the [N, K] values: divided by N K
         "mean(sum(q * (x - logsumexp(x, -1))[k], -1))",  // log_softmax taken: lse through the take
         "sum(sum((sin(x) * amax(x, -1))[k] * q, -1))",  // amax through the take
+        // A binding inside the take, and one of K values read twice (differentiate's copy of the
+        // program looks through bindings while it is made: they must point into the copy already).
+        "r = logsumexp(x, -1); e = (x - r)[k]; mean(sum(q * e + exp(e), -1) * r)",
         "batchmean(q * (log(q) - x[k])) - mean(logsumexp(x, -1))",
     };
     std::vector<double> x = wave(kN * kC, 1.5), q = wave(kN * kK, 0.4, 1.1);
@@ -290,6 +293,8 @@ TEST_CASE("the kernels compile with NVRTC: a walk over the K, the scatter writte
         {"sum(sum(x[k] + logsumexp(x, -1), -1))", {8, 1000}, 5, {"x"}, ""},
         {"mean(q * x[k]) + mean(amax(x, -1))", {8, 1000}, 5, {"x", "q"}, ""},
         {"sum(q * x[k], -1)", {8, 1000}, 5, {}, ""},  // a map of one value per row
+        // A binding of K values per row, read twice (defined once in each walk over the K).
+        {"s = x[k] - logsumexp(x, -1); mean(sum(exp(s) * q + s, -1) * amax(s, -1))", {8, 100}, 5, {"x", "q"}, ""},
         // A take of an expression of a per-row value: differentiated at the K gathered columns.
         {"mean(sum(q * (x - logsumexp(x, -1))[k], -1))", {300, 2000}, 16, {"x", "q"}, ""},
         {"sum(sum(where((x > 0)[k], q, 1) * (x * logsumexp(x, -1))[k], -1))", {8, 1000}, 5, {"x", "q"}, ""},

@@ -275,15 +275,23 @@ private:
 
         builder_ = std::make_unique<NodeBuilder>(out_);
         std::vector<int> map(source_.nodes.size(), -1);
+        // Each binding's value in the new list as soon as it is copied (a value comes before every use
+        // of its name): distributed_take and per_row look through bindings while the copy goes on.
         out_.bindings = source_.bindings;
+        std::multimap<int, std::size_t> bound_by;  // source node -> the bindings of it
+        for (std::size_t b = 0; b < source_.bindings.size(); ++b) {
+            bound_by.emplace(source_.bindings[b].node, b);
+            out_.bindings[b].node = -1;
+        }
         for (std::size_t id = 0; id < source_.nodes.size(); ++id) {
             if (!live[id]) continue;
             ir::Node n = source_.nodes[id];
             for (int i = 0; i < n.arity; ++i) n.args[static_cast<std::size_t>(i)] = map[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
             const bool k_take = n.kind == ir::NodeKind::Take && input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)];
             map[id] = k_take && out_.node(n.args[0]).kind != ir::NodeKind::Input ? distributed_take(n) : builder_->intern(n);
+            const auto [first, last] = bound_by.equal_range(static_cast<int>(id));
+            for (auto it = first; it != last; ++it) out_.bindings[it->second].node = map[id];
         }
-        for (auto& binding : out_.bindings) binding.node = map[static_cast<std::size_t>(binding.node)];
         out_.body = map[static_cast<std::size_t>(source_.body)];
         out_.results = source_.results;  // binding slots: the value kernel beside the gradients computes each
     }

@@ -70,9 +70,25 @@ class Generator:
         self.uses_t = r.random() < 0.3
         self.uses_w = r.random() < 0.3
         self.rows = []  # values per row made so far (usable by what follows)
-        # A few row values first: reductions of elements or of K values, each able to use the earlier.
-        for _ in range(r.choice((1, 2, 3))):
-            self.rows.append(self.row_value())
+        self.k_bound = []  # bindings of K values per row (usable as leaves of K expressions)
+        self.statements = []  # `name = value;`, in order
+        # A few row values first: reductions of elements or of K values, each able to use the earlier;
+        # now and then bound to a name (a binding read twice is defined once per walk that reads it).
+        for i in range(r.choice((1, 2, 3))):
+            row = self.row_value()
+            if r.random() < 0.3:
+                self.statements.append(f"r{i} = {row.text};")
+                row = Part(f"r{i}", "R", row.fn)
+            self.rows.append(row)
+        if r.random() < 0.3:
+            e = self.k_expr(1)
+            self.statements.append(f"s0 = {e.text};")
+            self.k_bound.append(Part("s0", "K", e.fn))
+        text, fn, is_map = self.body()
+        return " ".join(self.statements + [text]), fn, is_map
+
+    def body(self):
+        r = self.r
         kind = r.choices(["rows", "k total", "composite", "map"], weights=[45, 15, 25, 15])[0]
         if kind == "k total":  # a whole-tensor reduction of the [N, K] values
             e = self.k_expr(2)
@@ -96,6 +112,8 @@ class Generator:
                 return Part("t", "E", lambda v: v["t"])
             return Part("x", "E", lambda v: v["x"])
         if level == "K":
+            if self.k_bound and r.random() < 0.4:
+                return self.k_bound[0]
             choice = r.choices(["take", "q", "logq"], weights=[50, 30, 20])[0]
             if choice == "q":
                 return Part("q", "K", lambda v: v["q"])
@@ -199,11 +217,10 @@ def oracle(fn, arrays, wrt, upstream):
     for name in wrt:
         tensors[name].requires_grad_(True)
     value = fn(tensors)
-    if upstream is None:
-        grads = torch.autograd.grad(value, [tensors[n] for n in wrt]) if wrt else []
-    else:
-        grads = torch.autograd.grad(value, [tensors[n] for n in wrt], torch.tensor(upstream)) if wrt else []
-    return value.detach().numpy(), [g.numpy() for g in grads]
+    # An input a binding reads that the body never uses gets zeros, as lossjit gives it.
+    up = None if upstream is None else torch.tensor(upstream)
+    grads = torch.autograd.grad(value, [tensors[n] for n in wrt], up, allow_unused=True) if wrt else []
+    return value.detach().numpy(), [(torch.zeros_like(tensors[n]) if g is None else g).numpy() for n, g in zip(wrt, grads)]
 
 
 def close(got, want, tolerance):

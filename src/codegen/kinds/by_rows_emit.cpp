@@ -544,7 +544,7 @@ private:
             }
         }
         std::string out;
-        std::set<int> loaded;  // input slots (a program may hold several nodes of one input)
+        std::set<int> loaded, bound_slots;  // input and binding slots (a program may hold several nodes of one)
         for (int slot : indices) {
             const int k = kernel_index_.at(slot);
             out += fmt::format("{}const long long {} = lj::load_index(dtype({}), in.ptr[{}], {});\n", indent,
@@ -568,6 +568,7 @@ private:
                     out += fmt::format("{}const {} n{} = {};\n", indent, value_type(id), id, without_outer_parens(printer_.define(id)));
                     break;
                 case ir::NodeKind::Binding: {
+                    if (!bound_slots.insert(n.slot).second) break;
                     const auto& b = program_.bindings[static_cast<std::size_t>(n.slot)];
                     out += fmt::format("{}const {} {} = {};\n", indent, value_type(id), cuda_binding_name(b.name), print(b.node));
                     break;
