@@ -6,8 +6,9 @@ k [N, K] whose classes repeat, and q [N, K] > 0. Its parts, nested at random: el
 (of x, t and values per row, taken at the K classes: `(x - lse)[k]`), row reductions of the elements
 and of values of K per row (sum, logsumexp, amax along the row), values per row built from those
 (each usable again inside the next part, so that walks over the K come before, between and after the
-walks over the row), and a reduction of what is one per row, of K values per row, or of several
-(a composite). Functions are smooth where the values fall (q's log and square root, exp of bounded
+walks over the row), bindings of values per row and of K values (read several times), and a
+reduction of what is one per row, of K values per row, or of several (a composite), or a map of one
+value per row. Functions are smooth where the values fall (q's log and square root, exp of bounded
 values, tanh, sin), so torch.autograd in float64 is the oracle for the value and the gradients of x
 and q (and w).
 
