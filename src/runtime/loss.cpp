@@ -111,14 +111,14 @@ struct Loss::State {
     };
     // A gradient program is made for a list of inputs and, where the program reduces along rows,
     // for which inputs hold one value per row and which K (their derivatives differ: differentiate();
-    // `per_row` is input_levels').
+    // `levels` is input_levels').
     struct GradientKey {
         std::vector<std::string> wrt;
-        std::vector<bool> per_row;
+        std::vector<bool> levels;
     };
     struct GradientLookup {
         std::span<const std::string> wrt;
-        const std::vector<bool>& per_row;
+        const std::vector<bool>& levels;
     };
     struct KeyLess {  // lets a lookup (a span of names) find a key (a vector of names)
         using is_transparent = void;
@@ -126,7 +126,7 @@ struct Loss::State {
         bool operator()(const A& a, const B& b) const {
             if (std::lexicographical_compare(a.wrt.begin(), a.wrt.end(), b.wrt.begin(), b.wrt.end())) return true;
             if (std::lexicographical_compare(b.wrt.begin(), b.wrt.end(), a.wrt.begin(), a.wrt.end())) return false;
-            return a.per_row < b.per_row;
+            return a.levels < b.levels;
         }
     };
     mutable std::shared_mutex gradients_mutex;
@@ -243,19 +243,19 @@ struct Loss::State {
     }
 
     // The gradient program for `wrt` in a layout whose inputs are one per row and K per row as
-    // `per_row` (input_levels) says, differentiating on first use.
-    const GradientProgram& gradient_program(std::span<const std::string> wrt, const std::vector<bool>& per_row) {
+    // `levels` (input_levels) says, differentiating on first use.
+    const GradientProgram& gradient_program(std::span<const std::string> wrt, const std::vector<bool>& levels) {
         {
             std::shared_lock lock(gradients_mutex);
-            if (auto it = gradients.find(GradientLookup{wrt, per_row}); it != gradients.end()) return *it->second;
+            if (auto it = gradients.find(GradientLookup{wrt, levels}); it != gradients.end()) return *it->second;
         }
         const auto slots = gradient_slots(program, wrt);
         auto entry = std::make_unique<GradientProgram>();
-        const auto middle = per_row.begin() + static_cast<std::ptrdiff_t>(program.inputs.size());
-        entry->program = differentiate(program, slots, std::vector<bool>(per_row.begin(), middle),
-                                       std::vector<bool>(middle, per_row.end()));
+        const auto middle = levels.begin() + static_cast<std::ptrdiff_t>(program.inputs.size());
+        entry->program = differentiate(program, slots, std::vector<bool>(levels.begin(), middle),
+                                       std::vector<bool>(middle, levels.end()));
         std::unique_lock lock(gradients_mutex);
-        auto& slot = gradients[GradientKey{std::vector<std::string>(wrt.begin(), wrt.end()), per_row}];
+        auto& slot = gradients[GradientKey{std::vector<std::string>(wrt.begin(), wrt.end()), levels}];
         if (!slot) {  // else another thread was first: its program is the same
             slot = std::move(entry);
             slot->launchable.program = &slot->program;
