@@ -351,50 +351,45 @@ private:
         }
     }
 
-    // One value per row (a row reduction, a take, an index, an input of extent 1 along the row, a
-    // row's length, and what is computed from those and constants alone), as opposed to one per
-    // element: per_row_nodes' rule, over the same inputs.
-    bool per_row(int id) {
-        if (per_row_.size() < out_.nodes.size()) per_row_.resize(out_.nodes.size(), -1);
-        signed char& known = per_row_[static_cast<std::size_t>(id)];
-        if (known >= 0) return known != 0;
+    // Where a node's values live, by the rules of per_row_nodes and k_level_nodes over the same
+    // inputs: one value per row (a row reduction, a take by an index of one per row, an index, an
+    // input of extent 1 along the row, a row's length, and what is computed from those and constants
+    // alone); K values per row (a take by an index of K per row, an input of K per row, and what is
+    // computed from them with values per row); else one per element. Memoized: nodes are added as
+    // differentiation goes.
+    enum class Level : signed char { Unknown = -1, Element, Row, K };
+    Level level(int id) {
+        if (level_.size() < out_.nodes.size()) level_.resize(out_.nodes.size(), Level::Unknown);
+        if (const Level known = level_[static_cast<std::size_t>(id)]; known != Level::Unknown) return known;
         const ir::Node& n = out_.node(id);
-        bool row = true;
+        auto index_level = [&](int index) {
+            return input_k_[static_cast<std::size_t>(out_.node(index).slot)] ? Level::K : Level::Row;
+        };
+        Level l = Level::Row;  // constants, parameters, row reductions, totals, row lengths, K
         switch (n.kind) {
-            case ir::NodeKind::Input: row = input_per_row_[static_cast<std::size_t>(n.slot)]; break;
-            case ir::NodeKind::Binding: row = per_row(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
-            case ir::NodeKind::Apply:
-                for (int i = 0; i < n.arity; ++i) row = row && per_row(n.args[static_cast<std::size_t>(i)]);
+            case ir::NodeKind::Input: {
+                const auto slot = static_cast<std::size_t>(n.slot);
+                l = input_k_[slot] ? Level::K : input_per_row_[slot] ? Level::Row : Level::Element;
                 break;
-            case ir::NodeKind::Take: row = input_per_row_[static_cast<std::size_t>(out_.node(n.args[1]).slot)]; break;
-            case ir::NodeKind::OneHot: case ir::NodeKind::ScatterAdd: row = false; break;
-            case ir::NodeKind::Seed: row = out_.reduction != ir::Reduction::None; break;  // a map's varies
-            default: break;  // constants, parameters, row reductions, totals, row lengths, K
-        }
-        per_row_[static_cast<std::size_t>(id)] = row ? 1 : 0;
-        return row;
-    }
-
-    // K values per row (k_level_nodes' rule, over the same inputs): takes by an index of K per row,
-    // inputs of K per row, and what is computed from them with values per row.
-    bool k_level(int id) {
-        if (k_level_.size() < out_.nodes.size()) k_level_.resize(out_.nodes.size(), -1);
-        signed char& known = k_level_[static_cast<std::size_t>(id)];
-        if (known >= 0) return known != 0;
-        const ir::Node& n = out_.node(id);
-        bool k = false;
-        switch (n.kind) {
-            case ir::NodeKind::Input: k = input_k_[static_cast<std::size_t>(n.slot)]; break;
-            case ir::NodeKind::Binding: k = k_level(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
-            case ir::NodeKind::Apply:
-                for (int i = 0; i < n.arity; ++i) k = k || k_level(n.args[static_cast<std::size_t>(i)]);
+            }
+            case ir::NodeKind::Binding: l = level(out_.bindings[static_cast<std::size_t>(n.slot)].node); break;
+            case ir::NodeKind::Apply:  // K if any argument is, else per row if every argument is
+                for (int i = 0; i < n.arity; ++i) {
+                    const Level arg = level(n.args[static_cast<std::size_t>(i)]);
+                    if (arg == Level::K || l == Level::K) l = Level::K;
+                    else if (arg == Level::Element) l = Level::Element;
+                }
                 break;
-            case ir::NodeKind::Take: k = input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)]; break;
+            case ir::NodeKind::Take: l = index_level(n.args[1]); break;
+            case ir::NodeKind::OneHot: case ir::NodeKind::ScatterAdd: l = Level::Element; break;
+            case ir::NodeKind::Seed: l = out_.reduction != ir::Reduction::None ? Level::Row : Level::Element; break;  // a map's varies
             default: break;
         }
-        k_level_[static_cast<std::size_t>(id)] = k ? 1 : 0;
-        return k;
+        level_[static_cast<std::size_t>(id)] = l;
+        return l;
     }
+    bool per_row(int id) { return level(id) == Level::Row; }
+    bool k_level(int id) { return level(id) == Level::K; }
 
     // d row reduction / d e_j times the reduction's adjoint g (one per row): the table's formula
     // (torch's backward formulas: sum 1, mean 1 / C, logsumexp softmax, amax / amin (g / count) *
@@ -696,8 +691,7 @@ private:
     bool from_k_values_ = false;           // ... at each of the row's K values (it is of K per row)
     std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
     static constexpr int kFolded = -2;     // a factor that is a constant, folded into the derivative
-    std::vector<signed char> per_row_;     // per node: -1 not yet known, else 0 or 1
-    std::vector<signed char> k_level_;     // the same for k_level()
+    std::vector<Level> level_;             // per node: level(), Unknown until asked
     // Per input slot: the contributions its node received, and those of takes of the input itself
     // (`w[y]`): where all came so, with one index, the derivative also has a per-row form.
     struct Scatter {

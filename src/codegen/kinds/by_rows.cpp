@@ -169,9 +169,9 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
 // carried one past the last dimension, each such input's stride between its K values there), and a
 // gradient that scatters back along the row (ir::NodeKind::ScatterAdd) is written by the element
 // pass as if nothing were gathered, then rewritten at the gathered columns. What that cannot do is
-// refused: no dimension left for K; a row reduction or total of what the scatter reaches (it would
-// need the scattered values at every column; differentiate's distributed takes leave none); scatters
-// by two indices.
+// refused: no dimension left for K; scatters by two indices. A row reduction or total of what the
+// scatter reaches would need the scattered values at every column: differentiate scatters only into
+// inputs (distributed_take), so that is an internal error.
 void refuse_what_the_k_stage_cannot(const ir::Program& program, const Layout& layout) {
     if (layout.k_columns == 0) return;
     auto refuse = [&](const std::string& why) {
@@ -198,8 +198,8 @@ void refuse_what_the_k_stage_cannot(const ir::Program& program, const Layout& la
         for (int a = 0; a < n.arity; ++a)
             if (scatters[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])]) {
                 if (n.kind != ir::NodeKind::Apply)
-                    refuse("a reduction of what the gradient scatters along the row has no kernel (differentiate "
-                           "scatters only into inputs: a take of an expression is taken apart first)");
+                    throw InternalError("a reduction of what a take's gradient scatters along the row (differentiate "
+                                        "scatters only into inputs)");
                 scatters[id] = true;
             }
     }

@@ -512,9 +512,11 @@ private:
     std::string k_walk_begin(std::string_view indent) const {
         return fmt::format("{}for (long long jk = (long long)Team::lane(); jk < K; jk += Team::kTeam) {{\n", indent);
     }
-    // Where value jk of this row's K lies in kernel input k (its stride between K values is carried
-    // one past the last dimension: plans.cpp).
-    static std::string k_offset(int k) { return fmt::format("base[{}] + jk * in.strides[{}][R]", k, k); }
+    // Where value `j` (a variable of the kernel: jk) of this row's K lies in kernel input k (its stride
+    // between K values is carried one past the last dimension: plans.cpp).
+    static std::string k_offset(int k, std::string_view j = "jk") {
+        return fmt::format("base[{}] + {} * in.strides[{}][R]", k, j, k);
+    }
 
     // Inside a walk over the K values (jk): the K-level nodes `roots` use, in node order: indices
     // loaded as integers, inputs of K values at jk, takes filled from their columns (nan outside
@@ -652,8 +654,7 @@ private:
         out += fmt::format("{}if (at < 0 || at >= C) continue;\n", in1);
         // Whether an earlier value gathers this column too (its lane writes it) or a later one (added
         // here): every index of the row read once, the loads independent of each other.
-        const std::string index_at = fmt::format("lj::load_index(dtype({}), in.ptr[{}], base[{}] + jj * in.strides[{}][R])", k,
-                                                 k, k, k);
+        const std::string index_at = fmt::format("lj::load_index(dtype({}), in.ptr[{}], {})", k, k, k_offset(k, "jj"));
         out += fmt::format("{}bool first = true, repeated = false;\n{}#pragma unroll 8\n", in1, in1);
         out += fmt::format("{}for (long long jj = 0; jj < K; ++jj) {{\n{}const bool same = {} == at;\n", in1, in2, index_at);
         out += fmt::format("{}first = first && !(same && jj < jk);\n{}repeated = repeated || (same && jj > jk);\n{}}}\n",
