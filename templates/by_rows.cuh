@@ -29,10 +29,10 @@ __device__ __forceinline__ void add_group(Acc& a, const T (&v)[N], long long j, 
     for (int q = 0; q < N; ++q) a.add(v[q], j + q);
 }
 
-// A whole tile's U groups of N columns (group u at columns j0 + u * STRIDE, ...): an accumulator
-// whose add_vec takes any values regardless of their columns (kAddsTiles: LogSumExpAcc) takes the
-// U x N at once after the tile (add_tile: one rescale a tile, U x N independent exps); any other
-// takes each group as it is computed (add_tile_group), in column order, as add_group.
+// A whole tile's U groups of N columns (group u at columns j0 + u * STEP, ...): an accumulator that
+// adds whole tiles (kAddsTiles: LogSumExpAcc) takes the U x N at once after the tile (add_tile: one
+// test of its reference a tile, U x N independent exps); any other takes each group as it is computed
+// (add_tile_group), in column order, as add_group.
 template <class Acc, class = void>
 struct adds_tiles {
     static constexpr bool value = false;
@@ -45,15 +45,21 @@ template <class Acc, class T, int N>
 __device__ __forceinline__ void add_tile_group(Acc& a, const T (&v)[N], long long j) {
     if constexpr (!adds_tiles<Acc>::value) add_group(a, v, j, 0);
 }
-template <class Acc, class T, int U, int N>
+template <long long STEP, class Acc, class T, int U, int N>
 __device__ __forceinline__ void add_tile(Acc& a, const T (&v)[U][N], long long j0) {
-    if constexpr (adds_tiles<Acc>::value) {
-        T flat[U * N];  // register copies once unrolled (a cast of v's address would put it in memory)
-#pragma unroll
-        for (int k = 0; k < U * N; ++k) flat[k] = v[k / N][k % N];
-        a.add_vec(flat, j0);
-    }
+    if constexpr (adds_tiles<Acc>::value) a.template add_tile<STEP>(v, j0);
 }
+
+// An accumulator that a team merges in two phases (kTwoPhase: logsumexp): peak() its part the lanes
+// agree on first, rebase(peak) the rest at it, set(rest) once the rest is merged.
+template <class Acc, class = void>
+struct merges_in_two_phases {
+    static constexpr bool value = false;
+};
+template <class Acc>
+struct merges_in_two_phases<Acc, decltype((void)Acc::kTwoPhase)> {
+    static constexpr bool value = Acc::kTwoPhase;
+};
 
 // The row cache (KernelSpec::row_cache_columns): a program that walks each row more than once keeps
 // the leading columns of the inputs its later walks read again in dynamic shared memory, each
@@ -173,21 +179,35 @@ struct Team {
         }
     }
 
-    // Every thread of the team gets the combination of the team's accumulators, in a fixed order
-    // (with a cluster, the blocks' combinations in rank order: the same in every block).
-    template <class Acc>
-    __device__ __forceinline__ static Acc all_reduce(Acc a) {
+    // The combination of the team's parts within the block: the warp's by shuffles, then the block's
+    // warps' through shared memory, in warp order. FENCED: first wait until the previous use of this
+    // type's shared memory is over.
+    template <bool FENCED, class Part>
+    __device__ __forceinline__ static Part in_block(Part a) {
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
         if constexpr (TEAM != 32) {
-            __shared__ Acc warps[BLOCK / 32];
-            __syncthreads();  // the previous use of `warps` is over
+            __shared__ Part warps[BLOCK / 32];
+            if constexpr (FENCED) __syncthreads();
             if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = a;
             __syncthreads();
             a = warps[0];
 #pragma unroll
             for (int w = 1; w < BLOCK / 32; ++w) a.combine(warps[w]);
         }
+        return a;
+    }
+
+    // Every thread of the team gets the combination of the team's accumulators, in a fixed order
+    // (with a cluster, the blocks' combinations in rank order: the same in every block). A two-phase
+    // accumulator merges its peak, then the rest at it: its two exchanges through shared memory
+    // alternate, each after the other's barrier, so neither waits for its previous use to end.
+    template <class Acc>
+    __device__ __forceinline__ static Acc all_reduce(Acc a) {
+        if constexpr (merges_in_two_phases<Acc>::value)
+            a.set(in_block<false>(a.rebase(in_block<false>(a.peak()))));
+        else
+            a = in_block<true>(a);
         if constexpr (CLUSTER > 1) {
             __shared__ Acc block_total;
             cluster_wait();  // every block has read the previous block_total

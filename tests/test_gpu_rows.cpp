@@ -200,8 +200,11 @@ TEST_CASE("row programs: reductions match the reference in every team and access
 TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulator: ties, nan, inf" *
           doctest::skip(!have_gpu())) {
     // Rows of each kind a team meets: ties of the maximum (the first column wins), a nan (its column
-    // wins, logsumexp nan), all -inf (column 0, -inf), two +inf (the first, +inf), plain rows. Short
-    // rows (a thread or a warp a row), long ones (a block), and the same along dimension 0.
+    // wins, logsumexp nan), all -inf (column 0, -inf), two +inf (the first, +inf), plain rows, a ramp
+    // rising 0.5 a column (logsumexp's reference moves up again and again; the last column wins), a
+    // nan beside a larger value and -inf (the nan wins), rows far below 0 (-60 + normal: the result
+    // is m + log(s) with m up to 32 below it). Short rows (a thread or a warp a row), long ones (a
+    // block), and the same along dimension 0.
     const double inf = INFINITY;
     for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {700, 100}, {64, 5000}}) {
         for (const int dim : {-1, 0}) {
@@ -220,11 +223,20 @@ TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulat
                     for (std::int64_t step : {512, 1024, 2048})
                         if (k + step < c) host.set(at(r, k + step), v);
                 };
-                switch (r % 5) {
+                switch (r % 8) {
                     case 0: host.set(at(r, a), 9.0); host.set(at(r, b), 9.0); also(a, 9.0); break;
                     case 1: host.set(at(r, b), NAN); host.set(at(r, a), 20.0); also(b, NAN); break;
                     case 2: for (std::int64_t k = 0; k < c; ++k) host.set(at(r, k), -inf); break;
                     case 3: host.set(at(r, b), inf); host.set(at(r, a), inf); break;
+                    case 4: for (std::int64_t k = 0; k < c; ++k) host.set(at(r, k), 0.5 * static_cast<double>(k) - 100.0); break;
+                    case 5:
+                        host.set(at(r, a), NAN);
+                        if (a + 1 < c) host.set(at(r, a + 1), 30.0);
+                        if (a > 0) host.set(at(r, a - 1), -inf);
+                        break;
+                    case 6:
+                        for (std::int64_t k = 0; k < c; ++k) host.set(at(r, k), host.at(at(r, k)) - 60.0);
+                        break;
                     default: break;
                 }
             }

@@ -797,7 +797,7 @@ private:
                                grads[i], grads[i], column("grads.strides"), i);
         out += fmt::format("{}}}\n", in3);
         if (whole)
-            for (int id : reductions) out += fmt::format("{}lj::add_tile(a{}, e{}, j0);\n", in3, id, id);
+            for (int id : reductions) out += fmt::format("{}lj::add_tile<(long long)Team::kTeam * VW>(a{}, e{}, j0);\n", in3, id, id);
         return out;
     }
 
@@ -862,7 +862,7 @@ private:
         out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
         // A whole tile (every u in the row: all but a row's last) is written without a test per u, so
         // that the compiler interleaves its U x VW elements' arithmetic (and an accumulator that adds
-        // a whole tile at once, lj::add_tile, rescales once a tile); the row's last tile tests each.
+        // a whole tile at once, lj::add_tile, tests its reference once a tile); the row's last tile tests each.
         out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < C) {{  // a whole tile\n", in2);
         out += tile(plan, true, in3, accumulated);
         out += fmt::format("{}}} else {{\n", in2);
