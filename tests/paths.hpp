@@ -12,3 +12,5 @@ inline std::string env_or(const char* name, const char* fallback) {
 inline std::string source_dir() { return env_or("LOSSJIT_SOURCE_DIR", LOSSJIT_SOURCE_DIR); }
 inline std::string cli_path() { return env_or("LOSSJIT_CLI", LOSSJIT_CLI); }
 inline std::string cache_hammer_path() { return env_or("LOSSJIT_CACHE_HAMMER", LOSSJIT_CACHE_HAMMER); }
+// The C++ compiler that built the tests, for a test that compiles kernel code on the host.
+inline std::string host_cxx() { return env_or("LOSSJIT_HOST_CXX", LOSSJIT_HOST_CXX); }

@@ -13,6 +13,8 @@
 #include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
+#include "lang/builtins.hpp"
+#include "support.hpp"
 #include "tools/host.hpp"
 
 using namespace lossjit;
@@ -500,3 +502,28 @@ TEST_CASE("a mean and the squared deviations from it take one walk over the row"
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("logsumexp's and argmax's row accumulators, compiled on the host, match long double") {
+    // The kernels' accumulator texts (the builtins table's) with tests/row_accumulators_host.cpp,
+    // which walks rows as a team's lanes do and merges them as Team::all_reduce does (two phases)
+    // and as clusters do (combine): ties, nan, -inf rows, +inf, ramps, rows far below 0, masks;
+    // warps and blocks, vectors of 1, 4 and 8, unroll 1, 2, 3 and 5. What CI checks of the kernels'
+    // logsumexp and argmax without a GPU.
+    lossjit_test::TempDir dir("lossjit-accumulators");
+    const auto header = dir.path / "accumulators.cuh";
+    {
+        std::ofstream out(header);
+        out << row_reduction_info(RowReduction::LogSumExp).cuda_helper
+            << row_reduction_info(RowReduction::ArgMax).cuda_helper;
+        for (const auto& shared : shared_accumulators()) out << shared.cuda_helper;
+    }
+    const auto binary = dir.path / "accumulators";
+    const auto built = lossjit_test::run_shell(host_cxx() + " -std=c++17 -O1 -DLJ_ACCUMULATORS='\"" + header.string() + "\"' " +
+                                               source_dir() + "/tests/row_accumulators_host.cpp -o " + binary.string());
+    INFO(built.output);
+    REQUIRE(built.status == 0);
+    const auto ran = lossjit_test::run_shell(binary.string());
+    INFO(ran.output);
+    CHECK(ran.status == 0);
+    CHECK(ran.output == "0 failures\n");
+}
