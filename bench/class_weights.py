@@ -13,7 +13,6 @@ round (alternating), medians of CUDA-event intervals; checked first against torc
 
     python3 bench/class_weights.py --shape 16384x32768 --reps 20 --json out.json
 """
-import argparse
 import json
 import pathlib
 import sys
@@ -23,7 +22,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 import lossjit  # noqa: E402
-from gpu_timing import alternating, copy_rate  # noqa: E402 (bench/, beside this script)
+from gpu_timing import alternating, copy_rate, row_options, seeded_logits  # noqa: E402 (bench/, beside this script)
 
 PROGRAMS = {
     "weighted sum": "mean(w[y] * (logsumexp(x, -1) - x[y]))",
@@ -45,20 +44,12 @@ TORCH = {"weighted sum": torch_weighted_sum, "weighted mean, ignore_index": torc
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="16384x32768")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
-    n, c = (int(v) for v in args.shape.split("x"))
-    dtype = getattr(torch, args.dtype)
-    torch.manual_seed(0)
-    x = torch.randn(n, c, device="cuda").to(dtype)
+    args = row_options().parse_args()
+    n, c, x = seeded_logits(args)
     targets = torch.randint(0, c, (n,), device="cuda")
     ignored = targets.clone()
     ignored[::10] = -100
-    w = (torch.rand(c, device="cuda") + 0.5).to(dtype)
+    w = (torch.rand(c, device="cuda") + 0.5).to(x.dtype)
     errors, times, ratios = {}, {}, {}
     for name, text in PROGRAMS.items():
         y = ignored if "ignore" in name else targets

@@ -11,7 +11,6 @@ torch in float64. The floor: the logits read once and their gradient written onc
 
     python3 bench/distill_topk.py --shape 16384x32768 --k 64 --reps 20 --json out.json
 """
-import argparse
 import json
 import pathlib
 import sys
@@ -20,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 import lossjit  # noqa: E402
-from gpu_timing import alternating, copy_rate  # noqa: E402 (bench/, beside this script)
+from gpu_timing import alternating, copy_rate, row_options, seeded_logits  # noqa: E402 (bench/, beside this script)
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "distill_topk.loss"
 
@@ -30,21 +29,14 @@ def torch_distill(x, k, q):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="16384x32768")
+    ap = row_options()
     ap.add_argument("--k", type=int, default=64)
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    n, c = (int(v) for v in args.shape.split("x"))
-    dtype = getattr(torch, args.dtype)
-    torch.manual_seed(0)
-    x = torch.randn(n, c, device="cuda").to(dtype)
+    n, c, x = seeded_logits(args)
     teacher = torch.randn(n, c, device="cuda")
     top = torch.topk(teacher, args.k, -1)
     k = top.indices
-    q = torch.softmax(top.values, -1).to(dtype)
+    q = torch.softmax(top.values, -1).to(x.dtype)
     loss = lossjit.compile(EXAMPLE.read_text(), inputs=["x", "k", "q"])
     # Correctness first, against torch in float64.
     xd, qd = x.double().requires_grad_(), q.double().requires_grad_()

@@ -1,5 +1,8 @@
-"""Timing on the GPU for the Python benchmarks (bench/several_results.py, bench/few_rows.py): callables
-timed in turn round after round, and the device's copy rate, the floor they are measured against."""
+"""Timing on the GPU for the Python benchmarks (bench/several_results.py, bench/few_rows.py, ...):
+callables timed in turn round after round, the device's copy rate (the floor they are measured
+against), and the row benchmarks' common options and logits."""
+import argparse
+
 import torch
 
 
@@ -27,3 +30,24 @@ def copy_rate(nbytes):
     b = torch.empty_like(a)
     ms = alternating({"copy": lambda: b.copy_(a)}, 10)["copy"]
     return 2 * nbytes / ms / 1e6
+
+
+def row_options(dtypes=True):
+    """The row benchmarks' options: --shape NxC, --dtype (where the script takes bfloat16 too),
+    --reps, --json; the script adds its own before parse_args()."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="16384x32768")
+    if dtypes:
+        ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", default=None)
+    return ap
+
+
+def seeded_logits(args, device="cuda"):
+    """N, C and the logits x [N, C] (standard normal, in --dtype where given) after seeding torch with
+    0: every script's later draws follow from the same seed."""
+    n, c = (int(v) for v in args.shape.split("x"))
+    torch.manual_seed(0)
+    x = torch.randn(n, c, device=device)
+    return n, c, x.to(getattr(torch, getattr(args, "dtype", "float32")))

@@ -12,7 +12,6 @@ intervals; the floor is the bytes a kernel must move over the device's copy rate
 
     python3 bench/several_results.py --shape 16384x32768 --reps 20 --json out.json
 """
-import argparse
 import json
 import pathlib
 import sys
@@ -22,7 +21,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
 import lossjit  # noqa: E402
-from gpu_timing import alternating, copy_rate  # noqa: E402 (bench/, beside this script)
+from gpu_timing import alternating, copy_rate, row_options, seeded_logits  # noqa: E402 (bench/, beside this script)
 
 CE = "lse = logsumexp(x, -1); mean(lse - x[y])"
 CE_Z_ACC = "lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); acc = mean(argmax(x, -1) == y); loss, z, acc"
@@ -30,17 +29,10 @@ CE_PLUS_Z = "lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); t =
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="16384x32768")
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
-    n, c = (int(v) for v in args.shape.split("x"))
-    torch.manual_seed(0)
-    x = torch.randn(n, c, device="cuda")
+    args = row_options(dtypes=False).parse_args()
+    n, c, x = seeded_logits(args)
     y = torch.randint(0, c, (n,), device="cuda")
     ce, listed, plus_z = (lossjit.compile(t, inputs=["x", "y"]) for t in (CE, CE_Z_ACC, CE_PLUS_Z))
-    gx = torch.empty_like(x)
 
     # Correctness first, against torch in float64.
     xd = x.double().requires_grad_()
