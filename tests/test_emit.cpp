@@ -142,6 +142,35 @@ TEST_CASE("a parameter that divides gets its reciprocal once per thread, in elem
     }
 }
 
+TEST_CASE("the elements of amax and amin are computed without FMA contraction, in the value's kernel and the gradient's") {
+    // Their gradient compares each element, evaluated again, with the largest: both evaluations must
+    // give the same bits (ExpressionPrinter, uncontracted_nodes). Other reductions keep the FMAs.
+    const std::pair<const char*, bool> table[] = {
+        {"mean(amax(p * t + p, -1))", true},
+        {"mean(amin(p - p * t, -1))", true},
+        {"h = p * t + 1; mean(amax(h, -1) - sum(h, -1))", true},  // through a binding
+        {"mean(var(p * t + p, -1))", true},                          // var's definition compares amax and amin
+        {"mean(sum(p * t + p, -1))", false},
+        {"mean(logsumexp(p * t + p, -1) - amax(p, -1))", false},     // amax of an input: nothing to round
+        {"mean(p * t + p)", false},
+    };
+    for (DType dtype : {DType::float32, DType::float64}) {
+        const std::vector<TensorView> shapes{TensorView{nullptr, dtype, {64, 256}, {}}, TensorView{nullptr, dtype, {64, 256}, {}}};
+        const std::vector<std::string> wrt{"p", "t"};
+        for (const auto& [text, rounded] : table) {
+            CAPTURE(text);
+            CAPTURE(to_string(dtype));
+            const auto loss = compile(text);
+            for (const std::string& source : {loss.cuda_source(shapes), loss.cuda_source(shapes, wrt)}) {
+                CHECK((source.find("lj::mul_rn(") != std::string::npos) == rounded);
+                CHECK((source.find("lj::add_rn(") != std::string::npos || source.find("lj::sub_rn(") != std::string::npos) ==
+                      rounded);
+                CHECK(compile_cuda(source, "sm_90").is_cubin());
+            }
+        }
+    }
+}
+
 TEST_CASE("every builtin compiles, in every layout and kind") {
     // Every row of the table, plus the forms the printer spells specially (x^2, variadic min, where).
     std::string terms = "x^2 + min(x, y, 1) + where(x > y, x, y) + pi + k";

@@ -686,6 +686,60 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
     }
 }
 
+TEST_CASE("row programs: the gradient of amax and amin reaches the element the walk found, however it is compiled" *
+          doctest::skip(!have_gpu())) {
+    // amax's gradient is g / (the elements equal to the largest) at each of them: a later walk evaluates
+    // each element again and compares it with the largest the first walk kept. Products and sums inside
+    // the argument were fused into an FMA in one walk and not in the other, so no element matched and
+    // whole rows were nan (float64, the first program, from tests/differential/k_takes.py, seed 93,
+    // program 43). The printer now rounds them apart (lj::mul_rn, ExpressionPrinter).
+    struct Case {
+        const char* program;
+        std::vector<std::string> inputs;  // x, then s (an input like x) or k (3 indices per row)
+        std::vector<DType> dtypes;        // x's and s's; float32 would tie near exp(tanh(...)) = e
+        std::string shape;
+    };
+    const Case cases[] = {
+        {"a = sum(-1.5 - (x[k] - (exp(tanh(x)) * (x * 0.5))[k]), -1); "
+         "mean((tanh(amax(x + x + a * x, -1)) + sum(sin(x[k]) - a, -1)) * (amax(exp(tanh(a * x)), -1) + a))",
+         {"x", "k"}, {DType::float64}, "512x33"},
+        {"mean(amax(x * s + x, -1) + amin(x * s - s, -1) * sum(x, -1))", {"x", "s"}, {DType::float32, DType::float64}, "512x333"},
+        {"h = x * sum(x, -1) + s * s; mean(amax(h, -1) * sum(h * x, -1))", {"x", "s"}, {DType::float32, DType::float64}, "96x5000"},
+    };
+    for (const auto& c : cases) {
+        for (DType dtype : c.dtypes) {
+            CAPTURE(std::string(c.program));
+            CAPTURE(to_string(dtype));
+            const std::string rows = c.shape.substr(0, c.shape.find('x'));
+            const bool takes = c.inputs[1] == "k";
+            const Typed x(c.shape + ":normal", dtype, 71);
+            const Typed second = takes ? Typed(rows + "x3:integers[0,32]", DType::int64, 72) : Typed(c.shape + ":normal", dtype, 73);
+            Options options;
+            options.inputs = c.inputs;
+            auto loss = compile(c.program, options);
+            const std::vector<TensorView> views{x.view(), second.view()};
+            const std::vector<TensorView> host{x.host.view(), second.host.view()};
+            std::vector<std::string> wrt{"x"};
+            if (!takes) wrt.push_back("s");
+            std::vector<HostTensor> got;
+            std::vector<DeviceBuffer> buffers;
+            std::vector<OutputView> grads;
+            for (std::size_t i = 0; i < wrt.size(); ++i) {
+                got.emplace_back(x.host.shape, dtype);
+                buffers.emplace_back(got.back().bytes.size());
+            }
+            for (std::size_t i = 0; i < wrt.size(); ++i) grads.push_back(OutputView{buffers[i].data(), dtype, x.host.shape, {}});
+            const auto want = check_value_then_grad(loss, views, host, wrt, grads, dtype, 74);
+            for (std::size_t i = 0; i < wrt.size(); ++i) {
+                CAPTURE(wrt[i]);
+                buffers[i].download(got[i].bytes.data(), got[i].bytes.size());
+                const Spread d = spread(got[i], want[i].values);
+                CHECK(d.worst <= (dtype == DType::float32 ? 1e-5 : 1e-12) * d.largest);
+            }
+        }
+    }
+}
+
 TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradients of x (repeated columns) and q" *
           doctest::skip(!have_gpu())) {
     // The K walked by the team's lanes (a warp, a block, a cluster's blocks), x's gradient written by

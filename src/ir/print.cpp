@@ -67,6 +67,31 @@ std::string double_literal(double value) {
     return value < 0 || (value == 0 && std::signbit(value)) ? "(" + text + ")" : text;
 }
 
+std::vector<bool> uncontracted_nodes(const ir::Program& program) {
+    std::vector<bool> marked(program.nodes.size(), false);
+    std::vector<int> stack;
+    for (const auto& n : program.nodes) {
+        if (n.kind != ir::NodeKind::RowReduce) continue;
+        const auto reduction = static_cast<RowReduction>(n.slot);
+        if (reduction == RowReduction::Max || reduction == RowReduction::Min) stack.push_back(n.args[0]);
+    }
+    while (!stack.empty()) {
+        const int id = stack.back();
+        stack.pop_back();
+        if (id < 0 || marked[static_cast<std::size_t>(id)]) continue;
+        marked[static_cast<std::size_t>(id)] = true;
+        const ir::Node& n = program.node(id);
+        if (n.kind == ir::NodeKind::Binding) stack.push_back(program.bindings[static_cast<std::size_t>(n.slot)].node);
+        if (n.kind == ir::NodeKind::Apply)
+            for (int i = 0; i < n.arity; ++i) stack.push_back(n.args[static_cast<std::size_t>(i)]);
+    }
+    return marked;
+}
+
+ExpressionPrinter::ExpressionPrinter(const ir::Program& program, PrintStyle style) : program_(program), style_(style) {
+    if (style_ != PrintStyle::Language) uncontracted_ = uncontracted_nodes(program_);
+}
+
 std::string ExpressionPrinter::literal(double value) const {
     return style_ == PrintStyle::Cuda64 ? double_literal(value) : float_literal(value);
 }
@@ -96,7 +121,7 @@ std::string ExpressionPrinter::define(int id) const {
             const auto& name = program_.bindings[static_cast<std::size_t>(n.slot)].name;
             return cuda ? cuda_binding_name(name) : name;
         }
-        case ir::NodeKind::Apply: return cuda ? cuda_apply(n) : language_apply(n);
+        case ir::NodeKind::Apply: return cuda ? cuda_apply(id, n) : language_apply(n);
         case ir::NodeKind::RowReduce:
         case ir::NodeKind::Take:
         case ir::NodeKind::Total:
@@ -191,8 +216,17 @@ std::string ExpressionPrinter::cuda_as(int id, char wanted) const {
     return text;
 }
 
-std::string ExpressionPrinter::cuda_apply(const ir::Node& n) const {
+std::string ExpressionPrinter::cuda_apply(int id, const ir::Node& n) const {
     const BuiltinInfo& info = builtin_info(n.fn);
+    if (uncontracted_[static_cast<std::size_t>(id)]) {
+        const char* rounded = n.fn == Builtin::Add ? "lj::add_rn" : n.fn == Builtin::Sub ? "lj::sub_rn"
+                              : n.fn == Builtin::Mul ? "lj::mul_rn" : nullptr;
+        if (rounded)
+            return fmt::format("{}({}, {})", rounded, without_outer_parens(cuda_as(n.args[0], 'f')),
+                               without_outer_parens(cuda_as(n.args[1], 'f')));
+        // x^2 and x^3 only multiply (lj_square, lj_cube): with the adds around them rounded, nothing
+        // fuses with them.
+    }
     // Small constant exponents get the exact forms torch uses for them instead of powf.
     if (n.fn == Builtin::Pow && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
         if (const auto exact = exact_power(program_.node(n.args[1]).value))

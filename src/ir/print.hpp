@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/program.hpp"
 
@@ -16,7 +17,7 @@ enum class PrintStyle { Language, Cuda, Cuda64 };
 
 class ExpressionPrinter {
 public:
-    ExpressionPrinter(const ir::Program& program, PrintStyle style) : program_(program), style_(style) {}
+    ExpressionPrinter(const ir::Program& program, PrintStyle style);
 
     // Nodes printed as this name wherever they are an argument (shared terms, CUDA locals).
     void name(int id, std::string text) { names_[id] = std::move(text); }
@@ -32,7 +33,7 @@ public:
 private:
     std::string language_apply(const ir::Node& n) const;
     std::string language_reduction(const ir::Node& n) const;
-    std::string cuda_apply(const ir::Node& n) const;
+    std::string cuda_apply(int id, const ir::Node& n) const;
     std::string cuda_as(int id, char wanted) const;
     int precedence(int id) const;
 
@@ -42,7 +43,15 @@ private:
     PrintStyle style_;
     std::map<int, std::string> names_;
     bool common_paths_ = false;
+    std::vector<bool> uncontracted_;  // CUDA: uncontracted_nodes(program_)
 };
+
+// The nodes whose +, - and * a kernel computes without FMA contraction (lj::add_rn, sub_rn, mul_rn):
+// the elements of every amax and amin. Their gradient compares each element, evaluated again, with
+// the largest (smallest) found in another walk, and counts the equal ones: both evaluations must
+// give the same bits, which the compiler's choice of where to fuse a multiply into an add does not
+// promise. Down to the values per row (row reductions, takes), which each walk reads from one register.
+std::vector<bool> uncontracted_nodes(const ir::Program& program);
 
 // The members a kernel's Element (or RowProgram) declares after its parameters, initialized from
 // them, for the CUDA printer's divisions by a parameter: `Value rcp_param_<name> = ...;`

@@ -108,6 +108,29 @@ template <bool C, class A, class B> struct conditional { using type = A; };
 template <class A, class B> struct conditional<false, A, B> { using type = B; };
 template <bool C, class A, class B> using conditional_t = typename conditional<C, A, B>::type;
 
+// Arithmetic the compiler may not contract into a fused multiply-add (the CUDA printer uses these
+// for the elements of an amax / amin: ExpressionPrinter, uncontracted_nodes). A walk that finds a
+// row's largest element and a later walk that compares each element with it evaluate the same
+// expression twice; contracted in one place and not in the other, no element equals the largest
+// and the gradient, g / (the count of equal elements), was nan for the whole row.
+template <class T> struct is_double { static constexpr bool value = false; };
+template <> struct is_double<double> { static constexpr bool value = true; };
+template <class A, class B>
+__device__ __forceinline__ auto add_rn(A a, B b) {
+    if constexpr (is_double<decltype(a + b)>::value) return __dadd_rn(a, b);
+    else return __fadd_rn(a, b);
+}
+template <class A, class B>
+__device__ __forceinline__ auto sub_rn(A a, B b) {
+    if constexpr (is_double<decltype(a - b)>::value) return __dsub_rn(a, b);
+    else return __fsub_rn(a, b);
+}
+template <class A, class B>
+__device__ __forceinline__ auto mul_rn(A a, B b) {
+    if constexpr (is_double<decltype(a * b)>::value) return __dmul_rn(a, b);
+    else return __fmul_rn(a, b);
+}
+
 // Coordinates of linear element i over the collapsed dims (innermost dim varies fastest).
 template <int R>
 __device__ __forceinline__ void coords(const Extents& e, long long i, long long (&c)[kMaxRank]) {
