@@ -14,6 +14,13 @@ __device__ __forceinline__ long long load_index(int dt, const void* p, long long
 __device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 
+// A shifted row (KernelSpec::row_shift) starting at element `start` of its operands: the columns
+// before its first vector of 4 (at most the row's C).
+__device__ __forceinline__ long long row_shift(long long start, long long C) {
+    const long long shift = (4 - (start & 3)) & 3;
+    return shift < C ? shift : C;
+}
+
 // The row accumulators (sum, amax, logsumexp, argmax, ...) are rows of the language table
 // (src/lang/builtins.cpp, kRowReductions): a kernel carries those its program uses, after this file.
 

@@ -43,15 +43,24 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 int failures = 0;
 
 // Each lane's accumulator after walking its columns: tiles of U groups of VW, lane l's first group
-// at l VW, the next tile TEAM VW U further on.
+// at l VW, the next tile TEAM VW U further on. A shifted row (KernelSpec::row_shift) starts its
+// vectors `shift` columns in: lane l takes column l first where l < shift, and after its vectors
+// column Cb + l where that is in the row (the columns after the last whole vector, from Cb).
 template <class Acc, int TEAM, int VW, int U>
-std::vector<Acc> walk(const std::vector<float>& row) {
+std::vector<Acc> walk(const std::vector<float>& row, long long shift) {
     const long long C = static_cast<long long>(row.size());
+    shift = std::min(shift, C);
+    const long long Cb = shift + (C - shift) / VW * VW;
     std::vector<Acc> lanes(TEAM);
+    auto edge = [&](Acc& a, long long j) {
+        float v[1] = {row[j]};
+        a.add_vec(v, j);
+    };
     for (int lane = 0; lane < TEAM; ++lane) {
         Acc& a = lanes[lane];
-        for (long long j0 = (long long)lane * VW; j0 < C; j0 += (long long)TEAM * VW * U) {
-            if (j0 + (long long)(U - 1) * TEAM * VW < C) {
+        if (lane < shift) edge(a, lane);
+        for (long long j0 = shift + (long long)lane * VW; j0 < Cb; j0 += (long long)TEAM * VW * U) {
+            if (j0 + (long long)(U - 1) * TEAM * VW < Cb) {
                 float v[U][VW];
                 for (int u = 0; u < U; ++u)
                     for (int q = 0; q < VW; ++q) v[u][q] = row[j0 + (long long)u * TEAM * VW + q];
@@ -59,13 +68,14 @@ std::vector<Acc> walk(const std::vector<float>& row) {
             } else {
                 for (int u = 0; u < U; ++u) {
                     const long long j = j0 + (long long)u * TEAM * VW;
-                    if (j >= C) continue;
+                    if (j >= Cb) continue;
                     float v[VW];
                     for (int q = 0; q < VW; ++q) v[q] = row[j + q];
                     a.add_vec(v, j);
                 }
             }
         }
+        if (lane < C - Cb) edge(a, Cb + lane);
     }
     return lanes;
 }
@@ -126,11 +136,11 @@ bool same_logsumexp(double got, double want) {
 bool same_index(double got, double want) { return std::isnan(want) ? std::isnan(got) : got == want; }
 
 template <int TEAM, int VW, int U>
-void check(const std::vector<float>& row, const char* kind) {
+void check(const std::vector<float>& row, const char* kind, long long shift) {
     const double lse = want_logsumexp(row), arg = want_argmax(row);
     using Shared = lj::LogSumExpArgMaxAcc<float>;
-    const auto shared = walk<Shared, TEAM, VW, U>(row);
-    const auto alone = walk<lj::LogSumExpAcc<float>, TEAM, VW, U>(row);
+    const auto shared = walk<Shared, TEAM, VW, U>(row, shift);
+    const auto alone = walk<lj::LogSumExpAcc<float>, TEAM, VW, U>(row, shift);
     const char* merges[] = {"two phases", "combine", "cluster"};
     const Shared by_shared[] = {two_phase(shared), combined(shared), as_cluster(shared)};
     const lj::LogSumExpAcc<float> by_alone[] = {two_phase(alone), combined(alone), as_cluster(alone)};
@@ -138,16 +148,19 @@ void check(const std::vector<float>& row, const char* kind) {
         const double got_lse = by_shared[k].value(), got_arg = by_shared[k].index(), got_alone = by_alone[k].value();
         if (!same_logsumexp(got_lse, lse) || !same_index(got_arg, arg) || !same_logsumexp(got_alone, lse)) {
             if (++failures <= 20)
-                std::printf("%s row of %zu, team %d, vector %d, unroll %d, %s: logsumexp %.9g / alone %.9g (want %.9g), "
-                            "argmax %.9g (want %.9g)\n",
-                            kind, row.size(), TEAM, VW, U, merges[k], got_lse, got_alone, lse, got_arg, arg);
+                std::printf("%s row of %zu, team %d, vector %d, unroll %d, shift %lld, %s: logsumexp %.9g / alone %.9g "
+                            "(want %.9g), argmax %.9g (want %.9g)\n",
+                            kind, row.size(), TEAM, VW, U, shift, merges[k], got_lse, got_alone, lse, got_arg, arg);
         }
     }
 }
 
 template <int TEAM, int VW, int U>
 void rows_of(long long columns, std::mt19937& rng) {
-    if (VW > 1 && columns % VW != 0) return;  // vector loads only where the row is a multiple of them
+    // Vectors start where the row's address is a multiple of VW: a row of a length not a multiple
+    // of VW, or of a view whose row stride is not, starts them `shift` columns in; each row kind
+    // below gets a shift of its own (0 for VW 1).
+    std::uniform_int_distribution<long long> shifts(0, VW - 1);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_int_distribution<long long> column(0, columns > 0 ? columns - 1 : 0);
     auto plain = [&] {
@@ -155,27 +168,27 @@ void rows_of(long long columns, std::mt19937& rng) {
         for (float& v : r) v = normal(rng);
         return r;
     };
-    check<TEAM, VW, U>(plain(), "normal");
+    check<TEAM, VW, U>(plain(), "normal", shifts(rng));
     if (columns == 0) return;
     {
         auto r = plain();
         const long long a = column(rng), b = column(rng);
         r[a] = r[b] = 9.0f;  // a tie: the first column
-        check<TEAM, VW, U>(r, "tie");
+        check<TEAM, VW, U>(r, "tie", shifts(rng));
         r[b] = NAN;  // the nan wins wherever it is
-        check<TEAM, VW, U>(r, "nan");
+        check<TEAM, VW, U>(r, "nan", shifts(rng));
         r[a] = NAN;
-        check<TEAM, VW, U>(r, "two nans");
+        check<TEAM, VW, U>(r, "two nans", shifts(rng));
     }
-    check<TEAM, VW, U>(std::vector<float>(static_cast<std::size_t>(columns), -kInf), "-inf");
+    check<TEAM, VW, U>(std::vector<float>(static_cast<std::size_t>(columns), -kInf), "-inf", shifts(rng));
     {
         auto r = std::vector<float>(static_cast<std::size_t>(columns), -kInf);
         r[column(rng)] = NAN;
-        check<TEAM, VW, U>(r, "-inf and a nan");
+        check<TEAM, VW, U>(r, "-inf and a nan", shifts(rng));
         r = plain();
         r[column(rng)] = kInf;
         r[column(rng)] = kInf;
-        check<TEAM, VW, U>(r, "two +inf");
+        check<TEAM, VW, U>(r, "two +inf", shifts(rng));
     }
     {
         std::vector<float> up(static_cast<std::size_t>(columns)), down = up, far = up, masked = plain();
@@ -185,10 +198,10 @@ void rows_of(long long columns, std::mt19937& rng) {
             far[j] = -60.0f + normal(rng);
         }
         for (long long j = 0; j < columns; j += 3) masked[j] = -1e9f;  // a mask's fill
-        check<TEAM, VW, U>(up, "ramp up");
-        check<TEAM, VW, U>(down, "ramp down");
-        check<TEAM, VW, U>(far, "far below 0");
-        check<TEAM, VW, U>(masked, "masked");
+        check<TEAM, VW, U>(up, "ramp up", shifts(rng));
+        check<TEAM, VW, U>(down, "ramp down", shifts(rng));
+        check<TEAM, VW, U>(far, "far below 0", shifts(rng));
+        check<TEAM, VW, U>(masked, "masked", shifts(rng));
     }
 }
 

@@ -111,7 +111,7 @@ struct Problem {
 };
 const Problem kProblems[] = {
     {"512x1024", 512, 1024},    // warp per row, four elements per access
-    {"300x1001", 300, 1001},    // rows not a multiple of 4: one element per access
+    {"300x1001", 300, 1001},    // rows not a multiple of 4: vectors from each row's first aligned column
     {"24x20000", 24, 20000},    // long rows: the block per row
     {"1x7", 1, 7},              // one row, one block
 };
@@ -125,6 +125,7 @@ const Problem kCachedProblems[] = {
     {"300x1001", 300, 1001},
     {"24x20000", 24, 20000},
     {"3x70000", 3, 70000},
+    {"40x50257", 40, 50257},  // GPT-2's vocabulary: shifted rows, a block each
 };
 
 // Blocks of a cluster sharing each row (KernelSpec::row_cluster, sm_90): rows a block takes, all
@@ -152,6 +153,9 @@ std::vector<Run> cached_runs(bool reduction) {
         for (const auto& [problem, cluster] : {std::pair{Problem{"3x70000", 3, 70000}, 8}, {Problem{"24x20000", 24, 20000}, 2},
                                                {Problem{"2x300000", 2, 300000}, 0}})
             runs.push_back({problem, false, cluster, false});
+        // Rows not a multiple of 4 shared by a cluster's blocks: the first and last columns a lane
+        // each, the vectors from the first aligned column (KernelSpec::row_shift), cached and not.
+        for (bool cache : {false, true}) runs.push_back({Problem{"3x70001", 3, 70001}, cache, 4, false});
     }
     return runs;
 }
@@ -204,9 +208,10 @@ TEST_CASE("row programs: logsumexp and argmax of one argument share an accumulat
     // rising 0.5 a column (logsumexp's reference moves up again and again; the last column wins), a
     // nan beside a larger value and -inf (the nan wins), rows far below 0 (-60 + normal: the result
     // is m + log(s) with m up to 32 below it). Short rows (a thread or a warp a row), long ones (a
-    // block), and the same along dimension 0.
+    // block), rows not a multiple of 4 (7, 4099: each row's first columns before its vectors), and
+    // the same along dimension 0.
     const double inf = INFINITY;
-    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {700, 100}, {64, 5000}}) {
+    for (const auto& [rows, columns] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {700, 100}, {64, 5000}, {96, 4099}}) {
         for (const int dim : {-1, 0}) {
             CAPTURE(rows);
             CAPTURE(columns);

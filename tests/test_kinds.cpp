@@ -146,10 +146,10 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         // Softmax: the statistic's walk, then the elements'. Warp teams: 16 a block of 512 threads,
         // each its share (219 KB / 16 / 4 bytes, whole vectors of 4).
         {"exp(x - logsumexp(x, -1))", {}, 4096, h100, std::nullopt, 3504, 1, "", 32, 8},
-        // A row not a multiple of 4 is loaded an element at a time: no cache unless asked for, then
-        // 32 loads of 4 bytes each.
-        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, std::nullopt, 0, 0, ""},
-        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, true, 3504, 1, "", 32, 32},
+        // A row not a multiple of 4 is walked in vectors from its first aligned column (KernelSpec::
+        // row_shift) and kept as one of 4096 is (before: an element at a time, no cache unless asked for).
+        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, std::nullopt, 3504, 1, "", 32, 8},
+        {"exp(x - logsumexp(x, -1))", {}, 4095, h100, true, 3504, 1, "", 32, 8},
         // Where the warps would keep less than half their rows (3504 of 8192), the block takes each
         // row and keeps all of it; no more loads than the row has.
         {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 512, 4},

@@ -385,6 +385,9 @@ TEST_CASE("every row program's kernel compiles with NVRTC, in every dtype and te
                 if (indexed) views.push_back(TensorView::contiguous(nullptr, {64}, DType::int64));
                 const KernelBuild build = loss.compile_kernel(views, "compute_90");
                 CHECK(build.image_bytes > 0);
+                // Rows of 1023 (not a multiple of 4): vectors from each row's first aligned column.
+                CHECK((loss.cuda_source(views).find("vectors from each row's first aligned column") != std::string::npos) ==
+                      (columns == 1023));
                 // The fused value-and-gradient kernel of a single reduction.
                 if (!loss.reduction().empty() && loss.reduction() != "composite") {
                     const std::vector<std::string> wrt{"x"};

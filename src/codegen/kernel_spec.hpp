@@ -72,6 +72,11 @@ struct KernelSpec {
     // ByRow: rows of two strides (Layout::row_inner): column j at lj::split_column, the launch giving
     // the segments' length in extents.dims[rank] and each operand's stride between them in strides[rank].
     bool row_split = false;
+    // ByRow, vector width 4: rows that do not all start on a vector boundary (a length not a
+    // multiple of 4, such as a vocabulary of 50257) but start at the same column of a vector in
+    // every operand walked along them: each row's columns before its first boundary and after its
+    // last are walked one at a time, the rest in aligned vectors (kinds/by_rows_emit.cpp).
+    bool row_shift = false;
     // ByRow: per derivative, how the kernel writes it (RowGradient): where each element lives, once
     // per row at the row's index (an input of one value for each row, [N, 1] against [N, C]: summed
     // along the row), or once per row with its index, for the classes' sums (`w[y]`, w [C]).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -286,25 +287,33 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     spec.grad_dtypes = operands.grad_dtypes;
     spec.row_gradients = row_gradient_kinds(program, layout);  // refuses what the GPU cannot sum
 
-    // Four elements per access where every row of every operand walked along the row starts
-    // aligned and steps by 1.
+    // Four elements per access where every operand walked along the row steps by 1 and starts each
+    // row at the same column of a vector: rows that start on a vector boundary, or shifted rows
+    // (KernelSpec::row_shift: a length not a multiple of 4, a row stride not a multiple of 4), whose
+    // columns before the first boundary and after the last are walked one at a time. Same-shaped
+    // contiguous operands agree; a view with its own row stride does not.
+    auto residues = [&](const OperandAccess& access) {
+        std::vector<long long> r;
+        for (std::size_t d = 0; d < inner; ++d) r.push_back((access.strides[d] % 4 + 4) % 4);
+        return r;
+    };
+    std::optional<std::vector<long long>> walked_residues;  // the first operand's; every other's must match
     auto aligned = [&](const void* data, DType dtype, const OperandAccess& access) {
         if (reinterpret_cast<std::uintptr_t>(data) % vector_alignment(dtype) != 0) return false;
         if (access.strides[inner] != 1) return false;
-        for (std::size_t d = 0; d < inner; ++d)
-            if (access.strides[d] % 4 != 0) return false;
         // A row of two strides: every segment whole vectors, each starting aligned.
         if (layout.row_inner > 0 && (layout.row_inner % 4 != 0 || access.row_outer_stride % 4 != 0)) return false;
-        return true;
+        if (!walked_residues) walked_residues = residues(access);
+        return *walked_residues == residues(access);
     };
     std::string why_scalar;
-    if (columns % 4 != 0) why_scalar = fmt::format("the rows' length ({}) is not a multiple of 4", columns);
     if (layout.row_inner % 4 != 0)
         why_scalar = fmt::format("the row's runs ({} columns) are not a multiple of 4 long", layout.row_inner);
     for (std::size_t i = 0; i < slots.size() && why_scalar.empty(); ++i) {
         const auto k = static_cast<std::size_t>(slots[i]);
         if (spec.inner_strides[i] == 1 && !aligned(operands.input_data[k], spec.input_dtypes[i], layout.inputs[k]))
-            why_scalar = fmt::format("the rows of '{}' are not contiguous, or do not all start {}-byte aligned",
+            why_scalar = fmt::format("the rows of '{}' are not contiguous, do not start {}-byte aligned, or start at "
+                                     "another column of a vector than the other inputs' rows",
                                      program.inputs[k], vector_alignment(spec.input_dtypes[i]));
     }
     const bool per_row_body = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
@@ -312,7 +321,15 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     if (writes_elements && why_scalar.empty())
         for (std::size_t k = 0; k < operands.written_data.size(); ++k)
             if (!aligned(operands.written_data[k], operands.written_dtypes[k], layout.output))
-                why_scalar = "the rows written (output or gradients) are not contiguous, or do not all start aligned";
+                why_scalar = "the rows written (output or gradients) are not contiguous, do not all start aligned, or "
+                             "start at another column of a vector than the inputs' rows";
+    const bool shifted = columns % 4 != 0 || (walked_residues &&
+                                              std::any_of(walked_residues->begin(), walked_residues->end(),
+                                                          [](long long r) { return r != 0; }));
+    if (!walked_residues && columns % 4 != 0 && why_scalar.empty())  // nothing walked along the row to align with
+        why_scalar = fmt::format("the rows' length ({}) is not a multiple of 4", columns);
+    if (shifted && layout.row_inner > 0 && why_scalar.empty())
+        why_scalar = fmt::format("rows of two strides whose length ({}) or strides are not multiples of 4", columns);
     bool vector = why_scalar.empty();
     if (knobs.vector_width == 1) vector = false;
     if (knobs.vector_width > 1 && !vector)
@@ -322,6 +339,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         spec.notes.push_back(fmt::format("vector width {} was asked for, but the by-row loop reads at most 4 elements "
                                          "per access: vector width 4 is used", knobs.vector_width));
     spec.vector_width = vector ? 4 : 1;
+    spec.row_shift = vector && shifted;
 
     // A block of rows side by side is whole warps of rows (a knob's thread count always is; a
     // tuning record's is checked as a knob is, but no kernel is emitted that would not compile).

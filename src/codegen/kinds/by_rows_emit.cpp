@@ -711,11 +711,21 @@ private:
         return out;
     }
 
+    // How a tile walks: its vector width and tiles per thread as the kernel names them, where the
+    // columns it walks end, and whether the row cache takes part. A row's vectors: VW, U, C (Cb_ in a
+    // shifted row, KernelSpec::row_shift). A shifted row's edges: 1, 1, C, without the cache (a few
+    // columns, read from memory in every walk).
+    struct Walk {
+        std::string_view vw = "VW", u = "U", end = "C";
+        bool cached = true;
+    };
+
     // One tile of a pass: U loads of VW columns of each input the pass reads (from the row cache where
     // it holds them), then the element work at each column. `whole`: every u lies in the row (no
     // test per u; the reductions' arguments kept for the whole tile and added at once). `reductions`:
     // the pass's reductions with accumulators of their own (a reduction sharing another's has none).
-    std::string tile(const PassPlan& plan, bool whole, const std::string& in3, const std::vector<int>& reductions) const {
+    std::string tile(const PassPlan& plan, bool whole, const std::string& in3, const std::vector<int>& reductions,
+                     const Walk& walk) const {
         const int number = plan.number;
         const std::vector<int>& loaded = plan.loaded;
         const bool map_elements = plan.map_elements;
@@ -724,18 +734,21 @@ private:
         const std::set<int>& bindings = plan.bindings;
         const std::string in4 = in3 + "    ", in5 = in4 + "    ";
         std::string out;
-        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in3, in3);
-        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in4);
+        const auto [vw, tiles, end, cached] = walk;
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in3, in3, tiles);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in4, vw);
         const std::string& in_load = whole ? in4 : in5;
-        if (!whole) out += fmt::format("{}if (j < C) {{\n", in4);
-        // The row cache's index of column j: j itself, unless blocks of a cluster share the row.
+        if (!whole) out += fmt::format("{}if (j < {}) {{\n", in4, end);
+        // The row cache's index of column j: j itself (from the first aligned column in a shifted
+        // row), unless blocks of a cluster share the row.
         auto cached_at = [&](std::string_view indent) {
-            return fmt::format("{}const long long jc = Team::template block_column<VW>(j);\n", indent);
+            return fmt::format("{}const long long jc = Team::template block_column<VW>(j{});\n", indent,
+                               spec_.row_shift ? " - shift_" : "");
         };
-        const bool loads_cached = std::any_of(loaded.begin(), loaded.end(), [&](int k) {
+        const bool loads_cached = cached && std::any_of(loaded.begin(), loaded.end(), [&](int k) {
             return cache_slot_.count(k) && first_pass_.at(k) != number;
         });
-        const bool stores_cached = std::any_of(loaded.begin(), loaded.end(), [&](int k) {
+        const bool stores_cached = cached && std::any_of(loaded.begin(), loaded.end(), [&](int k) {
             return cache_slot_.count(k) && first_pass_.at(k) == number;
         });
         if (loads_cached) out += cached_at(in_load);
@@ -743,10 +756,10 @@ private:
             const int k = loaded[s];
             const bool run_constant = spec_.inner_strides[static_cast<std::size_t>(k)] == 2;
             const std::string from_memory =
-                fmt::format("lj::{}<VW>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
-                            run_constant ? "load_run_constant" : "load_row", k, k, k,
+                fmt::format("lj::{}<{}>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
+                            run_constant ? "load_run_constant" : "load_row", vw, k, k, k,
                             column(fmt::format("in.strides[{}]", k)), s);
-            if (const auto slot = cache_slot_.find(k); slot != cache_slot_.end() && first_pass_.at(k) != number)
+            if (const auto slot = cache_slot_.find(k); cached && slot != cache_slot_.end() && first_pass_.at(k) != number)
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n"
                                    "{}else {}\n",
                                    in_load, slot->second, s, in_load, from_memory);
@@ -760,21 +773,21 @@ private:
         // after the tile (add_tile; lj::add_tile_group adds the others' groups as before).
         if (whole)
             for (int id : reductions) out += fmt::format("{}Value e{}[U][VW];\n", in3, id);
-        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in3, in3);
-        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in4);
-        if (!whole) out += fmt::format("{}if (j >= C) continue;\n", in4);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in3, in3, tiles);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in4, vw);
+        if (!whole) out += fmt::format("{}if (j >= {}) continue;\n", in4, end);
         // The first pass to read an input the row cache holds keeps its columns there: each thread
         // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
         if (stores_cached) out += cached_at(in4);
-        for (std::size_t s = 0; s < loaded.size(); ++s)
+        for (std::size_t s = 0; s < loaded.size() && cached; ++s)
             if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n",
                                    in4, slot->second, s);
         if (!whole)
-            for (int id : reductions) out += fmt::format("{}Value e{}[VW];\n", in4, id);
-        if (map_elements) out += fmt::format("{}Value r[VW];\n", in4);
-        if (!grads.empty()) out += fmt::format("{}Value rg[{}][VW];\n", in4, grads.size());
-        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in4, in4);
+            for (int id : reductions) out += fmt::format("{}Value e{}[{}];\n", in4, id, vw);
+        if (map_elements) out += fmt::format("{}Value r[{}];\n", in4, vw);
+        if (!grads.empty()) out += fmt::format("{}Value rg[{}][{}];\n", in4, grads.size(), vw);
+        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < {}; ++q) {{\n", in4, in4, vw);
         out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in5, in5);
         for (std::size_t s = 0; s < loaded.size(); ++s)
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in5, input_name(loaded[s]), s);
@@ -791,9 +804,9 @@ private:
             out += whole ? fmt::format("{}lj::add_tile_group(a{}, e{}[u], j);\n", in4, id, id)
                          : fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in4, id, id);
         if (map_elements)
-            out += fmt::format("{}lj::store_row<VW>(kResultDType, out.ptr, out_base + {}, r);\n", in4, column("out.strides"));
+            out += fmt::format("{}lj::store_row<{}>(kResultDType, out.ptr, out_base + {}, r);\n", in4, vw, column("out.strides"));
         for (std::size_t i = 0; i < grads.size(); ++i)
-            out += fmt::format("{}lj::store_row<VW>(grad_dtype({}), grads.ptr[{}], grad_base + {}, rg[{}]);\n", in4,
+            out += fmt::format("{}lj::store_row<{}>(grad_dtype({}), grads.ptr[{}], grad_base + {}, rg[{}]);\n", in4, vw,
                                grads[i], grads[i], column("grads.strides"), i);
         out += fmt::format("{}}}\n", in3);
         if (whole)
@@ -856,18 +869,29 @@ private:
                                                         : accumulator_type(static_cast<RowReduction>(program_.node(id).slot)),
                                acc);
         }
-        out += fmt::format("{}for (long long j0 = (long long)Team::lane() * VW; j0 < C; j0 += (long long)Team::kTeam * VW * U) {{\n", in1);
         const std::string in2 = in1 + "    ";
         const std::string in3 = in2 + "    ";
+        // A shifted row's edges, a column a lane: the first columns before the vectors, the last after
+        // them, so that each lane still adds its columns in increasing order (argmax's first column).
+        const Walk vectors{"VW", "U", spec_.row_shift ? "Cb_" : "C", true}, edge{"1", "1", "C", false};
+        auto edge_columns = [&](std::string_view count, std::string_view first) {
+            return fmt::format("{}if ((long long)Team::lane() < {}) {{  // a shifted row's edge\n"
+                               "{}const long long j0 = {} + (long long)Team::lane();\n{}Value v[1][{}][1];\n{}{}}}\n",
+                               in1, count, in2, first, in2, slots, tile(plan, false, in2, accumulated, edge), in1);
+        };
+        if (spec_.row_shift) out += edge_columns("shift_", "0");
+        out += fmt::format("{}for (long long j0 = {}(long long)Team::lane() * VW; j0 < {}; j0 += (long long)Team::kTeam * VW * U) {{\n",
+                           in1, spec_.row_shift ? "shift_ + " : "", vectors.end);
         out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
         // A whole tile (every u in the row: all but a row's last) is written without a test per u, so
         // that the compiler interleaves its U x VW elements' arithmetic (and an accumulator that adds
         // a whole tile at once, lj::add_tile, tests its reference once a tile); the row's last tile tests each.
-        out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < C) {{  // a whole tile\n", in2);
-        out += tile(plan, true, in3, accumulated);
+        out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < {}) {{  // a whole tile\n", in2, vectors.end);
+        out += tile(plan, true, in3, accumulated, vectors);
         out += fmt::format("{}}} else {{\n", in2);
-        out += tile(plan, false, in3, accumulated);
+        out += tile(plan, false, in3, accumulated, vectors);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
+        if (spec_.row_shift) out += edge_columns("C - Cb_", "Cb_");
         if (&plan == &passes_.front())
             for (int id : deferred_takes_) out += take_fill(id, in1);
         for (int id : reductions)
@@ -914,6 +938,16 @@ private:
             for (std::size_t j = 0; j < seeds; ++j)
                 out += fmt::format("{}const Value seed_{} = (Value)grads.total_scale({});\n", kIndent,
                                    j > 0 ? std::to_string(j) : std::string(), j);
+        }
+        if (spec_.row_shift) {
+            // Every operand walked along the row starts it at the same column of a vector (choose_by_rows).
+            std::string start;
+            for (std::size_t k = 0; k < slots_.size() && start.empty(); ++k)
+                if (spec_.inner_strides[k] == 1) start = fmt::format("base[{}]", k);
+            if (start.empty()) start = map ? "out_base" : "grad_base";
+            out += fmt::format("{}const long long shift_ = lj::row_shift({}, C);  // columns before the first vector\n"
+                               "{}const long long Cb_ = shift_ + (C - shift_) / 4 * 4;  // after the last\n",
+                               kIndent, start, kIndent);
         }
         // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
         // value too where the program also computes with it (y != -100).
