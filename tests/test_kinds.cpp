@@ -150,6 +150,9 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         // row_shift) and kept as one of 4096 is (before: an element at a time, no cache unless asked for).
         {"exp(x - logsumexp(x, -1))", {}, 4095, h100, std::nullopt, 3504, 1, "", 32, 8},
         {"exp(x - logsumexp(x, -1))", {}, 4095, h100, true, 3504, 1, "", 32, 8},
+        // GPT-2's vocabulary: cross-entropy's value and gradient keep the whole row (in whole vectors
+        // of 4), as at 32768.
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 50257, h100, std::nullopt, 50260, 1, "", 512, 8},
         // Where the warps would keep less than half their rows (3504 of 8192), the block takes each
         // row and keeps all of it; no more loads than the row has.
         {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 512, 4},
