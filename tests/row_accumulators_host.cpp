@@ -6,6 +6,7 @@
 // tile's groups through add_vec), and the lanes merged both ways a team merges (two phases, as
 // Team::all_reduce; combine, as clusters and side-by-side teams), then checked against long double.
 // Prints each failure; exits 1 if any.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
