@@ -161,6 +161,16 @@ struct Team {
         constexpr long long kStride = (long long)kTeam * VW, kBlock = (long long)BLOCK * VW;
         return j / kStride * kBlock + j % kBlock;
     }
+    // The row cache: this team's part of the block's (SLOTS inputs of `columns` columns each, one
+    // after the other), and where column jc of input `slot` lies in it.
+    template <int SLOTS, class T>
+    __device__ __forceinline__ static T* team_cache(T* block_cache, long long columns) {
+        return block_cache + (long long)team_in_block() * SLOTS * columns;
+    }
+    template <class T>
+    __device__ __forceinline__ static T* cache_at(T* cache, int slot, long long columns, long long jc) {
+        return cache + slot * columns + jc;
+    }
     // The cluster's barrier is kept in step: arrive at the start, wait at the end (every block's
     // shared memory stays until the others have read it), each all_reduce in between.
     __device__ __forceinline__ static void begin() {
@@ -245,6 +255,24 @@ struct SideTeam {
     __device__ __forceinline__ static int lane() { return (int)(threadIdx.x / kPerBlock); }
     __device__ __forceinline__ static int row_in_block() { return (int)(threadIdx.x % kPerBlock); }
     __device__ __forceinline__ static int team_in_block() { return row_in_block(); }
+
+    // The row cache, interleaved by row: column jc of input `slot` of every row of the block lies at
+    // (slot x columns + jc) x kPerBlock + the row's place in the block, so that a warp's threads,
+    // at one column of 32 neighbouring rows, store to and load from 32 neighbouring words (no bank
+    // conflicts). A strided row is walked an element at a time (VW 1).
+    template <int VW>
+    __device__ __forceinline__ static long long block_column(long long j) {
+        static_assert(VW == 1, "rows side by side are strided: one element an access");
+        return j;
+    }
+    template <int SLOTS, class T>
+    __device__ __forceinline__ static T* team_cache(T* block_cache, long long) {
+        return block_cache + row_in_block();
+    }
+    template <class T>
+    __device__ __forceinline__ static T* cache_at(T* cache, int slot, long long columns, long long jc) {
+        return cache + (slot * columns + jc) * kPerBlock;
+    }
 
     // Every thread of a row's team gets the combination of the team's accumulators, in lane order.
     template <class Acc>

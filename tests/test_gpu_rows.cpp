@@ -691,6 +691,83 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
     }
 }
 
+TEST_CASE("row programs: rows side by side kept in the row cache give the values and gradients they give without" *
+          doctest::skip(!have_gpu())) {
+    // Strided rows side by side keep their rows in shared memory between walks, interleaved by row
+    // (lj::SideTeam::cache_at): a thread a row and two; a row not a multiple of 4 (33 classes); the
+    // K-dimensional cross-entropy's fused value and gradient (and reduction='none' as a map); the
+    // centered mean and variance; two inputs kept (cosine along dimension 1); rows longer than a
+    // block holds, their leading columns kept (asked for). Each with the cache as chosen, asked for
+    // and refused.
+    struct Case {
+        const char* program;
+        const char* shape;  // x's and z's; y is x's without dimension 1
+        std::vector<std::string> inputs;
+    };
+    const Case cases[] = {
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", "4x64x8192", {"x"}},    // 32768 rows: two threads a row
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", "2x64x300000", {"x"}},  // a thread a row
+        {"x - logsumexp(x, 1)", "2x33x9001", {"x"}},
+        {"mean(logsumexp(x, 1) - x[y])", "8x50x4096", {"x", "y"}},
+        {"logsumexp(x, 1) - x[y]", "8x50x4096", {"x", "y"}},
+        {"m = mean(x, 1); (x - m) / sqrt(mean((x - m)^2, 1) + 1e-5)", "4x48x8192", {"x"}},
+        {"mean(1 - sum(x * z, 1) / sqrt(sum(x * x, 1) * sum(z * z, 1)))", "4x40x8192", {"x", "z"}},
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", "2x3000x4096", {"x"}},  // 1744 of 3000 columns kept, asked for
+    };
+    for (const auto& c : cases) {
+        for (const auto& [dtype, knob] : {std::tuple{DType::float32, std::optional<bool>{}},
+                                          std::tuple{DType::float32, std::optional<bool>{true}},
+                                          std::tuple{DType::float32, std::optional<bool>{false}},
+                                          std::tuple{DType::bfloat16, std::optional<bool>{}}}) {
+            CAPTURE(std::string(c.program));
+            CAPTURE(std::string(c.shape));
+            CAPTURE(to_string(dtype));
+            CAPTURE(knob.value_or(false));
+            CAPTURE(knob.has_value());
+            Options options;
+            options.inputs = c.inputs;
+            options.knobs.row_cache = knob;
+            options.use_tuning = false;
+            auto loss = compile(c.program, options);
+            const Typed x(std::string(c.shape) + ":normal", dtype, 51), z(std::string(c.shape) + ":normal", dtype, 52);
+            const Shape& shape = x.host.shape;
+            const Typed y(std::to_string(shape[0]) + "x" + std::to_string(shape[2]) + ":integers[0," +
+                              std::to_string(shape[1] - 1) + "]",
+                          DType::int64, 53);
+            std::vector<TensorView> views, host;
+            std::vector<std::string> wrt;
+            for (const auto& name : c.inputs) {
+                const Typed& t = name == "x" ? x : name == "z" ? z : y;
+                views.push_back(t.view());
+                host.push_back(t.host.view());
+                if (name != "y") wrt.push_back(name);
+            }
+            std::vector<HostTensor> grad_host;
+            std::vector<DeviceBuffer> grad;
+            std::vector<OutputView> grads;
+            for (std::size_t k = 0; k < wrt.size(); ++k) {
+                grad_host.emplace_back(shape, dtype);
+                grad.emplace_back(grad_host.back().bytes.size());
+            }
+            for (std::size_t k = 0; k < wrt.size(); ++k) grads.push_back(OutputView{grad[k].data(), dtype, shape, {}});
+            const auto expected = check_value_then_grad(loss, views, host, wrt, grads, dtype, 54);
+            // The kernel that walks the rows twice reports the knob: a map's gradient (the last one
+            // run), a reduction's fused value and gradient (run again: its value alone walks once).
+            if (loss.kind() == Kind::Reduction) {
+                loss.value_and_grad(views, wrt, grads, nullptr);
+                synchronize();
+            }
+            if (knob) CHECK(loss.kernel_info()->knobs.row_cache == knob);
+            for (std::size_t k = 0; k < wrt.size(); ++k) {
+                CAPTURE(wrt[k]);
+                grad[k].download(grad_host[k].bytes.data(), grad_host[k].bytes.size());
+                const Spread d = spread(grad_host[k], expected[k].values);
+                CHECK(d.worst <= (dtype == DType::float32 ? 1e-5 : 8e-3) * d.largest);
+            }
+        }
+    }
+}
+
 TEST_CASE("row programs: the gradient of amax and amin reaches the element the walk found, however it is compiled" *
           doctest::skip(!have_gpu())) {
     // amax's gradient is g / (the elements equal to the largest) at each of them: a later walk evaluates

@@ -227,6 +227,98 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
     }
 }
 
+TEST_CASE("the row cache of rows side by side: whole rows where the SM still holds threads enough") {
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const char* rms = "x / sqrt(mean(x^2, 1) + 1e-5)";
+    const char* cross_entropy = "mean(logsumexp(x, 1) - x[y])";  // K-dimensional: classes along dimension 1
+    const char* cosine = "mean(1 - sum(x * z, 1) / sqrt(sum(x * x, 1) * sum(z * z, 1)))";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        Shape shape;  // x's (and z's); y is x's without dimension 1
+        GpuFacts gpu;
+        std::optional<bool> knob;
+        long long cached_columns;  // 0: no cache
+        int cached_inputs;
+        int block, team, unroll, min_blocks;  // where cached (0: any)
+        DType dtype = DType::float32;
+        const char* note = "";
+    };
+    const Row table[] = {
+        // A thread a row, 64 threads a block (ByRowSideCachedThreads), 256 bytes a thread: 13 blocks
+        // an SM (227 KB + 1 KB the driver keeps a block), registers for 13, unroll 8.
+        {rms, {}, {64, 64, 4096}, h100, std::nullopt, 64, 1, 64, 1, 8, 13},
+        {rms, {}, {64, 64, 4096}, h100, false, 0, 0, 0, 0, 0, 0},
+        // 128 features: 6 blocks, 384 threads (ByRowSideCachedMinThreadsPerSm); 256: 192, not automatic.
+        {rms, {}, {64, 128, 4096}, h100, std::nullopt, 128, 1, 64, 1, 8, 6},
+        {rms, {}, {64, 256, 4096}, h100, std::nullopt, 0, 0, 0, 0, 0, 0},
+        {rms, {}, {64, 256, 4096}, h100, true, 256, 1, 64, 1, 8, 3},
+        // float64 arithmetic: 8 bytes a column.
+        {rms, {}, {64, 64, 4096}, h100, std::nullopt, 64, 1, 64, 1, 8, 6, DType::float64},
+        // Fewer rows: 8 x 4096 rows take two threads each (ByRowSideTeamBlocksPerSm blocks an SM), 32
+        // rows a block of 64, and lj::SideTeam merges their halves through shared memory (1 KB).
+        {rms, {}, {8, 128, 4096}, h100, std::nullopt, 128, 1, 64, 2, 8, 12},
+        // Rows longer than a block holds: its leading columns where asked for (227 - 8 - 1 KB for 32
+        // rows of 4 bytes).
+        {rms, {}, {8, 3000, 4096}, h100, std::nullopt, 0, 0, 0, 0, 0, 0},
+        {rms, {}, {8, 3000, 4096}, h100, true, (218 * 1024) / (4 * 32) / 4 * 4, 1, 64, 2, 0, 0},
+        // No GPU known (lossjit emit): 48 KB a block, 2 blocks of 64: not automatic; asked for, whole.
+        {rms, {}, {64, 64, 4096}, {}, std::nullopt, 0, 0, 0, 0, 0, 0},
+        {rms, {}, {64, 64, 4096}, {}, true, 64, 1, 64, 1, 8, 2},
+        // K-dimensional cross-entropy's value and gradient: the logits walked by both (100 classes).
+        {cross_entropy, {"x"}, {512, 100, 1024}, h100, std::nullopt, 100, 1, 64, 1, 8, 8},
+        // 21 classes: 32 blocks of 64 fit the shared memory, registers for 16 (ByRowSideCachedMinRegisters).
+        {cross_entropy, {"x"}, {512, 21, 1024}, h100, std::nullopt, 24, 1, 64, 1, 8, 16},
+        {cross_entropy, {}, {512, 100, 1024}, h100, true, 0, 0, 0, 0, 0, 0, DType::float32,
+         "no input is read by more than one walk"},
+        // Cosine along dimension 1, value and gradients: two inputs kept.
+        {cosine, {"x", "z"}, {512, 64, 1024}, h100, std::nullopt, 64, 2, 64, 1, 8, 6},
+        // A reduction that walks once.
+        {"mean(sum(x, 1))", {}, {64, 64, 4096}, h100, true, 0, 0, 0, 0, 0, 0, DType::float32,
+         "no input is read by more than one walk"},
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.shape);
+        CAPTURE(row.knob.value_or(false));
+        ir::Program program = check(parse(row.program, "expr"), {});
+        std::vector<int> wrt;
+        for (const auto& name : row.wrt)
+            wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
+        const bool grad = !wrt.empty();
+        if (grad) program = differentiate(program, wrt, {});
+        const Shape index_shape{row.shape[0], row.shape[2]};
+        std::vector<OperandShape> shapes;
+        for (std::size_t k = 0; k < program.inputs.size(); ++k)
+            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? index_shape : row.shape, {}});
+        const OperandShape gradients{"gradients", row.shape, {}};
+        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
+        Knobs knobs;
+        knobs.row_cache = row.knob;
+        const KernelSpec spec =
+            KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
+        REQUIRE(spec.side_by_side);
+        CHECK(spec.row_cache_columns == row.cached_columns);
+        CHECK(spec.row_cache_inputs == row.cached_inputs);
+        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs) *
+                                                 size_of(spec.compute) * static_cast<std::size_t>(spec.block_threads / spec.team));
+        if (*row.note) {
+            REQUIRE(spec.notes.size() == 1);
+            CHECK(spec.notes[0].find(row.note) != std::string::npos);
+        }
+        if (spec.row_cache_columns == 0) continue;
+        if (row.block) CHECK(spec.block_threads == row.block);
+        if (row.team) CHECK(spec.team == row.team);
+        if (row.unroll) CHECK(spec.unroll == row.unroll);
+        if (row.min_blocks) CHECK(spec.min_blocks_per_sm == row.min_blocks);
+        const std::string source = emit_cuda(program, spec);
+        CHECK(source.find("Team::template team_cache<" + std::to_string(row.cached_inputs) + ">") != std::string::npos);
+        CHECK(source.find("lj::cache_store<VW>(Team::cache_at(") != std::string::npos);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
+}
+
 TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or without a row cache") {
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
                         .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};

@@ -107,7 +107,7 @@ bool KernelSpec::common_path(const ir::Program& program) const {
 
 std::size_t KernelSpec::dynamic_shared_bytes() const {
     if (row_cache_columns <= 0) return 0;
-    const long long teams = side_by_side ? 1 : block_threads / team;
+    const long long teams = block_threads / team;  // rows side by side: a block's rows
     return static_cast<std::size_t>(row_cache_columns) * static_cast<std::size_t>(row_cache_inputs) * size_of(compute) *
            static_cast<std::size_t>(teams);
 }

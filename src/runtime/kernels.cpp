@@ -84,10 +84,10 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     // cache, and only one whose rows a block takes the row cluster; for the others they stay unset, and so does a
     // tuning record of theirs, which then leaves a caller's knob automatic (and the call untuned where every other
     // knob is set).
-    const bool block_rows = spec.loop == KernelSpec::Loop::ByRow && !spec.side_by_side;
-    if (spec.row_cache_columns > 0 || (block_rows && kinds::row_cache_inputs(program, spec) > 0))
+    const bool by_row = spec.loop == KernelSpec::Loop::ByRow;
+    if (spec.row_cache_columns > 0 || (by_row && kinds::row_cache_inputs(program, spec) > 0))
         info.knobs.row_cache = spec.row_cache_columns > 0;
-    if (block_rows && spec.team == spec.block_threads) info.knobs.row_cluster = spec.row_cluster;
+    if (by_row && !spec.side_by_side && spec.team == spec.block_threads) info.knobs.row_cluster = spec.row_cluster;
     info.target = device.target;
     timings.load_ms = watch.lap_ms();
     return kernels_.emplace(signature, std::move(kernel)).first->second;

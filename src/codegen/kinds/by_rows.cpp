@@ -35,20 +35,98 @@ constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team ta
 // part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
 // that an SM keeps several rows under way.
 // `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
-void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long columns, bool warp_per_row,
-                      long long element_inputs, long long element_bytes, const Knobs& knobs, const GpuFacts& gpu) {
+// Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
+// a block may have kPortableShared where the GPU is not known.
+constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
+// A side-by-side team of several threads a row merges its accumulators through shared memory
+// (lj::SideTeam::all_reduce: kMergeAccumulatorBytes at most for each thread and kind of
+// accumulator), at most kSideMergeBudget (choose_by_rows keeps it there).
+constexpr long long kSideMergeBudget = 40 * 1024, kMergeAccumulatorBytes = 16;
+
+long long side_merge_bytes(const ir::Program& program, int block_threads, int team) {
+    if (team <= 1) return 0;
+    std::set<std::string_view> kinds;
+    for (const auto& n : program.nodes)
+        if (n.kind == ir::NodeKind::RowReduce)
+            kinds.insert(row_reduction_info(static_cast<RowReduction>(n.slot)).cuda_accumulator);
+    return static_cast<long long>(block_threads) * kMergeAccumulatorBytes * static_cast<long long>(kinds.size());
+}
+
+// Threads a row of a side-by-side block: one where that gives ByRowSideTeamBlocksPerSm blocks an SM;
+// else as few as do (the block's loads at one column stay a run of block_threads / team rows, a
+// whole warp at least).
+int side_team(int block_threads, long long rows, long long sms, const GpuFacts& gpu) {
+    const long long enough = default_value(Default::ByRowSideTeamBlocksPerSm, gpu) * sms;
+    int team = 1;
+    while (team < block_threads / kWarpThreads && (rows * team + block_threads - 1) / block_threads < enough) team *= 2;
+    while (team > 1 && (block_threads % team != 0 || (block_threads / team) % kWarpThreads != 0)) team /= 2;
+    return team;
+}
+
+// The row cache of rows side by side (lj::SideTeam): each thread keeps the columns it walks of its
+// row, interleaved with its block's other rows. Every thread an SM holds keeps its share, so the
+// shared memory bounds the threads an SM holds, and fewer threads must keep the bytes in flight
+// that many would: blocks of ByRowSideCachedThreads (their threads a row chosen again for that
+// size) loading ByRowSideCachedUnroll elements of their row at once, registers for as many blocks
+// as the shared memory holds. Automatic where whole rows fit at ByRowSideCachedMinThreadsPerSm
+// threads an SM (RMS norm over the 64 channels of [N, 64, H, W]: 256 bytes a thread, 912); asked
+// for, as many leading columns as fit.
+void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
+                       int inputs, bool asked, const Knobs& knobs, const GpuFacts& gpu) {
+    KernelSpec cached = spec;
+    if (knobs.block_threads == 0) {
+        cached.block_threads = default_value(Default::ByRowSideCachedThreads, gpu);
+        cached.team = side_team(cached.block_threads, rows, sms, gpu);
+    }
+    const long long rows_per_block = cached.block_threads / cached.team;
+    const long long merge = side_merge_bytes(program, cached.block_threads, cached.team);
+    const std::int64_t sm_shared = gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared;
+    const std::int64_t budget = sm_shared - kStaticReserve - merge;
+    const long long row = (columns + 3) / 4 * 4;
+    const long long per_column = static_cast<long long>(inputs) * static_cast<long long>(size_of(cached.compute));
+    cached.row_cache_columns = std::max<long long>(0, std::min<long long>(row, budget / (per_column * rows_per_block) / 4 * 4));
+    cached.row_cache_inputs = inputs;
+    if (cached.row_cache_columns == 0) {
+        if (asked)
+            spec.notes.push_back(fmt::format("a row cache was asked for, but {} rows side by side do not keep a column in "
+                                             "the {} KB of shared memory a block may have",
+                                             rows_per_block, sm_shared / 1024));
+        return;
+    }
+    // The blocks an SM holds with their shares of the cache (the driver keeps kBlockReserve of an SM's
+    // shared memory a block; a team of one thread a row has no static shared memory to speak of).
+    constexpr long long kAssumedThreadsPerSm = 2048, kBlockReserve = 1024;
+    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
+    const long long block_bytes = cached.row_cache_columns * per_column * rows_per_block + kBlockReserve + merge;
+    const long long blocks_per_sm =
+        std::max(1LL, std::min(threads_per_sm / cached.block_threads, (sm_shared + kBlockReserve) / block_bytes));
+    const bool whole = cached.row_cache_columns >= row;
+    if (!asked && !(whole && blocks_per_sm * cached.block_threads >= default_value(Default::ByRowSideCachedMinThreadsPerSm, gpu)))
+        return;
+    if (knobs.unroll == 0 && knobs.items_per_thread == 0) {
+        cached.unroll = default_value(Default::ByRowSideCachedUnroll, gpu);
+        while (cached.unroll > 1 && static_cast<long long>(cached.team) * (cached.unroll / 2) >= columns) cached.unroll /= 2;
+    }
+    // Registers for as many blocks as the shared memory holds, but not fewer than
+    // ByRowSideCachedMinRegisters a thread (short rows would fit 32 blocks of 64: 32 registers).
+    constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
+    const long long register_blocks =
+        kRegistersPerSm / (static_cast<long long>(default_value(Default::ByRowSideCachedMinRegisters, gpu)) * cached.block_threads);
+    cached.min_blocks_per_sm = static_cast<int>(std::max(1LL, std::min(blocks_per_sm, register_blocks)));
+    spec = std::move(cached);
+}
+
+void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
+                      bool warp_per_row, long long element_inputs, long long element_bytes, const Knobs& knobs,
+                      const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
     const int inputs = row_cache_inputs(program, spec);
-    if (inputs == 0 || spec.side_by_side) {
-        if (asked)
-            spec.notes.push_back(spec.side_by_side ? "a row cache was asked for, but rows side by side are not cached"
-                                                   : "a row cache was asked for, but no input is read by more than one walk "
-                                                     "over the row");
+    if (inputs == 0) {
+        if (asked) spec.notes.push_back("a row cache was asked for, but no input is read by more than one walk over the row");
         return;
     }
-    // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this.
-    constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
+    if (spec.side_by_side) return choose_side_cache(spec, program, rows, columns, sms, inputs, asked, knobs, gpu);
     const std::int64_t budget = (gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared) - kStaticReserve;
     const long long row = (columns + 3) / 4 * 4;
     element_inputs = std::max(element_inputs, 1LL);
@@ -348,15 +426,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     if (spec.side_by_side) {
         // A thread per row where that gives blocks enough; else as few threads per row as do (the
         // block's loads at one column stay a run of block_threads / team rows, a whole warp at least).
-        const long long enough = default_value(Default::ByRowSideTeamBlocksPerSm, gpu) * sms;
-        auto choose_team = [&] {
-            spec.team = 1;
-            while (spec.team < spec.block_threads / kWarpThreads &&
-                   (layout.rows * spec.team + spec.block_threads - 1) / spec.block_threads < enough)
-                spec.team *= 2;
-            while (spec.team > 1 && (spec.block_threads % spec.team != 0 || (spec.block_threads / spec.team) % kWarpThreads != 0))
-                spec.team /= 2;
-        };
+        const auto choose_team = [&] { spec.team = side_team(spec.block_threads, layout.rows, sms, gpu); };
         choose_team();
         // Several threads on a row (fewer rows than a thread each can fill the GPU with): blocks of
         // more rows read longer runs at each column (4224 rows: 96% of the copy rate at 1024 threads
@@ -367,22 +437,17 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
             choose_team();
         }
         // With several threads per row, lj::SideTeam's all_reduce keeps an accumulator per thread in
-        // shared memory for each kind of accumulator the program uses (at most 16 bytes each): past
-        // 40 KB of the 48 a block may have statically, NVRTC refuses the kernel (block 1024 with four
-        // kinds: 64 KB). Fewer threads then.
-        std::set<std::string_view> kinds;
-        for (const auto& n : program.nodes)
-            if (n.kind == ir::NodeKind::RowReduce)
-                kinds.insert(row_reduction_info(static_cast<RowReduction>(n.slot)).cuda_accumulator);
-        constexpr long long kSharedBudget = 40 * 1024, kAccumulatorBytes = 16;
-        const long long bytes = spec.block_threads * kAccumulatorBytes * static_cast<long long>(kinds.size());
-        if (spec.team > 1 && bytes > kSharedBudget) {
-            const long long fits = kSharedBudget / (kAccumulatorBytes * static_cast<long long>(kinds.size()));
+        // shared memory for each kind of accumulator the program uses: past kSideMergeBudget of the
+        // 48 KB a block may have statically, NVRTC refuses the kernel (block 1024 with four kinds: 64
+        // KB). Fewer threads then.
+        const long long bytes = side_merge_bytes(program, spec.block_threads, spec.team);
+        if (bytes > kSideMergeBudget) {
+            const long long per_thread = bytes / spec.block_threads;
             int smaller = kWarpThreads;  // a power of 2: the threads per row can still grow by halves
-            while (smaller * 2 <= fits) smaller *= 2;
+            while (smaller * 2 * per_thread <= kSideMergeBudget) smaller *= 2;
             spec.notes.push_back(fmt::format("rows side by side with {} kinds of accumulator would keep {} KB of shared "
                                              "memory at {} threads a block: {} threads are used",
-                                             kinds.size(), bytes / 1024, spec.block_threads, smaller));
+                                             per_thread / kMergeAccumulatorBytes, bytes / 1024, spec.block_threads, smaller));
             spec.block_threads = smaller;
             choose_team();
         }
@@ -411,7 +476,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
-    choose_row_cache(spec, program, columns, warp_per_row, element_inputs, element_bytes, knobs, gpu);
+    choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes, knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;

@@ -290,7 +290,7 @@ private:
         for (const auto& [k, count] : reads)
             if (count > 1) read_again_.push_back(k);
         if (spec_.row_cache_columns > 0) {
-            if (static_cast<int>(read_again_.size()) != spec_.row_cache_inputs || spec_.side_by_side)
+            if (static_cast<int>(read_again_.size()) != spec_.row_cache_inputs)
                 throw InternalError("the kernel spec's row cache does not match the program's passes");
             for (std::size_t i = 0; i < read_again_.size(); ++i) cache_slot_[read_again_[i]] = static_cast<int>(i);
         }
@@ -760,7 +760,7 @@ private:
                             run_constant ? "load_run_constant" : "load_row", vw, k, k, k,
                             column(fmt::format("in.strides[{}]", k)), s);
             if (const auto slot = cache_slot_.find(k); cached && slot != cache_slot_.end() && first_pass_.at(k) != number)
-                out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n"
+                out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n"
                                    "{}else {}\n",
                                    in_load, slot->second, s, in_load, from_memory);
             else
@@ -781,7 +781,7 @@ private:
         if (stores_cached) out += cached_at(in4);
         for (std::size_t s = 0; s < loaded.size() && cached; ++s)
             if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
-                out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(row_cache + {} * cache_columns + jc, v[u][{}]);\n",
+                out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
                                    in4, slot->second, s);
         if (!whole)
             for (int id : reductions) out += fmt::format("{}Value e{}[{}];\n", in4, id, vw);
@@ -1014,8 +1014,7 @@ private:
             out += fmt::format("{}// The row cache: this team's share of the block's (templates/by_rows.cuh).\n", kIndent);
             out += fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n",
                                kIndent, cache_slot_.size());
-            out += fmt::format("{}Value* const row_cache = lj::row_cache<Value>() + (long long)Team::team_in_block() * {} * "
-                               "cache_columns;\n",
+            out += fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
                                kIndent, cache_slot_.size());
         }
         for (const PassPlan& plan : passes_) {

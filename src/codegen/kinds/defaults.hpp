@@ -80,6 +80,10 @@ enum class Default : unsigned char {
     ByRowClusterBlocksPerSm,        // ... a cluster's blocks share a row that would leave fewer blocks an SM (sm_90)
     ByRowClusterFewRowsShare,       // rows fewer than SMs / this take a cluster's blocks each (sm_90), cache or not
     ByRowClusterMinTiles,           // ... where each block of the cluster walks at least this many tiles of the row
+    ByRowSideCachedThreads,         // rows side by side with a row cache: threads per block (a thread a row)
+    ByRowSideCachedUnroll,          // ... elements of its row a thread loads at once
+    ByRowSideCachedMinThreadsPerSm, // ... automatic where whole rows fit at this many threads an SM
+    ByRowSideCachedMinRegisters,    // ... registers a thread at least (bounds the blocks its registers are set for)
     Count_,
 };
 
