@@ -16,6 +16,41 @@
 
 using namespace lossjit;
 
+namespace {
+
+// A program (differentiated with respect to `wrt`, where any) planned for inputs of `shape` (index
+// inputs of `index_shape`) and its kernel spec for `knobs` on `gpu`.
+struct Planned {
+    ir::Program program;
+    Layout layout;
+    KernelSpec spec;
+};
+Planned plan(const char* text, const std::vector<std::string>& wrt_names, const Shape& shape, const Shape& index_shape,
+             const Knobs& knobs, DType dtype, const GpuFacts& gpu) {
+    Planned p{check(parse(text, "expr"), {}), {}, {}};
+    std::vector<int> wrt;
+    for (const auto& name : wrt_names)
+        wrt.push_back(static_cast<int>(std::find(p.program.inputs.begin(), p.program.inputs.end(), name) - p.program.inputs.begin()));
+    if (!wrt.empty()) p.program = differentiate(p.program, wrt, {});
+    std::vector<OperandShape> shapes;
+    for (std::size_t k = 0; k < p.program.inputs.size(); ++k)
+        shapes.push_back({p.program.inputs[k], p.program.index_inputs()[k] ? index_shape : shape, {}});
+    const OperandShape gradients{"gradients", shape, {}};
+    p.layout = plan_program_layout(p.program, shapes, wrt.empty() ? nullptr : &gradients);
+    p.spec = KernelSpec::choose(p.program, p.layout, KernelOperands::unplaced(p.program, dtype), knobs, false, gpu);
+    return p;
+}
+
+// The launch gives the row cache the columns kept of each input for each of the block's teams (rows).
+void check_cache_bytes(const KernelSpec& spec, long long columns, int inputs) {
+    CHECK(spec.row_cache_columns == columns);
+    CHECK(spec.row_cache_inputs == inputs);
+    CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(columns * inputs) * size_of(spec.compute) *
+                                             static_cast<std::size_t>(spec.block_threads / spec.team));
+}
+
+}  // namespace
+
 TEST_SUITE("kinds") {
 
 TEST_CASE("every default has a row for any GPU, one row per class, and cites a measurement that exists") {
@@ -108,7 +143,6 @@ TEST_CASE("an index beyond 2^24 columns is refused in float32, not rounded") {
 }
 
 TEST_CASE("the row cache: the inputs a later walk reads again, as much of the row as the GPU's shared memory holds") {
-    const auto checked = [](const std::string& text) { return check(parse(text, "expr"), {}); };
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
                         .shared_bytes_per_block = 227 * 1024};
     // The same SM's numbers on a GPU without clusters (the A100's are much the same).
@@ -190,26 +224,12 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         CAPTURE(std::string(row.program));
         CAPTURE(row.columns);
         CAPTURE(row.knob.value_or(false));
-        ir::Program program = checked(row.program);
-        std::vector<int> wrt;
-        for (const auto& name : row.wrt) wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
-        const bool grad = !wrt.empty();
-        if (grad) program = differentiate(program, wrt, {});
-        std::vector<OperandShape> shapes;  // class indices, or inputs of x's shape
-        for (std::size_t k = 0; k < program.inputs.size(); ++k)
-            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? Shape{512} : Shape{512, row.columns}, {}});
-        const OperandShape gradients{"gradients", {512, row.columns}, {}};
-        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
         Knobs knobs;
         knobs.row_cache = row.knob;
         knobs.row_cluster = row.cluster_knob;
-        const KernelSpec spec =
-            KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, row.dtype, row.gpu);
         CHECK(spec.row_cluster == row.cluster);
-        CHECK(spec.row_cache_columns == row.cached_columns);
-        CHECK(spec.row_cache_inputs == row.cached_inputs);
-        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs) *
-                                                 size_of(spec.compute) * static_cast<std::size_t>(spec.block_threads / spec.team));
+        check_cache_bytes(spec, row.cached_columns, row.cached_inputs);
         if (*row.note) {
             REQUIRE(spec.notes.size() == 1);
             CHECK(spec.notes[0].find(row.note) != std::string::npos);
@@ -282,27 +302,12 @@ TEST_CASE("the row cache of rows side by side: whole rows where the SM still hol
         CAPTURE(std::string(row.program));
         CAPTURE(row.shape);
         CAPTURE(row.knob.value_or(false));
-        ir::Program program = check(parse(row.program, "expr"), {});
-        std::vector<int> wrt;
-        for (const auto& name : row.wrt)
-            wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
-        const bool grad = !wrt.empty();
-        if (grad) program = differentiate(program, wrt, {});
-        const Shape index_shape{row.shape[0], row.shape[2]};
-        std::vector<OperandShape> shapes;
-        for (std::size_t k = 0; k < program.inputs.size(); ++k)
-            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? index_shape : row.shape, {}});
-        const OperandShape gradients{"gradients", row.shape, {}};
-        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
         Knobs knobs;
         knobs.row_cache = row.knob;
-        const KernelSpec spec =
-            KernelSpec::choose(program, layout, KernelOperands::unplaced(program, row.dtype), knobs, false, row.gpu);
+        const auto [program, layout, spec] =
+            plan(row.program, row.wrt, row.shape, {row.shape[0], row.shape[2]}, knobs, row.dtype, row.gpu);
         REQUIRE(spec.side_by_side);
-        CHECK(spec.row_cache_columns == row.cached_columns);
-        CHECK(spec.row_cache_inputs == row.cached_inputs);
-        CHECK(spec.dynamic_shared_bytes() == static_cast<std::size_t>(row.cached_columns * row.cached_inputs) *
-                                                 size_of(spec.compute) * static_cast<std::size_t>(spec.block_threads / spec.team));
+        check_cache_bytes(spec, row.cached_columns, row.cached_inputs);
         if (*row.note) {
             REQUIRE(spec.notes.size() == 1);
             CHECK(spec.notes[0].find(row.note) != std::string::npos);
@@ -363,20 +368,10 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
         CAPTURE(row.rows);
         CAPTURE(row.columns);
         CAPTURE(row.knob);
-        ir::Program program = check(parse(row.program, "expr"), {});
-        std::vector<int> wrt;
-        for (const auto& name : row.wrt)
-            wrt.push_back(static_cast<int>(std::find(program.inputs.begin(), program.inputs.end(), name) - program.inputs.begin()));
-        const bool grad = !wrt.empty();
-        if (grad) program = differentiate(program, wrt, {});
-        std::vector<OperandShape> shapes;
-        for (std::size_t k = 0; k < program.inputs.size(); ++k)
-            shapes.push_back({program.inputs[k], program.index_inputs()[k] ? Shape{row.rows} : Shape{row.rows, row.columns}, {}});
-        const OperandShape gradients{"gradients", {row.rows, row.columns}, {}};
-        const Layout layout = plan_program_layout(program, shapes, grad ? &gradients : nullptr);
         Knobs knobs;
         knobs.row_cluster = row.knob;
-        const KernelSpec spec = KernelSpec::choose(program, layout, KernelOperands::unplaced(program), knobs, false, row.gpu);
+        const auto [program, layout, spec] =
+            plan(row.program, row.wrt, {row.rows, row.columns}, {row.rows}, knobs, DType::float32, row.gpu);
         CHECK(spec.row_cluster == row.cluster);
         if (row.columns > 8192) CHECK(spec.row_cache_columns == 0);
         if (*row.note) {
