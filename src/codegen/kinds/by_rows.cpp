@@ -22,19 +22,6 @@ namespace {
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 
-// The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
-// and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
-// most of an SM's shared memory: often one block an SM, whose own threads must keep the bytes in
-// flight that many blocks would (ByRowCachedThreads, ByRowCachedBytesInFlight; knobs set win).
-// Rows a warp would take, each warp of the block its share of the cache, go to the whole block
-// where the warps would keep less than ByRowCacheWarpMinShare-th of their rows and the block more
-// (triplet 32768 x 8192: 14% of each row, or the whole row). Automatic where at least
-// ByRowCacheMinShare-th of the row fits the shared memory a block may have (48 KB where the GPU is
-// not known); asked for, as much of the row as fits. Asked for (knob row_cluster, sm_90), the
-// blocks of a thread-block cluster share each row a block would take, each walking and keeping its
-// part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
-// that an SM keeps several rows under way.
-// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
 // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
 // a block may have kPortableShared where the GPU is not known.
 constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
@@ -69,8 +56,8 @@ int side_team(int block_threads, long long rows, long long sms, const GpuFacts& 
 // that many would: blocks of ByRowSideCachedThreads (their threads a row chosen again for that
 // size) loading ByRowSideCachedUnroll elements of their row at once, registers for as many blocks
 // as the shared memory holds. Automatic where whole rows fit at ByRowSideCachedMinThreadsPerSm
-// threads an SM (RMS norm over the 64 channels of [N, 64, H, W]: 256 bytes a thread, 912); asked
-// for, as many leading columns as fit.
+// threads an SM (RMS norm over the 64 channels of [N, 64, H, W]: 256 bytes a thread, 13 blocks of
+// 64 an SM); asked for, as many leading columns as fit.
 void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
                        int inputs, bool asked, const Knobs& knobs, const GpuFacts& gpu) {
     KernelSpec cached = spec;
@@ -116,6 +103,19 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     spec = std::move(cached);
 }
 
+// The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
+// and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
+// most of an SM's shared memory: often one block an SM, whose own threads must keep the bytes in
+// flight that many blocks would (ByRowCachedThreads, ByRowCachedBytesInFlight; knobs set win).
+// Rows a warp would take, each warp of the block its share of the cache, go to the whole block
+// where the warps would keep less than ByRowCacheWarpMinShare-th of their rows and the block more
+// (triplet 32768 x 8192: 14% of each row, or the whole row). Automatic where at least
+// ByRowCacheMinShare-th of the row fits the shared memory a block may have (48 KB where the GPU is
+// not known); asked for, as much of the row as fits. Asked for (knob row_cluster, sm_90), the
+// blocks of a thread-block cluster share each row a block would take, each walking and keeping its
+// part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
+// that an SM keeps several rows under way. Rows side by side: choose_side_cache.
+// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
 void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
                       bool warp_per_row, long long element_inputs, long long element_bytes, const Knobs& knobs,
                       const GpuFacts& gpu) {
