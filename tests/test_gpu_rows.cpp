@@ -103,6 +103,29 @@ GradsWX gpu_grads_w_x(Loss& loss, std::span<const TensorView> views, const Shape
     return out;
 }
 
+// Gradients of `count` inputs of one shape: device buffers, the views a launch writes, and each one
+// downloaded and compared with the reference's (worst difference within `bound` of the largest).
+struct SameShapeGrads {
+    std::vector<HostTensor> host;
+    std::vector<DeviceBuffer> device;
+    std::vector<OutputView> views;
+    SameShapeGrads(std::size_t count, const Shape& shape, DType dtype) {
+        for (std::size_t k = 0; k < count; ++k) {
+            host.emplace_back(shape, dtype);
+            device.emplace_back(host.back().bytes.size());
+        }
+        for (std::size_t k = 0; k < count; ++k) views.push_back(OutputView{device[k].data(), dtype, shape, {}});
+    }
+    void check_against(const std::vector<ReferenceGradient>& expected, std::span<const std::string> names, double bound) {
+        for (std::size_t k = 0; k < host.size(); ++k) {
+            CAPTURE(names[k]);
+            device[k].download(host[k].bytes.data(), host[k].bytes.size());
+            const Spread d = spread(host[k], expected[k].values);
+            CHECK(d.worst <= bound * d.largest);
+        }
+    }
+};
+
 // Logits of `rows` x `columns` and class indices in [-2, columns + 1]: a few out of range (nan).
 struct Problem {
     std::string shape;
@@ -742,28 +765,16 @@ TEST_CASE("row programs: rows side by side kept in the row cache give the values
                 host.push_back(t.host.view());
                 if (name != "y") wrt.push_back(name);
             }
-            std::vector<HostTensor> grad_host;
-            std::vector<DeviceBuffer> grad;
-            std::vector<OutputView> grads;
-            for (std::size_t k = 0; k < wrt.size(); ++k) {
-                grad_host.emplace_back(shape, dtype);
-                grad.emplace_back(grad_host.back().bytes.size());
-            }
-            for (std::size_t k = 0; k < wrt.size(); ++k) grads.push_back(OutputView{grad[k].data(), dtype, shape, {}});
-            const auto expected = check_value_then_grad(loss, views, host, wrt, grads, dtype, 54);
+            SameShapeGrads grads(wrt.size(), shape, dtype);
+            const auto expected = check_value_then_grad(loss, views, host, wrt, grads.views, dtype, 54);
             // The kernel that walks the rows twice reports the knob: a map's gradient (the last one
             // run), a reduction's fused value and gradient (run again: its value alone walks once).
             if (loss.kind() == Kind::Reduction) {
-                loss.value_and_grad(views, wrt, grads, nullptr);
+                loss.value_and_grad(views, wrt, grads.views, nullptr);
                 synchronize();
             }
             if (knob) CHECK(loss.kernel_info()->knobs.row_cache == knob);
-            for (std::size_t k = 0; k < wrt.size(); ++k) {
-                CAPTURE(wrt[k]);
-                grad[k].download(grad_host[k].bytes.data(), grad_host[k].bytes.size());
-                const Spread d = spread(grad_host[k], expected[k].values);
-                CHECK(d.worst <= (dtype == DType::float32 ? 1e-5 : 8e-3) * d.largest);
-            }
+            grads.check_against(expected, wrt, dtype == DType::float32 ? 1e-5 : 8e-3);
         }
     }
 }
@@ -804,21 +815,9 @@ TEST_CASE("row programs: the gradient of amax and amin reaches the element the w
             const std::vector<TensorView> host{x.host.view(), second.host.view()};
             std::vector<std::string> wrt{"x"};
             if (!takes) wrt.push_back("s");
-            std::vector<HostTensor> got;
-            std::vector<DeviceBuffer> buffers;
-            std::vector<OutputView> grads;
-            for (std::size_t i = 0; i < wrt.size(); ++i) {
-                got.emplace_back(x.host.shape, dtype);
-                buffers.emplace_back(got.back().bytes.size());
-            }
-            for (std::size_t i = 0; i < wrt.size(); ++i) grads.push_back(OutputView{buffers[i].data(), dtype, x.host.shape, {}});
-            const auto want = check_value_then_grad(loss, views, host, wrt, grads, dtype, 74);
-            for (std::size_t i = 0; i < wrt.size(); ++i) {
-                CAPTURE(wrt[i]);
-                buffers[i].download(got[i].bytes.data(), got[i].bytes.size());
-                const Spread d = spread(got[i], want[i].values);
-                CHECK(d.worst <= (dtype == DType::float32 ? 1e-5 : 1e-12) * d.largest);
-            }
+            SameShapeGrads grads(wrt.size(), x.host.shape, dtype);
+            const auto want = check_value_then_grad(loss, views, host, wrt, grads.views, dtype, 74);
+            grads.check_against(want, wrt, dtype == DType::float32 ? 1e-5 : 1e-12);
         }
     }
 }
