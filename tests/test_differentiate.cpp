@@ -1037,6 +1037,59 @@ TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian prod
     }
 }
 
+TEST_CASE("a factor of one value per row comes out of a gradient's row sum, so the sum joins an earlier walk") {
+    // sum(P * E) = P * sum(E) where P is one value per row: RMS norm's sum(g * x / r / r) waits for r,
+    // sum(g * x) does not, and is added in r's own walk. Sums of differences stay whole (splitting
+    // sum(a - b) could cancel), so layer norm keeps its walks. The counts before: 3, 3, 4, 2.
+    struct Case {
+        const char* program;
+        int passes;  // walks of the gradient kernel over each row
+    };
+    const Case cases[] = {
+        {"x / sqrt(mean(x * x, -1) + 1e-6)", 2},
+        {"x / sqrt(sum(x * x, -1))", 2},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", 4},
+        {"x - logsumexp(x, -1)", 2},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 1000}, DType::float32)};
+        const KernelBuild build = compile(c.program).compile_kernel(shapes, std::vector<std::string>{"x"}, "sm_90");
+        int passes = 0;  // the emitter heads each walk "// pass N over the row"
+        for (std::size_t at = build.source.find("// pass "); at != std::string::npos; at = build.source.find("// pass ", at + 1))
+            ++passes;
+        CHECK(passes == c.passes);
+    }
+    // The factored gradient against central differences, with a negation and a quotient by a value
+    // per row in the product (L2 normalization scaled by a weight of one value per row, w [N, 1]).
+    const Loss loss = compile("-(x * w) / sqrt(sum(x * x, -1))");
+    HostTensor x = generate(parse_generator("3x5:normal"), 7), w = generate(parse_generator("3x1:uniform[0.5,1.5]"), 8);
+    const HostTensor up = generate(parse_generator("3x5:normal"), 9);
+    const auto grads = loss.reference_grad(std::vector<TensorView>{x.view(), w.view()}, std::vector<std::string>{"x", "w"}, up.view());
+    const auto weights = up.floats();
+    auto weighted_sum = [&] {
+        std::vector<double> out(15);
+        loss.reference_map(std::vector<TensorView>{x.view(), w.view()}, OutputView{out.data(), DType::float64, Dims{3, 5}, {}});
+        double total = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
+        return total;
+    };
+    for (auto [tensor, grad] : {std::pair{&x, &grads[0]}, std::pair{&w, &grads[1]}}) {
+        auto* data = reinterpret_cast<float*>(tensor->bytes.data());
+        for (std::size_t i = 0; i < grad->values.size(); ++i) {
+            CAPTURE(i);
+            const float kept = data[i];
+            const double h = 1e-2;
+            data[i] = static_cast<float>(kept + h);
+            const double plus = weighted_sum();
+            data[i] = static_cast<float>(kept - h);
+            const double minus = weighted_sum();
+            data[i] = kept;
+            CHECK(grad->values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+        }
+    }
+}
+
 TEST_CASE("class weights w[y]: each row's one value added at its class, as central differences say") {
     // The derivative of an input read only through takes with one index has a per-row form
     // (Derivative::scatters): the CPU reference adds it at the row's class, as the GPU's scatter

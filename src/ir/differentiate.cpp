@@ -493,7 +493,48 @@ private:
         n.args[0] = e;
         return builder().intern(n);
     }
-    int row_sum(int e) { return row_reduce(RowReduction::Sum, e); }
+    // sum(P * E) as P * sum(E), where P is one value per row (the adjoint of a row value, a norm's
+    // 1 / r): the sum then waits for no per-row value an earlier walk must find, so the kernel adds
+    // it in that walk (RMS norm's gradient: sum(g * x) beside mean(x^2), two walks instead of
+    // three). Only products, quotients by per-row values and negations are taken apart; the factors
+    // are multiplied in another order than written (the rounding of a product, not a cancellation).
+    int row_sum(int e) {
+        RowFactors f;
+        split_factors(e, f);
+        if (f.row < 0 || f.element < 0) return row_reduce(RowReduction::Sum, e);
+        NodeBuilder& b = builder();
+        const int sum = b.mul(f.row, row_reduce(RowReduction::Sum, f.element));
+        return f.negated ? b.neg(sum) : sum;
+    }
+    struct RowFactors {
+        int row = -1, element = -1;  // their products so far; -1: none
+        bool negated = false;
+    };
+    void split_factors(int id, RowFactors& f) {
+        NodeBuilder& b = builder();
+        const ir::Node& n = out_.node(id);
+        if (n.kind == ir::NodeKind::Binding) return split_factors(out_.bindings[static_cast<std::size_t>(n.slot)].node, f);
+        if (per_row(id)) {
+            f.row = f.row < 0 ? id : b.mul(f.row, id);
+            return;
+        }
+        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Neg) {
+            f.negated = !f.negated;
+            return split_factors(n.args[0], f);
+        }
+        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Mul) {
+            const int right = n.args[1];  // (n may move as nodes are added)
+            split_factors(n.args[0], f);
+            return split_factors(right, f);
+        }
+        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Div && per_row(n.args[1])) {
+            const int denominator = n.args[1];
+            split_factors(n.args[0], f);
+            f.row = b.div(f.row < 0 ? b.constant(1.0) : f.row, denominator);
+            return;
+        }
+        f.element = f.element < 0 ? id : b.mul(f.element, id);
+    }
     // A contribution made at each element of the row (or at each of its K values, from_k_values_)
     // summed: a row reduction of what varies along them; K times one value per row.
     int sum_along_row(int e) {
