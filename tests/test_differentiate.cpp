@@ -1037,10 +1037,12 @@ TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian prod
     }
 }
 
-TEST_CASE("a factor of one value per row comes out of a gradient's row sum, so the sum joins an earlier walk") {
+TEST_CASE("a gradient's row sum is split into factors of one value per row and terms, so parts join earlier walks") {
     // sum(P * E) = P * sum(E) where P is one value per row: RMS norm's sum(g * x / r / r) waits for r,
-    // sum(g * x) does not, and is added in r's own walk. Sums of differences stay whole (splitting
-    // sum(a - b) could cancel), so layer norm keeps its walks. The counts before: 3, 3, 4, 2.
+    // sum(g * x) does not, and is added in r's own walk. sum(A - B) = sum(A) - sum(B) where a part
+    // then needs an earlier walk: layer norm's mean's adjoint sum(w * g / s - n * (x - m)) splits
+    // into s's walk and n's. A sum whose terms all wait for the same walk stays one (log_softmax,
+    // the softmax of exp(x - lse)). The counts before: 3, 3, 4, 4, 2, 3.
     struct Case {
         const char* program;
         int passes;  // walks of the gradient kernel over each row
@@ -1048,44 +1050,61 @@ TEST_CASE("a factor of one value per row comes out of a gradient's row sum, so t
     const Case cases[] = {
         {"x / sqrt(mean(x * x, -1) + 1e-6)", 2},
         {"x / sqrt(sum(x * x, -1))", 2},
-        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", 4},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", 3},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5) * w + b", 3},
         {"x - logsumexp(x, -1)", 2},
+        {"exp(x - logsumexp(x, -1))", 3},
     };
     for (const auto& c : cases) {
         CAPTURE(std::string(c.program));
-        const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 1000}, DType::float32)};
-        const KernelBuild build = compile(c.program).compile_kernel(shapes, std::vector<std::string>{"x"}, "sm_90");
+        const Loss loss = compile(c.program);
+        std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 1000}, DType::float32)};
+        for (std::size_t k = 1; k < loss.inputs().size(); ++k) shapes.push_back(TensorView::contiguous(nullptr, {1000}, DType::float32));
+        const KernelBuild build = loss.compile_kernel(shapes, std::vector<std::string>{"x"}, "sm_90");
         int passes = 0;  // the emitter heads each walk "// pass N over the row"
         for (std::size_t at = build.source.find("// pass "); at != std::string::npos; at = build.source.find("// pass ", at + 1))
             ++passes;
         CHECK(passes == c.passes);
     }
-    // The factored gradient against central differences, with a negation and a quotient by a value
-    // per row in the product (L2 normalization scaled by a weight of one value per row, w [N, 1]).
-    const Loss loss = compile("-(x * w) / sqrt(sum(x * x, -1))");
-    HostTensor x = generate(parse_generator("3x5:normal"), 7), w = generate(parse_generator("3x1:uniform[0.5,1.5]"), 8);
-    const HostTensor up = generate(parse_generator("3x5:normal"), 9);
-    const auto grads = loss.reference_grad(std::vector<TensorView>{x.view(), w.view()}, std::vector<std::string>{"x", "w"}, up.view());
-    const auto weights = up.floats();
-    auto weighted_sum = [&] {
-        std::vector<double> out(15);
-        loss.reference_map(std::vector<TensorView>{x.view(), w.view()}, OutputView{out.data(), DType::float64, Dims{3, 5}, {}});
-        double total = 0;
-        for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
-        return total;
+    // The split gradients against central differences: a negation and a quotient by a value per row
+    // in the product (L2 normalization scaled by a weight of one value per row, w [N, 1]); layer norm
+    // with a weight along the row, its mean far from 0 against its spread (the split's two sums, of
+    // w * g / s and of n * (x - m), large against their difference).
+    const struct {
+        const char* program;
+        const char* x;
+        const char* w;
+    } checked[] = {
+        {"-(x * w) / sqrt(sum(x * x, -1))", "3x5:normal", "3x1:uniform[0.5,1.5]"},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5) * w", "3x5:normal[20,1]", "5:uniform[0.5,1.5]"},
     };
-    for (auto [tensor, grad] : {std::pair{&x, &grads[0]}, std::pair{&w, &grads[1]}}) {
-        auto* data = reinterpret_cast<float*>(tensor->bytes.data());
-        for (std::size_t i = 0; i < grad->values.size(); ++i) {
-            CAPTURE(i);
-            const float kept = data[i];
-            const double h = 1e-2;
-            data[i] = static_cast<float>(kept + h);
-            const double plus = weighted_sum();
-            data[i] = static_cast<float>(kept - h);
-            const double minus = weighted_sum();
-            data[i] = kept;
-            CHECK(grad->values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+    for (const auto& c : checked) {
+        CAPTURE(std::string(c.program));
+        const Loss loss = compile(c.program);
+        HostTensor x = generate(parse_generator(c.x), 7), w = generate(parse_generator(c.w), 8);
+        const HostTensor up = generate(parse_generator("3x5:normal"), 9);
+        const auto grads = loss.reference_grad(std::vector<TensorView>{x.view(), w.view()}, std::vector<std::string>{"x", "w"}, up.view());
+        const auto weights = up.floats();
+        auto weighted_sum = [&] {
+            std::vector<double> out(15);
+            loss.reference_map(std::vector<TensorView>{x.view(), w.view()}, OutputView{out.data(), DType::float64, Dims{3, 5}, {}});
+            double total = 0;
+            for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
+            return total;
+        };
+        for (auto [tensor, grad] : {std::pair{&x, &grads[0]}, std::pair{&w, &grads[1]}}) {
+            auto* data = reinterpret_cast<float*>(tensor->bytes.data());
+            for (std::size_t i = 0; i < grad->values.size(); ++i) {
+                CAPTURE(i);
+                const float kept = data[i];
+                const double h = 1e-2;
+                data[i] = static_cast<float>(kept + h);
+                const double plus = weighted_sum();
+                data[i] = static_cast<float>(kept - h);
+                const double minus = weighted_sum();
+                data[i] = kept;
+                CHECK(grad->values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+            }
         }
     }
 }

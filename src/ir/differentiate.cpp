@@ -493,23 +493,98 @@ private:
         n.args[0] = e;
         return builder().intern(n);
     }
-    // sum(P * E) as P * sum(E), where P is one value per row (the adjoint of a row value, a norm's
-    // 1 / r): the sum then waits for no per-row value an earlier walk must find, so the kernel adds
-    // it in that walk (RMS norm's gradient: sum(g * x) beside mean(x^2), two walks instead of
-    // three). Only products, quotients by per-row values and negations are taken apart; the factors
-    // are multiplied in another order than written (the rounding of a product, not a cancellation).
+    // A gradient's row sum, built so that the kernel can add it in as early a walk as it can.
+    // sum(P * E) with P one value per row (the adjoint of a row value, a norm's 1 / r) as
+    // P * sum(E): the sum then waits for no per-row value an earlier walk must find (RMS norm's
+    // gradient: sum(g * x) beside mean(x^2), two walks instead of three). Only products, quotients by
+    // per-row values and negations are taken apart; the factors are multiplied in another order than
+    // written (the rounding of a product, not a cancellation).
+    // sum(A + B - C) as sum(A) + sum(B) - sum(C) where that lets a part be added in an earlier walk
+    // (layer norm's gradient: sum(w * g / s) - n * sum(x - m), three walks instead of four). The
+    // terms are the ones the sum had, each evaluated as before; the sums are accumulated in double
+    // and combined once, so the split adds no error beyond the terms' own (it is not the expansion
+    // sum(a * (x - m)) = sum(a * x) - m * sum(a), whose new terms can be far larger than the sum).
     int row_sum(int e) {
-        RowFactors f;
-        split_factors(e, f);
-        if (f.row < 0 || f.element < 0) return row_reduce(RowReduction::Sum, e);
+        RowFactors whole;
+        split_factors(e, whole);
+        std::vector<SignedTerm> terms;
+        signed_terms(e, false, terms);
+        // The walk after which each form's value is known, before either is built (a reduction
+        // built and not used would still be counted among the kernel's accumulators).
+        int split_stage = 0;
+        for (auto& t : terms) {
+            split_factors(t.node, t.factors);
+            split_stage = std::max(split_stage, sum_stage(t.node, t.factors));
+        }
+        if (terms.size() < 2 || split_stage >= sum_stage(e, whole)) return factored_sum(e, whole);
+        // Terms without a per-row factor whose sums fall in one walk share one accumulator.
         NodeBuilder& b = builder();
-        const int sum = b.mul(f.row, row_reduce(RowReduction::Sum, f.element));
-        return f.negated ? b.neg(sum) : sum;
+        std::map<int, int> plain;  // the walk of a term's sum -> the signed sum of its terms so far
+        std::vector<int> parts;
+        for (const auto& t : terms) {
+            if (t.factors.element < 0 || t.factors.row >= 0) {
+                const int sum = factored_sum(t.node, t.factors);
+                parts.push_back(t.negated ? b.neg(sum) : sum);
+                continue;
+            }
+            auto [at, fresh] = plain.try_emplace(stage(t.node) + 1, t.negated ? b.neg(t.node) : t.node);
+            if (!fresh) at->second = t.negated ? b.sub(at->second, t.node) : b.add(at->second, t.node);
+        }
+        for (const auto& [walk, sum] : plain) parts.push_back(row_reduce(RowReduction::Sum, sum));
+        int split = parts[0];
+        for (std::size_t i = 1; i < parts.size(); ++i) split = b.add(split, parts[i]);
+        return split;
     }
     struct RowFactors {
         int row = -1, element = -1;  // their products so far; -1: none
         bool negated = false;
     };
+    struct SignedTerm {
+        int node;
+        bool negated;
+        RowFactors factors{};
+    };
+    // sum(e) by its factors: P * sum(E); C * e for e one value per row (no walk); else sum(e).
+    int factored_sum(int e, const RowFactors& f) {
+        NodeBuilder& b = builder();
+        if (f.element < 0) return b.mul(row_length(), e);
+        if (f.row < 0) return row_reduce(RowReduction::Sum, e);
+        const int sum = b.mul(f.row, row_reduce(RowReduction::Sum, f.element));
+        return f.negated ? b.neg(sum) : sum;
+    }
+    int sum_stage(int e, const RowFactors& f) {
+        if (f.element < 0) return stage(e);
+        if (f.row < 0) return stage(e) + 1;
+        return std::max(stage(f.row), stage(f.element) + 1);
+    }
+    // The terms of e through +, - and negation (and bindings), with their signs.
+    void signed_terms(int id, bool negated, std::vector<SignedTerm>& terms) {
+        const ir::Node& n = out_.node(id);
+        if (n.kind == ir::NodeKind::Binding) return signed_terms(out_.bindings[static_cast<std::size_t>(n.slot)].node, negated, terms);
+        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Neg) return signed_terms(n.args[0], !negated, terms);
+        if (n.kind == ir::NodeKind::Apply && (n.fn == Builtin::Add || n.fn == Builtin::Sub)) {
+            const int right = n.args[1];
+            const bool right_negated = n.fn == Builtin::Sub ? !negated : negated;
+            signed_terms(n.args[0], negated, terms);
+            return signed_terms(right, right_negated, terms);
+        }
+        terms.push_back({id, negated});
+    }
+    // After how many walks of the row a node's value is known, by the emitter's rule (by_rows_emit's
+    // stages(): a row reduction one walk after its argument; a reduction over a take's K values no
+    // walk). Memoized: nodes are added as differentiation goes, never changed.
+    int stage(int id) {
+        if (stage_.size() < out_.nodes.size()) stage_.resize(out_.nodes.size(), -1);
+        if (const int known = stage_[static_cast<std::size_t>(id)]; known >= 0) return known;
+        const ir::Node n = out_.node(id);
+        int s = 0;
+        if (n.kind == ir::NodeKind::Binding) s = stage(out_.bindings[static_cast<std::size_t>(n.slot)].node);
+        if (n.kind != ir::NodeKind::Total)
+            for (int i = 0; i < n.arity; ++i) s = std::max(s, stage(n.args[static_cast<std::size_t>(i)]));
+        if (n.kind == ir::NodeKind::RowReduce && !k_level(n.args[0])) ++s;
+        stage_[static_cast<std::size_t>(id)] = s;
+        return s;
+    }
     void split_factors(int id, RowFactors& f) {
         NodeBuilder& b = builder();
         const ir::Node& n = out_.node(id);
@@ -733,6 +808,7 @@ private:
     std::vector<int> factors_;             // Composite: d body / d each reduction differentiated (gradient_totals)
     static constexpr int kFolded = -2;     // a factor that is a constant, folded into the derivative
     std::vector<Level> level_;             // per node: level(), Unknown until asked
+    std::vector<int> stage_;               // per node: stage(), -1 until asked
     // Per input slot: the contributions its node received, and those of takes of the input itself
     // (`w[y]`): where all came so, with one index, the derivative also has a per-row form.
     struct Scatter {
