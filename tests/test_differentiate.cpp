@@ -906,6 +906,12 @@ TEST_CASE("programs once wrong give torch's numbers (pinned from the differentia
         {"sum(x ^ 0.5)", {{"x", {1}, {-inf}}}, "", {nan}, "+inf: pow(-inf, 0.5), where kernels use sqrt"},
         {"sum(where(b > 0, b, acos(sum(x, -1))))", {{"b", {1, 2}, {1, 2}}, {"x", {1, 2}, {1, 1}}}, "x", {0, 0},
          "nan: acos'(2) behind a row sum of where's unselected side"},
+        {"r = amax(x, -1); s0 = q - r; sum(tanh(sum((log(q) + s0) - x[k] * s0, -1)))",
+         {{"x", {2, 3}, {0.1, 0.2, 0.4, 0.05, -0.1, 0.3}}, {"k", {2, 2}, {0, 2, 1, 1}, true},
+          {"q", {2, 2}, {0.5, 0.75, 0.25, 0.4}}},
+         "x", {-0.06494670494879291, 0, -1.2015140415526693, 0, -0.0021835354019469904, -0.09607555768566747},
+         "x[2] -1.85, x[5] -0.140 (torch 1.13 float64 above): r's adjoint, a sum over the K taken values, split into its "
+         "terms with C (3) copies of the term of one value per row, not K (2)"},
     };
     for (const auto& row : table) {
         CAPTURE(row.text);

@@ -516,7 +516,9 @@ private:
             split_factors(t.node, t.factors);
             split_stage = std::max(split_stage, sum_stage(t.node, t.factors));
         }
-        if (terms.size() < 2 || split_stage >= sum_stage(e, whole)) return factored_sum(e, whole);
+        // (Not over a take's K values: a term of one value per row sums to K times it there, and
+        // their sums are no walk to save.)
+        if (from_k_values_ || terms.size() < 2 || split_stage >= sum_stage(e, whole)) return factored_sum(e, whole);
         // Terms without a per-row factor whose sums fall in one walk share one accumulator.
         NodeBuilder& b = builder();
         std::map<int, int> plain;  // the walk of a term's sum -> the signed sum of its terms so far
