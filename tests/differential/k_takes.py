@@ -315,9 +315,7 @@ def main():
     ap.add_argument("--log", default=None, help="append the summary here")
     args = ap.parse_args()
     start, failures = time.time(), 0
-    for k in range(args.count):
-        if args.only is not None and k != args.only:
-            continue
+    for k in [args.only] if args.only is not None else range(args.count):
         rng = random.Random(args.seed * 100003 + k)
         cli = args.cli if args.device == "cpu" and args.cli and k % args.compile_every == 0 else None
         program = generate(rng)
