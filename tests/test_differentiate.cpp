@@ -943,6 +943,46 @@ TEST_CASE("programs once wrong give torch's numbers (pinned from the differentia
     }
 }
 
+// The reference gradients of a map's float32 inputs with an upstream U against central differences
+// of sum(U * map(inputs)) through the forward reference (itself checked against torch by the
+// differential test). The step is what float32 holds of +-1e-2: a loose tolerance.
+namespace {
+void check_map_gradients(const Loss& loss, const std::vector<HostTensor*>& inputs, const std::vector<std::string>& names,
+                         const HostTensor& up) {
+    auto views = [&] {
+        std::vector<TensorView> v;
+        for (const HostTensor* t : inputs) v.push_back(t->view());
+        return v;
+    };
+    const auto grads = loss.reference_grad(views(), names, up.view());
+    REQUIRE(grads.size() == inputs.size());
+    const auto weights = up.floats();
+    auto weighted_sum = [&] {
+        std::vector<double> out(weights.size());
+        loss.reference_map(views(), OutputView{out.data(), DType::float64, Dims(up.shape), {}});
+        double total = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
+        return total;
+    };
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        CAPTURE(names[k]);
+        CHECK(grads[k].shape == inputs[k]->shape);
+        auto* data = reinterpret_cast<float*>(inputs[k]->bytes.data());
+        for (std::size_t i = 0; i < grads[k].values.size(); ++i) {
+            CAPTURE(i);
+            const float kept = data[i];
+            const double h = 1e-2;
+            data[i] = static_cast<float>(kept + h);
+            const double plus = weighted_sum();
+            data[i] = static_cast<float>(kept - h);
+            const double minus = weighted_sum();
+            data[i] = kept;
+            CHECK(grads[k].values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+        }
+    }
+}
+}  // namespace
+
 TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian product with the upstream") {
     // Against finite differences of sum(U * map(x)) through the forward reference (itself checked
     // against torch by the differential test), and log_softmax's closed form g - softmax * sum(g).
@@ -969,30 +1009,7 @@ TEST_CASE("maps that reduce along rows: the gradient is the vector-Jacobian prod
         if (c.per_row_output) expected_out.pop_back();
         REQUIRE(out_shape == expected_out);
         const HostTensor up = generate(parse_generator(format_shape(out_shape) + ":normal"), 6);
-        const auto grads = loss.reference_grad(views, std::vector<std::string>{"x"}, up.view());
-        REQUIRE(grads.size() == 1);
-        CHECK(grads[0].shape == c.x_shape);
-        const auto weights = up.floats();
-        auto weighted_sum = [&](const HostTensor& at) {
-            std::vector<double> out(static_cast<std::size_t>(element_count(out_shape)));
-            loss.reference_map(std::vector<TensorView>{at.view()}, OutputView{out.data(), DType::float64, Dims(out_shape), {}});
-            double total = 0;
-            for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
-            return total;
-        };
-        auto* data = reinterpret_cast<float*>(x.bytes.data());
-        for (std::size_t i = 0; i < grads[0].values.size(); ++i) {
-            CAPTURE(i);
-            const float kept = data[i];
-            const double h = 1e-2;
-            data[i] = static_cast<float>(kept + h);
-            const double plus = weighted_sum(x);
-            data[i] = static_cast<float>(kept - h);
-            const double minus = weighted_sum(x);
-            data[i] = kept;
-            // float32 inputs: the step is what float32 holds of +-h, so a loose tolerance.
-            CHECK(grads[0].values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
-        }
+        check_map_gradients(loss, {&x}, {"x"}, up);
     }
 
     // log_softmax's backward in closed form.
@@ -1088,30 +1105,7 @@ TEST_CASE("a gradient's row sum is split into factors of one value per row and t
         CAPTURE(std::string(c.program));
         const Loss loss = compile(c.program);
         HostTensor x = generate(parse_generator(c.x), 7), w = generate(parse_generator(c.w), 8);
-        const HostTensor up = generate(parse_generator("3x5:normal"), 9);
-        const auto grads = loss.reference_grad(std::vector<TensorView>{x.view(), w.view()}, std::vector<std::string>{"x", "w"}, up.view());
-        const auto weights = up.floats();
-        auto weighted_sum = [&] {
-            std::vector<double> out(15);
-            loss.reference_map(std::vector<TensorView>{x.view(), w.view()}, OutputView{out.data(), DType::float64, Dims{3, 5}, {}});
-            double total = 0;
-            for (std::size_t i = 0; i < out.size(); ++i) total += out[i] * weights[i];
-            return total;
-        };
-        for (auto [tensor, grad] : {std::pair{&x, &grads[0]}, std::pair{&w, &grads[1]}}) {
-            auto* data = reinterpret_cast<float*>(tensor->bytes.data());
-            for (std::size_t i = 0; i < grad->values.size(); ++i) {
-                CAPTURE(i);
-                const float kept = data[i];
-                const double h = 1e-2;
-                data[i] = static_cast<float>(kept + h);
-                const double plus = weighted_sum();
-                data[i] = static_cast<float>(kept - h);
-                const double minus = weighted_sum();
-                data[i] = kept;
-                CHECK(grad->values[i] == doctest::Approx((plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
-            }
-        }
+        check_map_gradients(loss, {&x, &w}, {"x", "w"}, generate(parse_generator("3x5:normal"), 9));
     }
 }
 
