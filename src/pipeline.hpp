@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -123,6 +124,12 @@ double gradient_scale(const ir::Program& program, const Shape& shape);
 
 // The nodes `roots` reach (themselves too), through arguments and through bindings to what they bind.
 std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots);
+
+// After how many walks of its row a by-rows kernel knows node `id`'s value: a binding's node's;
+// else the most of its arguments' (`stage_of`; a total's come from another kernel), and a row
+// reduction one walk more unless it walks a take's K values (`k_walk`). The emitter's passes
+// (by_rows_emit.cpp) and where the differentiator splits a gradient's row sums both count so.
+int walk_stage(const ir::Program& program, int id, const std::function<int(int)>& stage_of, bool k_walk);
 
 // A program's parameter values: the caller's (`caller`, in the order of ir::Program::params, which
 // starts with them), then each statistic's from `statistics` (its values, in the order of

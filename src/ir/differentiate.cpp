@@ -572,18 +572,15 @@ private:
         }
         terms.push_back({id, negated});
     }
-    // After how many walks of the row a node's value is known, by the emitter's rule (by_rows_emit's
-    // stages(): a row reduction one walk after its argument; a reduction over a take's K values no
-    // walk). Memoized: nodes are added as differentiation goes, never changed.
+    // walk_stage (pipeline.hpp), the emitter's count, memoized: nodes are added as differentiation
+    // goes, never changed. (The emitter also sums a mean's squared deviations in the mean's walk;
+    // not counted here, so a split is judged against one walk too many, never too few.)
     int stage(int id) {
         if (stage_.size() < out_.nodes.size()) stage_.resize(out_.nodes.size(), -1);
         if (const int known = stage_[static_cast<std::size_t>(id)]; known >= 0) return known;
-        const ir::Node n = out_.node(id);
-        int s = 0;
-        if (n.kind == ir::NodeKind::Binding) s = stage(out_.bindings[static_cast<std::size_t>(n.slot)].node);
-        if (n.kind != ir::NodeKind::Total)
-            for (int i = 0; i < n.arity; ++i) s = std::max(s, stage(n.args[static_cast<std::size_t>(i)]));
-        if (n.kind == ir::NodeKind::RowReduce && !k_level(n.args[0])) ++s;
+        const ir::Node& n = out_.node(id);
+        const bool k_walk = n.kind == ir::NodeKind::RowReduce && k_level(n.args[0]);
+        const int s = walk_stage(out_, id, [this](int arg) { return stage(arg); }, k_walk);
         stage_[static_cast<std::size_t>(id)] = s;
         return s;
     }

@@ -188,6 +188,15 @@ std::vector<RowGradient> row_gradient_kinds(const ir::Program& program, const La
     return kinds;
 }
 
+int walk_stage(const ir::Program& program, int id, const std::function<int(int)>& stage_of, bool k_walk) {
+    const ir::Node& n = program.node(id);
+    if (n.kind == ir::NodeKind::Binding) return stage_of(program.bindings[static_cast<std::size_t>(n.slot)].node);
+    int s = 0;
+    if (n.kind != ir::NodeKind::Total)
+        for (int i = 0; i < n.arity; ++i) s = std::max(s, stage_of(n.args[static_cast<std::size_t>(i)]));
+    return n.kind == ir::NodeKind::RowReduce && !k_walk ? s + 1 : s;
+}
+
 std::vector<bool> reached_nodes(const ir::Program& program, std::span<const int> roots) {
     std::vector<bool> reached(program.nodes.size(), false);
     std::vector<int> stack(roots.begin(), roots.end());

@@ -157,13 +157,9 @@ private:
     // depends on (per element) is known. A row reduction's pass is its argument's stage + 1.
     void stages() {
         stage_.assign(program_.nodes.size(), 0);
+        const auto known = [&](int arg) { return stage_[static_cast<std::size_t>(arg)]; };
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
-            const ir::Node& n = program_.nodes[id];
-            int s = 0;
-            if (n.kind == ir::NodeKind::Binding) s = stage_[static_cast<std::size_t>(bound(static_cast<int>(id)))];
-            if (n.kind != ir::NodeKind::Total)
-                for (int i = 0; i < n.arity; ++i) s = std::max(s, stage_[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])]);
-            if (n.kind == ir::NodeKind::RowReduce && !k_reduction(static_cast<int>(id))) ++s;  // a K walk is no pass
+            int s = walk_stage(program_, static_cast<int>(id), known, k_reduction(static_cast<int>(id)));
             // Squared deviations from a mean are summed in the mean's own pass (centered_).
             if (const auto m = centered_.find(static_cast<int>(id)); m != centered_.end()) s = stage_[static_cast<std::size_t>(m->second)];
             stage_[id] = s;
