@@ -788,7 +788,7 @@ constexpr std::string_view kCenteredAcc =
     "            return;\n"
     "        }\n"
     "        // Symmetric in the two sides: a butterfly's partners, combining each other, get the same bits.\n"
-    "        // One division (every thread of a block merges each warp's part: at 512 threads, 21 merges a\n"
+    "        // One division (every thread of a block merges each warp's part: at 512 threads, 20 merges a\n"
     "        // row; six float64 divisions each made layer norm's kernels latency-bound). Equal means stay\n"
     "        // exact (a row of one repeated value: variance 0, not a rounding of 1 / total).\n"
     "        const double ma = mean(), mb = o.mean(), total = n + o.n, delta = mb - ma, inverse = 1.0 / total;\n"
