@@ -13,6 +13,7 @@
 
 #include "util/numeric.hpp"
 #include "lj_div_cuh.hpp"  // generated from templates/lj_div.cuh (src/CMakeLists.txt)
+#include "lj_centered_cuh.hpp"  // generated from templates/lj_centered.cuh (src/CMakeLists.txt)
 #include "lj_log_cuh.hpp"  // generated from templates/lj_log.cuh (src/CMakeLists.txt)
 #include "lossjit/errors.hpp"
 
@@ -755,55 +756,8 @@ constexpr SharedAccumulator kSharedAccumulators[] = {
      kLogSumExpArgMaxAcc},
 };
 
-// The mean exactly as SumAcc's (the same sum, in column order per thread), and the squared
-// deviations from it as each thread's sums of (v - shift) and (v - shift)^2, shifted by the thread's
-// first element (close to the mean, so that the difference s2 - s1^2 / n keeps its digits in float64),
-// merged by Chan et al.'s pairwise update in the team's fixed order (the same bits every run; the
-// update is symmetric, so the two lanes of a butterfly step agree to the bit).
-// Non-finite elements make the squares nan, as the two passes' (e - mean) does.
-constexpr std::string_view kCenteredAcc =
-    "namespace lj {\n"
-    "struct CenteredAcc {  // one pass: the row's sum, and its squared deviations from the mean\n"
-    "    double s = 0.0;      // the plain sum (the mean: s / C)\n"
-    "    double n = 0.0;      // elements added\n"
-    "    double shift = 0.0;  // the first element added here, then the merged mean\n"
-    "    double s1 = 0.0, s2 = 0.0;  // sums of (v - shift) and (v - shift)^2\n"
-    "    template <class T> __device__ __forceinline__ void add(T v, long long) {\n"
-    "        const double x = (double)v;\n"
-    "        if (n == 0.0) shift = x;\n"
-    "        const double d = x - shift;\n"
-    "        s += x;\n"
-    "        n += 1.0;\n"
-    "        s1 += d;\n"
-    "        s2 = fma(d, d, s2);\n"
-    "    }\n"
-    "    // A merged side's s1 is 0 and its mean its shift: no division.\n"
-    "    __device__ __forceinline__ double mean() const { return s1 == 0.0 ? shift : shift + s1 / n; }\n"
-    "    __device__ __forceinline__ double m2() const { return s1 == 0.0 ? s2 : s2 - s1 * (s1 / n); }\n"
-    "    __device__ __forceinline__ void combine(const CenteredAcc& o) {\n"
-    "        s += o.s;\n"
-    "        if (o.n == 0.0) return;\n"
-    "        if (n == 0.0) {\n"
-    "            n = o.n, shift = o.shift, s1 = o.s1, s2 = o.s2;\n"
-    "            return;\n"
-    "        }\n"
-    "        // Symmetric in the two sides: a butterfly's partners, combining each other, get the same bits.\n"
-    "        // One division (every thread of a block merges each warp's part: at 512 threads, 20 merges a\n"
-    "        // row; six float64 divisions each made layer norm's kernels latency-bound). Equal means stay\n"
-    "        // exact (a row of one repeated value: variance 0, not a rounding of 1 / total).\n"
-    "        const double ma = mean(), mb = o.mean(), total = n + o.n, delta = mb - ma, inverse = 1.0 / total;\n"
-    "        const double squares = (m2() + o.m2()) + delta * delta * ((n * o.n) * inverse);\n"
-    "        shift = ma == mb ? ma : (n * ma + o.n * mb) * inverse;\n"
-    "        n = total, s1 = 0.0, s2 = squares;\n"
-    "    }\n"
-    "    __device__ __forceinline__ CenteredAcc shuffle_xor(int o) const {\n"
-    "        CenteredAcc r;\n"
-    "        r.s = lj::shuffle_xor(s, o), r.n = lj::shuffle_xor(n, o), r.shift = lj::shuffle_xor(shift, o);\n"
-    "        r.s1 = lj::shuffle_xor(s1, o), r.s2 = lj::shuffle_xor(s2, o);\n"
-    "        return r;\n"
-    "    }\n"
-    "};\n"
-    "}  // namespace lj\n";
+// lj::CenteredAcc (templates/lj_centered.cuh, where its merge is explained).
+constexpr std::string_view kCenteredAcc = templates::lj_centered_cuh;
 constexpr CenteredAccumulator kCentered{"lj::CenteredAcc", "(Value)({0}.s / (double)C)", "{0}.m2()", kCenteredAcc};
 
 double row_sum(std::span<const double> row) {
