@@ -140,6 +140,12 @@ std::vector<double> parameter_values(const ir::Program& program, std::span<const
 // The inputs a program reads: its input slots in program order. Inputs the program lists but never
 // reads are not passed to its kernel, nor walked by the reference.
 std::vector<int> read_inputs(const ir::Program& program);
+// The inputs whose dtypes decide what a program computes in (compute_dtype) and a map's default
+// output dtype (result_dtype): those the program as written reads (ir::Program::source_reads), so
+// that splitting off a statistic or a gradient program never changes its precision.
+std::vector<int> dtype_inputs(const ir::Program& program);
+// compute_dtype() of the dtypes of dtype_inputs(program); `by_slot`: each input slot's dtype.
+DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot);
 
 // How a result computed over a part of the rows adds up to the result over all of them, for
 // programs that run a part at a time (linear_loss): Sum, the parts' results add; Fraction, each

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -221,6 +222,35 @@ TEST_CASE("the kernels that read statistics compile with NVRTC") {
         CHECK(source.find("statistics[0]") != std::string::npos);
         CHECK(!compile_cuda(source, "compute_90").data.empty());
     }
+}
+
+TEST_CASE("a statistic computes in its program's type, whatever inputs it reads itself") {
+    // mean(y * y + 0.25) reads only an integer, but the program reads a float64 input: unsplit it
+    // would compute in float64, and so must its statistic's kernel (a float32 one rounded y * y above
+    // 2^24: a float64 program off by 5e-8, GPU differential seed 111). The map's output dtype too.
+    Options options;
+    options.inputs = {"y", "b"};
+    auto loss = compile("mean(y * y + 0.25) * b", options);
+    auto map = compile("y * mean(b)", options);
+    for (const DType data : {DType::float32, DType::float64}) {
+        CAPTURE(to_string(data));
+        const TensorView views[] = {TensorView::contiguous(nullptr, {64, 100}, DType::int32),
+                                    TensorView::contiguous(nullptr, {64, 100}, data)};
+        const auto statistics = loss.statistic_sources(views);
+        REQUIRE(statistics.size() == 1);
+        const bool f64 = data == DType::float64;
+        CHECK((statistics[0].find("using Value = double;") != std::string::npos) == f64);
+        CHECK((loss.cuda_source(views).find("using Value = double;") != std::string::npos) == f64);
+        CHECK(map.output_dtype(views) == data);
+        CHECK((map.cuda_source(views).find("using Value = double;") != std::string::npos) == f64);
+    }
+    // The reference: y * y + 0.25 is exact in float64 (16793604.25 for y = 4098), not in float32.
+    auto reduction = compile("sum(mean(y * y + 0.25) * b)", options);
+    const std::vector<std::int32_t> y{4098, 3};
+    const std::vector<double> b{1, 2};
+    const TensorView views[] = {TensorView::contiguous(y.data(), {2}, DType::int32), view(b, {2})};
+    const double m = (4098.0 * 4098.0 + 0.25 + 9.25) / 2;
+    CHECK(reduction.reference(views) == m * 3);
 }
 
 }  // TEST_SUITE

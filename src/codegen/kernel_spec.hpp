@@ -113,7 +113,7 @@ struct KernelSpec {
     std::vector<DType> input_dtypes; // per read input (as inner_strides), then a map's upstream gradient
     DType result_dtype = DType::float32;  // a map's output, or a reduction's result
     std::vector<DType> grad_dtypes;  // per derivative
-    DType compute = DType::float32;  // what the program computes in: compute_dtype() of its inputs
+    DType compute = DType::float32;  // what the program computes in: compute_dtype() of its dtype_inputs
     bool one_block = false;          // reductions: the whole input fits one block's tile, the grid is 1
     int block_threads = 256;
     // Reductions: what each thread sums into. Emitted only when not Float64, so float64 kernels are

@@ -857,6 +857,7 @@ ir::Program weighted_sum_of_map(const ir::Program& map) {
     while (std::find(sum.inputs.begin(), sum.inputs.end(), name) != sum.inputs.end()) name += "_";
     sum.inputs.push_back(name);
     sum.nodes.push_back(upstream);
+    if (!sum.source_reads.empty()) sum.source_reads.push_back(upstream.slot);  // as an elementwise map's upstream
     ir::Node weighted;
     weighted.kind = ir::NodeKind::Apply;
     weighted.fn = Builtin::Mul;

@@ -135,6 +135,12 @@ struct Program {
     // was split from: they keep the rows' shape though it takes nothing.
     bool statistic = false;
     std::vector<bool> indices;
+    // The input slots the program as the user wrote it reads (set before statistics are split off;
+    // empty: read_inputs). Their dtypes decide the compute type and a map's output dtype of this
+    // program and of every program built from it (its statistics, gradient programs and gradient
+    // factor): a statistic that reads only integers still computes in float64 where the program
+    // reads a float64 input, as it would unsplit (dtype_inputs, pipeline.hpp).
+    std::vector<int> source_reads;
 
     // This program without its nodes, bindings, body and derivatives: what a pass that builds a
     // program from this one starts from.
@@ -149,6 +155,7 @@ struct Program {
         p.statistics = statistics;
         p.statistic = statistic;
         p.indices = indices;
+        p.source_reads = source_reads;
         return p;
     }
 

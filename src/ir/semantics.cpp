@@ -229,9 +229,19 @@ double gradient_scale(const ir::Program& program, const Shape& shape) { return 1
 
 DType default_output_dtype(const ir::Program& program, std::span<const TensorView> inputs) {
     std::vector<DType> dtypes;
-    for (int slot : read_inputs(program))
+    for (int slot : dtype_inputs(program))
         if (static_cast<std::size_t>(slot) < inputs.size()) dtypes.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
     return result_dtype(dtypes);
+}
+
+std::vector<int> dtype_inputs(const ir::Program& program) {
+    return program.source_reads.empty() ? read_inputs(program) : program.source_reads;
+}
+
+DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot) {
+    std::vector<DType> dtypes;
+    for (int slot : dtype_inputs(program)) dtypes.push_back(by_slot[static_cast<std::size_t>(slot)]);
+    return compute_dtype(dtypes);
 }
 
 std::vector<int> read_inputs(const ir::Program& program) {

@@ -225,6 +225,7 @@ ast::Pos statistic_position(const ir::Program& program, int index) {
 }
 
 ir::Program split_statistics(ir::Program program) {
+    if (program.source_reads.empty()) program.source_reads = read_inputs(program);
     // statistic0, statistic1, ...: underscores added until no input, parameter or binding of the
     // user's has such a name.
     std::string prefix = "statistic";

@@ -33,12 +33,13 @@ static_assert(std::numeric_limits<float>::is_iec559, "out-of-range double -> flo
 double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
 // What the kernel for these operands computes in (emit: Element::Value), from the dtypes of the
-// inputs the program reads (and a map's upstream gradient).
+// inputs the program as written reads (and a map's upstream gradient).
 DType program_compute(const ir::Program& program, std::span<const HostOperand> inputs) {
-    std::vector<DType> read;
-    for (int slot : read_inputs(program)) read.push_back(inputs[static_cast<std::size_t>(slot)].dtype);
-    if (inputs.size() > program.inputs.size()) read.push_back(inputs.back().dtype);
-    return compute_dtype(read);
+    std::vector<DType> by_slot;
+    for (const auto& input : inputs) by_slot.push_back(input.dtype);
+    const DType compute = program_compute_dtype(program, by_slot);
+    const bool upstream64 = inputs.size() > program.inputs.size() && inputs.back().dtype == DType::float64;
+    return upstream64 ? DType::float64 : compute;
 }
 
 // Walks linear element indices of one operand, turning them into memory offsets without a division

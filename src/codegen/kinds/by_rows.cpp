@@ -348,7 +348,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         element_inputs += along ? 1 : 0;
         element_bytes += along ? static_cast<long long>(size_of(operands.input_dtypes[k])) : 0;
     }
-    spec.compute = compute_dtype(spec.input_dtypes);
+    spec.compute = program_compute_dtype(program, operands.input_dtypes);
     // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.
     constexpr long long kExactFloat32Integers = 1LL << 24;
     if (spec.compute != DType::float64 && columns > kExactFloat32Integers) {
