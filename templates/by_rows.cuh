@@ -197,20 +197,30 @@ struct Team {
     }
 
     // The combination of the team's parts within the block: the warp's by shuffles, then the block's
-    // warps' through shared memory, in warp order. FENCED: first wait until the previous use of this
-    // type's shared memory is over.
+    // warps' through shared memory, and again by shuffles (lane l takes warp l's part, W of them a
+    // power of two: log2 W merges a thread, not W - 1 in a row; a centered accumulator's merge
+    // divides, and 15 of them in a row at 512 threads kept a block a row waiting). A butterfly of a
+    // symmetric merge leaves the same bits in every lane, and every warp does the same. FENCED: first
+    // wait until the previous use of this type's shared memory is over.
     template <bool FENCED, class Part>
     __device__ __forceinline__ static Part in_block(Part a) {
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
         if constexpr (TEAM != 32) {
-            __shared__ Part warps[BLOCK / 32];
+            constexpr int kWarps = BLOCK / 32;
+            __shared__ Part warps[kWarps];
             if constexpr (FENCED) __syncthreads();
             if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = a;
             __syncthreads();
-            a = warps[0];
+            if constexpr ((kWarps & (kWarps - 1)) == 0) {
+                a = warps[threadIdx.x & (kWarps - 1)];
 #pragma unroll
-            for (int w = 1; w < BLOCK / 32; ++w) a.combine(warps[w]);
+                for (int o = kWarps / 2; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
+            } else {  // (a block size set by hand)
+                a = warps[0];
+#pragma unroll
+                for (int w = 1; w < kWarps; ++w) a.combine(warps[w]);
+            }
         }
         return a;
     }

@@ -1,9 +1,9 @@
 // lj::CenteredAcc (templates/lj_centered.cuh), compiled on the host from the same file the kernels
 // get: a block team's merges emulated as the GPU runs them (each thread's columns in vectors of 4,
-// the warp's butterfly, then every thread merging each warp's part in warp order: TeamOf::in_block
-// in templates/by_rows.cuh), against a two-pass variance in long double. Rows of one repeated value
-// must give 0 exactly, the two lanes of a butterfly step the same bits, inf and nan as the two
-// passes give them.
+// the warp's butterfly, then lane l of every warp taking warp l's part and a butterfly over those:
+// TeamOf::in_block in templates/by_rows.cuh), against a two-pass variance in long double. Rows of
+// one repeated value must give 0 exactly, every thread of the block the same bits, inf and nan as the
+// two passes give them.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,20 +35,28 @@ struct Merged {
 
 // The row's mean and (biased) variance as a block of `block` threads a row computes them.
 Merged merge_as_a_block(const std::vector<float>& row, int block) {
-    std::vector<CenteredAcc> lane(static_cast<std::size_t>(block));
-    for (std::size_t k = 0; k < row.size(); ++k) lane[(k / 4) % static_cast<std::size_t>(block)].add(row[k], 0);
-    for (int o = 16; o > 0; o >>= 1) {
-        std::vector<CenteredAcc> next = lane;
-        for (int i = 0; i < block; ++i) next[static_cast<std::size_t>(i)].combine(lane[static_cast<std::size_t>(i ^ o)]);
-        lane = next;
+    const auto at = [](int i) { return static_cast<std::size_t>(i); };
+    std::vector<CenteredAcc> lane(at(block));
+    for (std::size_t k = 0; k < row.size(); ++k) lane[(k / 4) % at(block)].add(row[k], 0);
+    const auto butterfly = [&](int from) {
+        for (int o = from; o > 0; o >>= 1) {
+            std::vector<CenteredAcc> next = lane;
+            for (int i = 0; i < block; ++i) next[at(i)].combine(lane[at(i ^ o)]);
+            lane = next;
+        }
+    };
+    butterfly(16);
+    const int warps = block / 32;
+    if (warps > 1) {
+        std::vector<CenteredAcc> parts;
+        for (int w = 0; w < warps; ++w) parts.push_back(lane[at(w * 32)]);
+        for (int i = 0; i < block; ++i) lane[at(i)] = parts[at(i % 32 % warps)];
+        butterfly(warps / 2);
     }
     bool agree = true;
-    for (int i = 0; i < block; ++i)
-        agree = agree && std::memcmp(&lane[static_cast<std::size_t>(i)], &lane[static_cast<std::size_t>(i & ~31)], sizeof(CenteredAcc)) == 0;
-    CenteredAcc a = lane[0];
-    for (int w = 1; w < block / 32; ++w) a.combine(lane[static_cast<std::size_t>(w * 32)]);
+    for (int i = 0; i < block; ++i) agree = agree && std::memcmp(&lane[at(i)], &lane[0], sizeof(CenteredAcc)) == 0;
     const double columns = static_cast<double>(row.size());
-    return {a.s / columns, a.m2() / columns, agree};
+    return {lane[0].s / columns, lane[0].m2() / columns, agree};
 }
 
 float two_pass_variance(const std::vector<float>& row) {
