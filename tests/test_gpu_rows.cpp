@@ -160,12 +160,17 @@ struct Run {
     std::optional<bool> row_cache;  // automatic, off or on
     int row_cluster = 0;
     bool all_dtypes = true;  // the clusters' runs: float32 only (the walks are the dtypes' own elsewhere)
+    RowTeam row_team = RowTeam::Auto;
 };
 std::vector<Run> cached_runs(bool reduction) {
     std::vector<Run> runs;
     for (const auto& problem : kProblems) runs.push_back({problem, std::nullopt});
     for (const auto& problem : kCachedProblems)
         for (bool cache : {false, true}) runs.push_back({problem, cache, cache ? 0 : 1});
+    // The row team asked for: the block (of automatic size, a few warps) where warps would take the
+    // rows, and warps where the block would.
+    runs.push_back({Problem{"64x4096", 64, 4096}, true, 0, true, RowTeam::Block});
+    runs.push_back({Problem{"24x20000", 24, 20000}, true, 0, true, RowTeam::Warp});
     if (lossjit_test::device_arch() >= 90) {
         for (const auto& [problem, cluster] : {std::pair{Problem{"24x20000", 24, 20000}, 2}, {Problem{"3x70000", 3, 70000}, 8},
                                                {Problem{"3x70000", 3, 70000}, 2}})
@@ -439,7 +444,7 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
         {"l = logsumexp(x, -1) - x[y]; sum(where(y % 3 != 0, l, 0)) / sum(y % 3 != 0)", true},
         {"l = logsumexp(x, -1) - x[y]; sum((y % 5 + 1) * l) / sum(y % 5 + 1)", true},
     };
-    for (const auto& [problem, row_cache, row_cluster, all_dtypes] : cached_runs(true)) {
+    for (const auto& [problem, row_cache, row_cluster, all_dtypes, row_team] : cached_runs(true)) {
         for (DType dtype : {DType::float32, DType::bfloat16}) {
             if (!all_dtypes && dtype != DType::float32) continue;
             const Typed x(problem.shape + ":normal", dtype, 21);
@@ -452,9 +457,11 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 CAPTURE(std::string(c.program));
                 CAPTURE(row_cache.value_or(false));
                 CAPTURE(row_cluster);
+                CAPTURE(to_string(row_team));
                 Options options;
                 options.knobs.row_cache = row_cache;
                 options.knobs.row_cluster = row_cluster;
+                options.knobs.row_team = row_team;
                 options.inputs = {"x", c.indexed ? "y" : "s"};
                 auto loss = compile(c.program, options);
                 const Typed& second = c.indexed ? y : s;
@@ -607,7 +614,7 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false, false},
         {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
     };
-    for (const auto& [problem, row_cache, row_cluster, all_dtypes] : cached_runs(false)) {
+    for (const auto& [problem, row_cache, row_cluster, all_dtypes, row_team] : cached_runs(false)) {
         for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
             if (!all_dtypes && dtype != DType::float32) continue;
             const Typed x(problem.shape + ":normal", dtype, 31);
@@ -619,9 +626,11 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
                 CAPTURE(std::string(c.program));
                 CAPTURE(row_cache.value_or(false));
                 CAPTURE(row_cluster);
+                CAPTURE(to_string(row_team));
                 Options options;
                 options.knobs.row_cache = row_cache;
                 options.knobs.row_cluster = row_cluster;
+                options.knobs.row_team = row_team;
                 auto loss = compile(c.program, options);
                 std::vector<TensorView> views{x.view()}, host{x.host.view()};
                 if (c.indexed) {

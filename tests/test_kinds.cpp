@@ -160,6 +160,9 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         DType dtype = DType::float32;
         int cluster = 1;               // blocks of a cluster a row (KernelSpec::row_cluster)
         int cluster_knob = 0;          // Knobs::row_cluster
+        RowTeam team_knob = RowTeam::Auto;
+        int block_knob = 0;
+        int block = 0;                 // threads a block, where it matters (0: any)
     };
     const Row rows[] = {
         // Cross-entropy's value and gradient: logits read by the value's walk and the gradient's.
@@ -188,8 +191,24 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         // of 4), as at 32768.
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 50257, h100, std::nullopt, 50260, 1, "", 512, 8},
         // Where the warps would keep less than half their rows (3504 of 8192), the block takes each
-        // row and keeps all of it; no more loads than the row has.
-        {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 512, 4},
+        // row and keeps all of it, with the fewest threads (from 128, ByRowBlockTeamMinThreads) whose
+        // blocks keep 64 KB in flight an SM: 128 x unroll 8 x 16 bytes, 6 blocks of 32 KB an SM.
+        {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 128, 8},
+        // A block size set by hand decides the team as before (512: the block), and is kept.
+        {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 8192, 1, "", 512, 4, DType::float32, 1, 0,
+         RowTeam::Auto, 512, 512},
+        // Layer norm's gradient over 4096: x and the upstream kept (32 KB a row); the warps would keep
+        // 1752 columns, the block takes the row with 128 threads (unroll 4: 32 values a thread).
+        {"m = mean(x, -1); sum(y * (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5))", {"x"}, 4096, h100, std::nullopt, 4096,
+         2, "", 128, 4, DType::float32, 1, 0, RowTeam::Auto, 0, 128},
+        // row_team: the warps, each its share, or the block (of automatic size: 128 threads) though the
+        // warps would keep enough.
+        {"m = mean(x, -1); sum(y * (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5))", {"x"}, 4096, h100, std::nullopt, 1752,
+         2, "", 32, 0, DType::float32, 1, 0, RowTeam::Warp, 0, 512},
+        {"exp(x - logsumexp(x, -1))", {}, 2048, h100, std::nullopt, 2048, 1, "", 128, 0, DType::float32, 1, 0,
+         RowTeam::Block, 0, 128},
+        // Rows of 32768 keep 128 KB each: one block an SM, which needs 512 threads for 64 KB in flight.
+        {"exp(x - logsumexp(x, -1))", {}, 32768, h100, std::nullopt, 32768, 1, "", 512, 8},
         // A block team, a row not a multiple of 4: whole vectors.
         {"exp(x - logsumexp(x, -1))", {}, 10001, h100, true, 10004, 1, ""},
         // bfloat16: half the bytes a load, and the registers' limit (32 values a thread) holds unroll
@@ -199,8 +218,9 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         // Two inputs read again (cosine's value and gradients), float64 arithmetic: 8 bytes a column.
         {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 16384, h100, std::nullopt,
          16384, 2, "", 512, 4},
+        // (float64 inputs: a block of 256 threads keeps 64 KB in flight.)
         {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 8192, h100, true, 8192, 2, "",
-         512, 0, DType::float64},
+         256, 0, DType::float64},
         {"mean(1 - sum(x * y, -1) / sqrt(sum(x * x, -1) * sum(y * y, -1)))", {"x", "y"}, 16384, h100, std::nullopt,
          8192, 2, "", 512, 2, DType::float32, 2, 2},
         // Triplet's three inputs of 8192: 96 KB a row; in clusters of 4, 24 KB a block.
@@ -227,7 +247,10 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         Knobs knobs;
         knobs.row_cache = row.knob;
         knobs.row_cluster = row.cluster_knob;
+        knobs.row_team = row.team_knob;
+        knobs.block_threads = row.block_knob;
         const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, row.dtype, row.gpu);
+        if (row.block) CHECK(spec.block_threads == row.block);
         CHECK(spec.row_cluster == row.cluster);
         check_cache_bytes(spec, row.cached_columns, row.cached_inputs);
         if (*row.note) {
@@ -398,20 +421,24 @@ TEST_CASE("the row cache: one source for every row length; a tuning record's kno
         return KernelSpec::choose(softmax, plan_program_layout(softmax, std::vector{x}, nullptr),
                                   KernelOperands::unplaced(softmax), knobs, false, h100);
     };
-    // Rows of 12288 and 16384: the same source, other launch sizes.
-    const KernelSpec a = spec_for(12288, {}), b = spec_for(16384, {});
-    REQUIRE(a.row_cache_columns == 12288);
-    REQUIRE(b.row_cache_columns == 16384);
+    // Rows of 10240 and 12288: the same source (a block of 128 threads a row), other launch sizes.
+    const KernelSpec a = spec_for(10240, {}), b = spec_for(12288, {});
+    REQUIRE(a.row_cache_columns == 10240);
+    REQUIRE(b.row_cache_columns == 12288);
     CHECK(a.dynamic_shared_bytes() != b.dynamic_shared_bytes());
     CHECK(emit_cuda(softmax, a) == emit_cuda(softmax, b));
-    // Rows of 8192 go to the block (the warps would keep 43% of theirs), and so they do with the
-    // threads, items and vector width a tuning record holds.
+    // Rows of 8192 go to the block (the warps would keep 43% of theirs), of 128 threads, and so they
+    // do with the threads, items, vector width and team a tuning record holds (a block of 128 set by
+    // hand alone takes warps: 4 of them keep their rows).
     const KernelSpec automatic = spec_for(8192, {});
+    CHECK(automatic.block_threads == 128);
     Knobs recorded;
     recorded.block_threads = automatic.block_threads;
     recorded.items_per_thread = automatic.unroll * automatic.vector_width;
     recorded.vector_width = automatic.vector_width;
     recorded.row_cache = true;
+    CHECK(spec_for(8192, recorded).team == kWarpThreads);
+    recorded.row_team = RowTeam::Block;
     const KernelSpec replayed = spec_for(8192, recorded);
     CHECK(automatic.team == automatic.block_threads);
     CHECK(replayed.team == automatic.team);

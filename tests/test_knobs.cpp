@@ -124,7 +124,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK((both.unroll == 0 && both.items_per_thread == 8));
 
     const std::pair<const char*, const char*> errors[] = {
-        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster)"},
+        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster, row_team)"},
         {"block", "expected KNOB=VALUE"},
         {"block=", "expected KNOB=VALUE"},
         {"block=fast", "knob block: 'fast' is not a whole number (or 'auto')"},
@@ -136,6 +136,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"vector=3", "vector width must be 1, 4 or 8"},
         {"row_cluster=3", "blocks of a row cluster must be 1, 2, 4 or 8 (0: automatic), not 3"},
         {"row_cluster=16", "blocks of a row cluster must be 1, 2, 4 or 8"},
+        {"row_team=thread", "knob row_team: 'thread' is not warp, block or auto"},
     };
     for (const auto& [text, message] : errors) {
         CAPTURE(text);
@@ -161,8 +162,14 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     set_knob(described, "cluster=4");
     CHECK(described.row_cluster == 4);
     CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off, row_cluster 4");
+    set_knob(described, "team=warp");
+    CHECK(described.row_team == RowTeam::Warp);
+    set_knob(described, "row_team=block");
+    CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off, row_cluster 4, row_team block");
+    set_knob(described, "row_team=auto");
+    CHECK(described.row_team == RowTeam::Auto);
     // The help names the ranges validate_knobs checks.
-    REQUIRE(knob_help().size() == 9);
+    REQUIRE(knob_help().size() == 10);
     CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
                                       "with logs (KL), 128 for "
           "maps, 1024 for small fused gradient kernels (512 when summing over rows, and along rows except on an "

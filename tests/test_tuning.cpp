@@ -333,17 +333,38 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     mine_cluster.row_cluster = 4;
     apply_tuned(mine_cluster, clustered_record);
     CHECK(mine_cluster.row_cluster == 4);
+
+    // The row team: a record's is replayed (alone too); a record from before the knob leaves it
+    // automatic (its block size decides, as it did); a set knob wins.
+    Knobs teamed_record = cached_record;
+    teamed_record.row_team = RowTeam::Block;
+    Knobs takes_team;
+    CHECK(apply_tuned(takes_team, teamed_record));
+    CHECK(takes_team.row_team == RowTeam::Block);
+    Knobs before_teams;
+    CHECK(apply_tuned(before_teams, cached_record));
+    CHECK(before_teams.row_team == RowTeam::Auto);
+    Knobs all_but_team = all_but_cluster;
+    all_but_team.row_cluster = 1;
+    CHECK(apply_tuned(all_but_team, teamed_record));
+    CHECK(all_but_team.row_team == RowTeam::Block);
+    Knobs mine_team;
+    mine_team.row_team = RowTeam::Warp;
+    apply_tuned(mine_team, teamed_record);
+    CHECK(mine_team.row_team == RowTeam::Warp);
 }
 
-TEST_CASE("a record's row cache and row cluster are written where known and read back") {
+TEST_CASE("a record's row cache, row cluster and row team are written where known and read back") {
     TempDir dir;
     TuningRecord with = record("p=8x8 t=8x8");
     with.knobs.row_cache = false;  // off is a choice too, not "automatic"
     with.knobs.row_cluster = 1;
+    with.knobs.row_team = RowTeam::Block;
     TuningStore store(dir.path / "tuning.json", true);
     store.put(with);
     CHECK(read(dir.path / "tuning.json").find("\"row_cache\": false") != std::string::npos);
     CHECK(read(dir.path / "tuning.json").find("\"row_cluster\": 1") != std::string::npos);
+    CHECK(read(dir.path / "tuning.json").find("\"row_team\": \"block\"") != std::string::npos);
     TuningStore reader(dir.path / "tuning.json", false);
     const auto found = reader.find(with.key);
     REQUIRE(found);

@@ -17,6 +17,15 @@ enum class Accumulator {
 };
 std::string_view to_string(Accumulator accumulator);  // "auto", "float64", "float32", "compensated"
 
+// Which threads take a row of a program that reduces along rows (rows not side by side).
+enum class RowTeam {
+    Auto,   // a warp while rows are short, else the block; a block of automatic size a row takes the
+            // fewest threads that keep its SM's loads in flight (docs/tuning.md)
+    Warp,   // each warp of the block a row of its own
+    Block,  // the whole block a row (or, with row_cluster, the blocks of a cluster)
+};
+std::string_view to_string(RowTeam team);  // "auto", "warp", "block"
+
 // The ranges validate_knobs (src/tuning/knobs.cpp) enforces, and the launch and code generation
 // rely on.
 inline constexpr int kWarpThreads = 32;          // threads per block come in whole warps
@@ -32,7 +41,8 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 //   takes the tuning store's value for the program, input shapes and GPU, if any, else the built-in
 //   default; a knob that is set always wins.
 // - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
-//   not Auto, fast_math and row_cache set (row_cluster too, where the kernel keeps a row);
+//   not Auto, fast_math and row_cache set (row_cluster too, where the kernel keeps a row; row_team
+//   where it reduces along rows, not side by side);
 //   max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows, maps: none). KernelInfo
 //   gives unroll, vector_width and items_per_thread as the kernel runs them (1 each for the strided
 //   loop, which has no tiles). A tuning record keeps items_per_thread and
@@ -54,6 +64,7 @@ struct Knobs {
                                                   // memory holds a row (or a large part of one)
     int row_cluster = 0;        // blocks of a thread-block cluster (sm_90) that take a cached row together: 1 (a block
                                 // a row), 2, 4 or 8; default 1 (clusters are asked for only: docs/tuning.md)
+    RowTeam row_team = RowTeam::Auto;  // programs that reduce along rows: a warp or the block a row (RowTeam)
 
     bool operator==(const Knobs&) const = default;
 };

@@ -88,6 +88,7 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     if (spec.row_cache_columns > 0 || (by_row && kinds::row_cache_inputs(program, spec) > 0))
         info.knobs.row_cache = spec.row_cache_columns > 0;
     if (by_row && !spec.side_by_side && spec.team == spec.block_threads) info.knobs.row_cluster = spec.row_cluster;
+    if (by_row && !spec.side_by_side) info.knobs.row_team = spec.team == spec.block_threads ? RowTeam::Block : RowTeam::Warp;
     info.target = device.target;
     timings.load_ms = watch.lap_ms();
     return kernels_.emplace(signature, std::move(kernel)).first->second;

@@ -160,6 +160,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["fast_math"] = k.fast_math.value_or(false);
         j["row_cache"] = k.row_cache ? json(*k.row_cache) : json(nullptr);  // null: the kernel keeps no row
         j["row_cluster"] = k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr);
+        j["row_team"] = k.row_team != RowTeam::Auto ? json(to_string(k.row_team)) : json(nullptr);
         j["ms"] = row.ms;
         j["gbps"] = row.gbps;
         j["roofline_fraction"] = row.roofline;
@@ -198,7 +199,8 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
                           {"vector_width", k.vector_width},   {"max_blocks_per_sm", k.max_blocks_per_sm},
                           {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math.value_or(false)},
                           {"row_cache", k.row_cache ? json(*k.row_cache) : json(nullptr)},
-                          {"row_cluster", k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr)}};
+                          {"row_cluster", k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr)},
+                          {"row_team", k.row_team != RowTeam::Auto ? json(to_string(k.row_team)) : json(nullptr)}};
             t["key"] = tuned->record->key.id();
         }
         t["stored_in"] = tuned->stored_in.empty() ? json(nullptr) : json(tuned->stored_in);

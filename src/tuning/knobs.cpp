@@ -35,6 +35,10 @@ const std::vector<KnobHelp>& knobs() {
         {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each row together, each "
                         "walking (and with a row cache keeping) its share; default: clusters where the rows are fewer "
                         "than half the SMs (few long rows), else 1 (a block a row)"},
+        {"row_team", "warp or block: programs that reduce along rows take a row with a warp or with the whole block; "
+                     "default a warp while rows are short (or, with the row cache, while the warps keep half their "
+                     "rows), else the block, with the fewest threads that keep the SM's loads in flight where the "
+                     "block size is automatic"},
     };
     return table;
 }
@@ -46,7 +50,8 @@ struct Alias {
 constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "block"}, {"items_per_thread", "items"},
                               {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
                               {"accumulator", "acc"},        {"fastmath", "fast_math"},
-                              {"cache_rows", "row_cache"},   {"cluster", "row_cluster"}};
+                              {"cache_rows", "row_cache"},   {"cluster", "row_cluster"},
+                              {"team", "row_team"}};
 
 bool is_auto(std::string_view v) { return v == "auto" || v == "default"; }
 
@@ -66,6 +71,15 @@ std::string_view to_string(Accumulator accumulator) {
         case Accumulator::Float64: return "float64";
         case Accumulator::Float32: return "float32";
         case Accumulator::CompensatedFloat32: return "compensated";
+    }
+    return "?";
+}
+
+std::string_view to_string(RowTeam team) {
+    switch (team) {
+        case RowTeam::Auto: return "auto";
+        case RowTeam::Warp: return "warp";
+        case RowTeam::Block: return "block";
     }
     return "?";
 }
@@ -100,6 +114,8 @@ void validate_knobs(const Knobs& k) {
                                      k.max_blocks_per_sm));
     if (k.row_cluster != 0 && k.row_cluster != 1 && k.row_cluster != 2 && k.row_cluster != 4 && k.row_cluster != 8)
         throw UsageError(fmt::format("blocks of a row cluster must be 1, 2, 4 or 8 (0: automatic), not {}", k.row_cluster));
+    if (k.row_team != RowTeam::Auto && k.row_team != RowTeam::Warp && k.row_team != RowTeam::Block)
+        throw UsageError(fmt::format("unknown row team ({})", static_cast<int>(k.row_team)));
     switch (k.accumulator) {
         case Accumulator::Auto: case Accumulator::Float64: case Accumulator::Float32:
         case Accumulator::CompensatedFloat32: break;
@@ -137,6 +153,11 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
             throw UsageError(fmt::format("knob acc: '{}' is not an accumulator (float64, float32, compensated or auto)",
                                          printable(value)));
         changed.accumulator = *acc;
+    } else if (*knob == "row_team") {
+        if (is_auto(value)) changed.row_team = RowTeam::Auto;
+        else if (value == "warp") changed.row_team = RowTeam::Warp;
+        else if (value == "block") changed.row_team = RowTeam::Block;
+        else throw UsageError(fmt::format("knob row_team: '{}' is not warp, block or auto", printable(value)));
     } else if (*knob == "fast_math" || *knob == "row_cache") {
         std::optional<bool>& knob_value = *knob == "fast_math" ? changed.fast_math : changed.row_cache;
         if (is_auto(value)) knob_value.reset();
@@ -189,6 +210,7 @@ std::string describe(const Knobs& k) {
     if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
     if (k.row_cache) parts.push_back(fmt::format("row_cache {}", *k.row_cache ? "on" : "off"));
     if (k.row_cluster) parts.push_back(fmt::format("row_cluster {}", k.row_cluster));
+    if (k.row_team != RowTeam::Auto) parts.push_back(fmt::format("row_team {}", to_string(k.row_team)));
     return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -237,6 +259,11 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
         } else if (used) {
             asked.row_cluster = 1;  // a record from before the knob was timed with a block a row
         }
+    }
+    // A record from before row_team leaves it automatic: its block size decides the team as it did.
+    if (asked.row_team == RowTeam::Auto && tuned.row_team != RowTeam::Auto) {
+        asked.row_team = tuned.row_team;
+        used = true;
     }
     return used;
 }

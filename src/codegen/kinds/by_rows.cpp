@@ -139,9 +139,10 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // `cluster` blocks of a thread-block cluster take each row (block teams only), each caching its
     // share; they are meant to fit ByRowClusterBlocksPerSm to an SM, whose loads share the bytes in
     // flight and whose registers are bounded for it.
-    auto with_cache = [&](bool warp_team, int cluster) {
+    auto with_cache = [&](bool warp_team, int cluster, int threads = 0) {
         KernelSpec cached = spec;
-        if (knobs.block_threads == 0) cached.block_threads = default_value(Default::ByRowCachedThreads, gpu);
+        if (knobs.block_threads == 0)
+            cached.block_threads = threads > 0 ? threads : default_value(Default::ByRowCachedThreads, gpu);
         cached.team = warp_team ? kWarpThreads : cached.block_threads;
         cached.row_cluster = cluster;
         const long long blocks_per_sm = cluster > 1 ? default_value(Default::ByRowClusterBlocksPerSm, gpu) : 1;
@@ -174,12 +175,34 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
         cached.row_cache_inputs = inputs;
         return cached;
     };
+    // The bytes an SM's blocks keep in flight: as many blocks as its shared memory and threads hold.
+    constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
+    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
+    const long long enough_in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu);
+    auto sm_in_flight = [&](const KernelSpec& c) {
+        const long long block_shared = static_cast<long long>(c.dynamic_shared_bytes()) + kStaticReserve;
+        const long long blocks_per_sm = std::max(1LL, std::min(threads_per_sm / c.block_threads, (budget + kStaticReserve) / block_shared));
+        return blocks_per_sm * c.block_threads * c.unroll * c.vector_width * element_bytes;
+    };
     KernelSpec cached = with_cache(warp_per_row, 1);
-    // (Threads per row are not a knob: a block size set by hand or by a tuning record switches too,
-    // so that a record replays the kernel it timed.)
-    if (warp_per_row && cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
+    // (A block size set by hand or by a tuning record decides the team as the automatic one does,
+    // unless row_team is set, so that a record, which keeps row_team, replays the kernel it timed.)
+    if (knobs.row_team == RowTeam::Auto && warp_per_row &&
+        cached.row_cache_columns * default_value(Default::ByRowCacheWarpMinShare, gpu) < row) {
         KernelSpec block_team = with_cache(false, 1);
         if (block_team.row_cache_columns > cached.row_cache_columns) cached = std::move(block_team);
+    }
+    // A block a row of automatic size: the fewest threads (from ByRowBlockTeamMinThreads) whose
+    // blocks keep ByRowCachedBytesInFlight in flight an SM with the same share of the row, so that
+    // an SM has more rows under way (each row's walks wait on the block's merges between them).
+    if (cached.team == cached.block_threads && knobs.block_threads == 0 && knobs.row_cluster <= 1) {
+        for (int threads = default_value(Default::ByRowBlockTeamMinThreads, gpu); threads < cached.block_threads; threads *= 2) {
+            KernelSpec fewer = with_cache(false, 1, threads);
+            if (fewer.row_cache_columns >= cached.row_cache_columns && sm_in_flight(fewer) >= enough_in_flight) {
+                cached = std::move(fewer);
+                break;
+            }
+        }
     }
     // Blocks of a cluster share a row a block takes only where asked for (knob row_cluster): on an
     // H200 the automatic choice of the smallest cluster whose blocks' shares leave room for
@@ -187,20 +210,12 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // 76.9% with a block a row) and lost for cross-entropy, cosine and softmax (docs/tuning.md).
     if (cached.team == cached.block_threads && gpu.arch >= kFirstClusterArch && knobs.row_cluster > 1)
         cached = with_cache(false, knobs.row_cluster);
-    // The bytes an SM's blocks keep in flight: as many blocks as its shared memory and threads hold.
     // Short of ByRowCachedBytesInFlight (16-bit inputs, whose registers hold half the bytes), not
     // automatic: bfloat16 softmax 16384 x 32768 on an H100, 512 threads x 8 x 4 x 2 bytes, one block
     // an SM: 48.3% of the floor with the cache, 59.7% without (32768 x 4096, the warps' share: 61.8%
     // against 54.8%, lost by this rule).
-    constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
-    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
-    const long long block_shared = static_cast<long long>(cached.dynamic_shared_bytes()) + kStaticReserve;
-    const long long blocks_per_sm = std::max(1LL, std::min(threads_per_sm / cached.block_threads, (budget + kStaticReserve) / block_shared));
-    const long long sm_in_flight =
-        blocks_per_sm * cached.block_threads * cached.unroll * cached.vector_width * element_bytes;
     const long long kept = cached.row_cache_columns * cached.row_cluster;
-    const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row &&
-                       sm_in_flight >= default_value(Default::ByRowCachedBytesInFlight, gpu);
+    const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row && sm_in_flight(cached) >= enough_in_flight;
     if (kept <= 0 || (!asked && !worth)) {
         if (asked)
             spec.notes.push_back(fmt::format("a row cache was asked for, but no column of the row fits the {} KB of shared "
@@ -323,7 +338,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     spec.row_split = layout.row_inner > 0;
     // Else a warp per row while a row is a few thousand elements (no block-wide synchronisation per
     // row); the whole block beyond, so that long rows are not read by 32 threads alone.
-    const bool warp_per_row = columns <= default_value(Default::ByRowWarpMaxColumns, gpu);
+    const bool warp_per_row = knobs.row_team == RowTeam::Auto ? columns <= default_value(Default::ByRowWarpMaxColumns, gpu)
+                                                              : knobs.row_team == RowTeam::Warp;
     const Default threads = side_by_side ? Default::ByRowSideTeamThreads
                             : warp_per_row ? Default::ByRowWarpTeamThreads
                                            : Default::ByRowBlockTeamThreads;

@@ -144,6 +144,11 @@ constexpr std::array kTable = {
                "block the whole row 95.7%; cross-entropy 32768 x 4096, warps keeping 85% 83.2%, the block the whole "
                "row 76.4%",
                kRowCache},
+    DefaultRow{D::ByRowBlockTeamMinThreads, G::Any, 128,
+               "H100 forward + backward, a block a row with the row cache (round 112): layer norm 32768 x 4096 "
+               "1.36-1.49 ms at 128 threads, 1.63-1.70 at 256, 2.23-2.32 at 512; softmax 1.19-1.30 at 128, "
+               "1.35-1.45 at 512; layer norm's forward over 16384 x 8192 0.41-0.43 at 128, 0.48 at 512",
+               kRowCache},
     DefaultRow{D::ByRowClusterBlocksPerSm, G::Any, 2,
                "H200, clusters asked for, each block's share at most half the SM's shared memory and 64 registers: "
                "RMS norm 16384 x 32768 83.2% of the floor in clusters of 2 against 76.9% a block a row; log_softmax "
@@ -247,6 +252,7 @@ std::string_view to_string(Default what) {
         case D::ColumnsSmallUnroll: return "columns small unroll";
         case D::ByRowUnrollOneInput: return "by-row unroll, one input";
         case D::ByRowCachedThreads: return "by-row threads with a row cache";
+        case D::ByRowBlockTeamMinThreads: return "by-row fewest threads of a block a row with a row cache";
         case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";
         case D::ByRowCachedValuesPerThread: return "by-row loaded values a thread with a row cache";
         case D::ByRowCacheMinShare: return "by-row row cache, least share of the row";

@@ -77,6 +77,7 @@ enum class Default : unsigned char {
     ByRowCachedValuesPerThread,     // ... at most this many loaded values a thread (unroll x vector x inputs)
     ByRowCacheMinShare,             // ... automatic where at least 1 / this of the row fits
     ByRowCacheWarpMinShare,         // ... rows a warp would take go to the block where warps keep less
+    ByRowBlockTeamMinThreads,       // ... a block a row of automatic size: the fewest threads tried
     ByRowClusterBlocksPerSm,        // ... a cluster's blocks share a row that would leave fewer blocks an SM (sm_90)
     ByRowClusterFewRowsShare,       // rows fewer than SMs / this take a cluster's blocks each (sm_90), cache or not
     ByRowClusterMinTiles,           // ... where each block of the cluster walks at least this many tiles of the row
