@@ -100,9 +100,12 @@ void add_common(CLI::App* cmd, CommonArgs& args) {
         ->allow_extra_args(false);
     cmd->add_option("--seed", args.seed, "seed for the generators")->capture_default_str();
     cmd->add_option("--device", args.device, "CUDA device ordinal")->capture_default_str();
+    std::vector<std::string> knob_names;
+    for (const auto& k : knob_help()) knob_names.emplace_back(k.name);
     cmd->add_option("-k,--knob", args.knobs,
-                    "KNOB=VALUE: a kernel variant knob (block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster; "
-                    "docs/tuning.md); repeatable. Set knobs override the tuning store")
+                    fmt::format("KNOB=VALUE: a kernel variant knob ({}; docs/tuning.md); repeatable. Set knobs override "
+                                "the tuning store",
+                                fmt::join(knob_names, ", ")))
         ->allow_extra_args(false);
     cmd->add_flag("--no-tuning", args.no_tuning, "ignore knobs stored by `lossjit tune`");
 }
