@@ -412,6 +412,30 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
     }
 }
 
+TEST_CASE("a row team asked for where no team takes a row is noted, not silently dropped") {
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    struct Row {
+        const char* program;
+        Shape shape;
+        const char* note;
+    };
+    const Row rows[] = {
+        {"mean((x - 1)^2)", {64, 4096}, "a row team was asked for, but the program does not reduce along rows"},
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", {64, 64, 4096}, "a row team was asked for, but rows side by side"},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(row.program);
+        for (RowTeam team : {RowTeam::Warp, RowTeam::Block}) {
+            Knobs knobs;
+            knobs.row_team = team;
+            const auto planned = plan(row.program, {}, row.shape, {}, knobs, DType::float32, h100);
+            REQUIRE(planned.spec.notes.size() == 1);
+            CHECK(planned.spec.notes[0].find(row.note) != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("the row cache: one source for every row length; a tuning record's knobs replay the kernel it timed") {
     const auto softmax = check(parse("exp(x - logsumexp(x, -1))", "expr"), {});
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,

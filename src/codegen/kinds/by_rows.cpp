@@ -438,6 +438,9 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // A block of rows side by side is whole warps of rows (a knob's thread count always is; a
     // tuning record's is checked as a knob is, but no kernel is emitted that would not compile).
     spec.side_by_side = side_by_side && spec.block_threads % kWarpThreads == 0;
+    if (spec.side_by_side && knobs.row_team != RowTeam::Auto)
+        spec.notes.push_back("a row team was asked for, but rows side by side take a thread or a few each: the knob does "
+                             "not apply");
     spec.team = warp_per_row ? kWarpThreads : spec.block_threads;
     if (spec.side_by_side) {
         // A thread per row where that gives blocks enough; else as few threads per row as do (the

@@ -59,6 +59,8 @@ KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, 
         spec.notes.push_back("a map sums nothing: the accumulator does not apply");
     if (knobs.row_cache == true)
         spec.notes.push_back("a row cache was asked for, but the program does not reduce along rows: it walks no row twice");
+    if (knobs.row_team != RowTeam::Auto)
+        spec.notes.push_back("a row team was asked for, but the program does not reduce along rows");
     spec.rank = static_cast<int>(layout.dims.size());
     const std::size_t inner = layout.dims.size() - 1;
     const auto slots = read_inputs(program);
