@@ -144,8 +144,10 @@ std::vector<int> read_inputs(const ir::Program& program);
 // output dtype (result_dtype): those the program as written reads (ir::Program::source_reads), so
 // that splitting off a statistic or a gradient program never changes its precision.
 std::vector<int> dtype_inputs(const ir::Program& program);
-// compute_dtype() of the dtypes of dtype_inputs(program); `by_slot`: each input slot's dtype.
-DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot);
+// compute_dtype() of the dtypes of dtype_inputs(program) (`by_slot`: each input slot's dtype) and
+// of a map's upstream gradient, where its kernel reads one after the inputs.
+DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot,
+                            std::optional<DType> upstream = std::nullopt);
 
 // How a result computed over a part of the rows adds up to the result over all of them, for
 // programs that run a part at a time (linear_loss): Sum, the parts' results add; Fraction, each

@@ -238,9 +238,10 @@ std::vector<int> dtype_inputs(const ir::Program& program) {
     return program.source_reads.empty() ? read_inputs(program) : program.source_reads;
 }
 
-DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot) {
+DType program_compute_dtype(const ir::Program& program, std::span<const DType> by_slot, std::optional<DType> upstream) {
     std::vector<DType> dtypes;
     for (int slot : dtype_inputs(program)) dtypes.push_back(by_slot[static_cast<std::size_t>(slot)]);
+    if (upstream) dtypes.push_back(*upstream);
     return compute_dtype(dtypes);
 }
 

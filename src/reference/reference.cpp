@@ -37,9 +37,8 @@ double as_float32(double v) { return static_cast<double>(static_cast<float>(v));
 DType program_compute(const ir::Program& program, std::span<const HostOperand> inputs) {
     std::vector<DType> by_slot;
     for (const auto& input : inputs) by_slot.push_back(input.dtype);
-    const DType compute = program_compute_dtype(program, by_slot);
-    const bool upstream64 = inputs.size() > program.inputs.size() && inputs.back().dtype == DType::float64;
-    return upstream64 ? DType::float64 : compute;
+    const bool upstream = inputs.size() > program.inputs.size();
+    return program_compute_dtype(program, by_slot, upstream ? std::optional(inputs.back().dtype) : std::nullopt);
 }
 
 // Walks linear element indices of one operand, turning them into memory offsets without a division

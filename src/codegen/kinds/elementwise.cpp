@@ -79,8 +79,9 @@ KernelSpec choose_elementwise(const ir::Program& program, const Layout& layout, 
         spec.inner_strides.push_back(s == 0 ? 0 : 1);
         spec.input_dtypes.push_back(operands.input_dtypes[static_cast<std::size_t>(slot)]);
     }
-    spec.compute = program_compute_dtype(program, operands.input_dtypes);
-    if (read.size() > slots.size() && spec.input_dtypes.back() == DType::float64) spec.compute = DType::float64;  // upstream
+    const bool upstream = read.size() > slots.size();
+    spec.compute = program_compute_dtype(program, operands.input_dtypes,
+                                         upstream ? std::optional(spec.input_dtypes.back()) : std::nullopt);
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
     if (spec.compute == DType::float64 && spec.accumulator != Accumulator::Float64) {
