@@ -36,9 +36,9 @@ struct CenteredAcc {  // one pass: the row's sum, and its squared deviations fro
             return;
         }
         // Symmetric in the two sides: a butterfly's partners, combining each other, get the same bits.
-        // One division (every thread of a block merges each warp's part: at 512 threads, 20 merges a
-        // row; six float64 divisions each made layer norm's kernels latency-bound). Equal means stay
-        // exact (a row of one repeated value: variance 0, not a rounding of 1 / total).
+        // One division (a block team's every thread merges log2 of its threads times a row, 9 at 512;
+        // six float64 divisions each, merged warp after warp, made layer norm's kernels latency-bound).
+        // Equal means stay exact (a row of one repeated value: variance 0, not a rounding of 1 / total).
         const double ma = mean(), mb = o.mean(), total = n + o.n, delta = mb - ma, inverse = 1.0 / total;
         const double squares = (m2() + o.m2()) + delta * delta * ((n * o.n) * inverse);
         shift = ma == mb ? ma : (n * ma + o.n * mb) * inverse;
