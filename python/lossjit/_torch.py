@@ -1,9 +1,10 @@
 """lossjit on torch tensors: the custom ops (lossjit::reduce, lossjit::value, lossjit::map,
 lossjit::map_grad) with their fake (meta) kernels and autograd formulas, and the eager fast path.
 
-A reduction's forward runs the fused value-and-gradient kernel when any input requires grad and
-saves the gradients; backward multiplies them by the upstream gradient (a torch elementwise op, no
-second lossjit kernel). Every tensor lossjit writes, and its scratch, comes from torch's caching
+Through lossjit::reduce (what torch.compile traces) a reduction's forward runs the fused
+value-and-gradient kernel when any input requires grad and saves the gradients; backward multiplies
+them by the upstream gradient (a torch elementwise op). An eager call (_EagerReduce) computes the
+value in forward and runs the fused kernel in backward with the upstream gradient multiplied in. Every tensor lossjit writes, and its scratch, comes from torch's caching
 allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
 """
 import ctypes
@@ -13,6 +14,7 @@ import weakref
 from typing import List
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from . import _lib, _registry
 from ._lib import SCRATCH_TOO_SMALL, UnsupportedError, UsageError
@@ -465,9 +467,10 @@ class TorchLoss:
             return self.named(self.run_map(tensors, out))
         return self(tensors)
 
-    def value_and_grad_masked(self, tensors, mask):
+    def value_and_grad_masked(self, tensors, mask, upstream=None):
         """[value, gradient of each input whose bit is set in mask] (fresh tensors); a program of several
-        results gives each of them first, as 0-dim tensors of their own."""
+        results gives each of them first, as 0-dim tensors of their own. `upstream`: a float32 device
+        scalar the kernel multiplies the gradients by (None: 1)."""
         if not mask:
             return self.split(self.evaluate(tensors))
         lay = self.layout(tensors, self.state())
@@ -485,7 +488,9 @@ class TorchLoss:
             slot += _VIEW_WORDS
         value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=device)
         words[plan.value_slot] = value.data_ptr()
-        self._launch(_value_and_grad, lay, plan.names_address, len(grads), plan.address, plan.value_address, 1.0, None)
+        upstream_device = None if upstream is None else ctypes.c_void_p(upstream.data_ptr())
+        self._launch(_value_and_grad, lay, plan.names_address, len(grads), plan.address, plan.value_address, 1.0,
+                     upstream_device)
         return [*self.split(value), *grads]
 
     def split(self, value):
@@ -614,13 +619,14 @@ def _(loss_id, inputs, wrt_mask):
     return out
 
 
-def _save_gradients(ctx, side, count, mask, values, grads):
+def _save_gradients(ctx, side, count, mask, values, saved):
     """What backward needs, for the custom op and the eager autograd.Function alike: the gradients the
-    fused kernel computed (saved), which inputs they belong to, and the results' names."""
+    fused kernel computed (or, for the Function's kernel in backward, the inputs), which inputs they
+    belong to, and the results' names."""
     ctx.mask, ctx.count = mask, count
     ctx.results = side.results
     ctx.names = side.loss.results
-    ctx.save_for_backward(*grads)
+    ctx.save_for_backward(*saved)
     # Results with no gradient at all (accuracy) are constants to autograd (no tangent under
     # torch.compile either). Of the others, those nothing differentiates get None, not zeros: a
     # gradient reaching one of them is refused.
@@ -631,8 +637,9 @@ def _save_gradients(ctx, side, count, mask, values, grads):
     ctx.set_materialize_grads(False)
 
 
-def _input_gradients(ctx, grad_outputs):
-    """Each input's gradient (None where not differentiated): the saved ones times the upstream gradient."""
+def _first_upstream(ctx, grad_outputs):
+    """The upstream gradient of the first result (None where nothing reached it); a gradient reaching a
+    later result is refused."""
     for k in range(1, ctx.results):
         if grad_outputs[k] is not None:
             raise UnsupportedError(
@@ -640,16 +647,23 @@ def _input_gradients(ctx, grad_outputs):
                 f"list only ('{ctx.names[0]}'): make the combination the first result "
                 f"(`total = {ctx.names[0]} + 1e-4 * {ctx.names[k]}; total, {', '.join(ctx.names)}`), or detach it "
                 f"(under torch.compile: inside the compiled function, if it returns '{ctx.names[k]}')")
-    upstream = grad_outputs[0]
-    saved = ctx.saved_tensors
-    grads, k = [], 0
+    return grad_outputs[0]
+
+
+def _by_input(ctx, grads):
+    """One entry per input: the differentiated inputs' gradients in order, None for the others."""
+    grads, out = iter(grads), []
     for i in range(ctx.count):
-        if ctx.mask >> i & 1:
-            grads.append(saved[k] * upstream if upstream is not None else None)
-            k += 1
-        else:
-            grads.append(None)
-    return grads
+        out.append(next(grads) if ctx.mask >> i & 1 else None)
+    return out
+
+
+def _input_gradients(ctx, grad_outputs):
+    """Each input's gradient (None where not differentiated): the saved ones times the upstream gradient."""
+    upstream = _first_upstream(ctx, grad_outputs)
+    if upstream is None:
+        return [None] * ctx.count
+    return _by_input(ctx, [g * upstream for g in ctx.saved_tensors])
 
 
 def _reduce_setup(ctx, inputs, output):
@@ -666,21 +680,44 @@ reduce.register_autograd(_reduce_backward, setup_context=_reduce_setup)
 
 
 class _EagerReduce(torch.autograd.Function):
-    """A reduction called eagerly on tensors that need gradients: the fused value-and-gradient kernel in
-    forward, the saved gradients times the upstream one in backward, as lossjit::reduce (which
-    torch.compile traces) but without the custom op's dispatch (H100, 4096 elements, torch.autograd.grad
-    of the value: 143 us a call against 371 through the op; docs/python.md)."""
+    """A reduction called eagerly on tensors that need gradients, without the custom op's dispatch (H100,
+    4096 elements, torch.autograd.grad of the value: 143 us a call against 371 through the op;
+    docs/python.md). Forward computes the value alone and saves the inputs; backward runs the fused
+    value-and-gradient kernel with the upstream gradient multiplied in (a float32 device scalar, read
+    by the kernel: no host sync), its value discarded. Against lossjit::reduce's way (which torch.compile
+    traces: the fused kernel in forward, the saved gradients times the upstream one in backward), the
+    inputs are read once more instead of every gradient read and written again, and no gradient is
+    held from forward to backward. A composite program (its gradient factor takes the upstream gradient
+    on the host) goes lossjit::reduce's way here too, and a float64 upstream gradient (float32 would
+    round it) is multiplied in afterwards."""
 
     @staticmethod
     def forward(ctx, side, mask, *tensors):
-        out = side.value_and_grad_masked(tensors, mask)
-        values = out[:side.results]
-        _save_gradients(ctx, side, len(tensors), mask, values, out[side.results:])
+        if side.loss.reduction == "composite":
+            out = side.value_and_grad_masked(tensors, mask)
+            values = out[:side.results]
+            _save_gradients(ctx, side, len(tensors), mask, values, out[side.results:])
+            ctx.side = None
+        else:
+            values = side.split(side.evaluate(tensors))
+            _save_gradients(ctx, side, len(tensors), mask, values, tensors)
+            ctx.side = side
         return tuple(values) if side.results > 1 else values[0]
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, *grad_outputs):
-        return (None, None, *_input_gradients(ctx, grad_outputs))
+        if ctx.side is None:
+            return (None, None, *_input_gradients(ctx, grad_outputs))
+        upstream = _first_upstream(ctx, grad_outputs)
+        if upstream is None:
+            return (None, None, *[None] * ctx.count)
+        in_kernel = upstream.dtype != torch.float64
+        out = ctx.side.value_and_grad_masked(ctx.saved_tensors, ctx.mask, upstream.float() if in_kernel else None)
+        grads = out[ctx.results:]
+        if not in_kernel:
+            grads = [g * upstream for g in grads]
+        return (None, None, *_by_input(ctx, grads))
 
 
 @torch.library.custom_op("lossjit::map", mutates_args=())

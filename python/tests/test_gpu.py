@@ -284,7 +284,8 @@ def test_requires_grad_is_seen_after_calls_without_it():
 
 def test_eager_gradients_take_the_autograd_function_and_match_the_op():
     """An eager call that needs gradients runs the autograd.Function (no custom-op dispatch); it gives
-    the op's gradients bit for bit, and each set of inputs differentiated gets its own plan."""
+    the op's gradients (within a rounding: its kernel multiplies the upstream gradient in, the op's
+    backward after), and each set of inputs differentiated gets its own plan."""
     loss = example("mse")
     p = torch.rand(3, 1000, device=dev).t().requires_grad_()  # not contiguous; its gradient is, in its shape
     t = torch.rand(1000, 3, device=dev)
@@ -292,7 +293,7 @@ def test_eager_gradients_take_the_autograd_function_and_match_the_op():
     assert type(out.grad_fn).__name__ == "_EagerReduceBackward"
     (eager,) = torch.autograd.grad(out * 1.5, p)
     (via_op,) = torch.autograd.grad(torch.ops.lossjit.reduce(loss._id, [p, t], 1)[0] * 1.5, p)
-    assert eager.shape == p.shape and torch.equal(eager, via_op)
+    assert eager.shape == p.shape and _max_rel(eager, via_op) <= 2.5e-7
     t.requires_grad_()
     gp, gt = torch.autograd.grad(loss(p, t), (p, t))
     assert torch.equal(gp, -gt) and _max_rel(gp, 2 * (p.detach() - t.detach()) / 3000) <= 1e-6
