@@ -3,9 +3,10 @@ lossjit::map_grad) with their fake (meta) kernels and autograd formulas, and the
 
 Through lossjit::reduce (what torch.compile traces) a reduction's forward runs the fused
 value-and-gradient kernel when any input requires grad and saves the gradients; backward multiplies
-them by the upstream gradient (a torch elementwise op). An eager call (_EagerReduce) computes the
-value in forward and runs the fused kernel in backward with the upstream gradient multiplied in. Every tensor lossjit writes, and its scratch, comes from torch's caching
-allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
+them by the upstream gradient (a torch elementwise op). An eager call (_EagerReduce) does the same on small
+inputs; on large ones it computes the value in forward and runs the fused kernel in backward with
+the upstream gradient multiplied in. Every tensor lossjit writes, and its scratch, comes from torch's
+caching allocator; nothing waits for the GPU. Kernels run on the tensors' device and its current stream.
 """
 import ctypes
 import itertools
@@ -637,6 +638,10 @@ def _save_gradients(ctx, side, count, mask, values, saved):
     ctx.set_materialize_grads(False)
 
 
+def _input_bytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 def _first_upstream(ctx, grad_outputs):
     """The upstream gradient of the first result (None where nothing reached it); a gradient reaching a
     later result is refused."""
@@ -679,21 +684,31 @@ def _reduce_backward(ctx, grad_outputs):
 reduce.register_autograd(_reduce_backward, setup_context=_reduce_setup)
 
 
+# An eager reduction whose inputs are at least this many bytes runs its fused value-and-gradient kernel
+# in backward (see _EagerReduce); smaller ones run it in forward. Set from the same-process comparison
+# in docs/python.md ("The fused kernel in forward or in backward"); a benchmark may change it.
+FUSED_IN_BACKWARD_MIN_BYTES = 1 << 26
+
+
 class _EagerReduce(torch.autograd.Function):
     """A reduction called eagerly on tensors that need gradients, without the custom op's dispatch (H100,
     4096 elements, torch.autograd.grad of the value: 143 us a call against 371 through the op;
-    docs/python.md). Forward computes the value alone and saves the inputs; backward runs the fused
-    value-and-gradient kernel with the upstream gradient multiplied in (a float32 device scalar, read
-    by the kernel: no host sync), its value discarded. Against lossjit::reduce's way (which torch.compile
-    traces: the fused kernel in forward, the saved gradients times the upstream one in backward), the
-    inputs are read once more instead of every gradient read and written again, and no gradient is
-    held from forward to backward. A composite program (its gradient factor takes the upstream gradient
-    on the host) goes lossjit::reduce's way here too, and a float64 upstream gradient (float32 would
-    round it) is multiplied in afterwards."""
+    docs/python.md). Two ways, by the inputs' size:
+
+    - From FUSED_IN_BACKWARD_MIN_BYTES: forward computes the value alone and saves the inputs; backward
+      runs the fused value-and-gradient kernel with the upstream gradient multiplied in (a float32
+      device scalar the kernel reads: no host sync), its value discarded. Against the other way the
+      inputs are read once more instead of every gradient read and written again, and no gradient is
+      held from forward to backward.
+    - Below it, where a call's time is the host's, not the memory's: lossjit::reduce's way, the fused
+      kernel in forward and the saved gradients times the upstream one in backward.
+
+    A composite program (its gradient factor takes the upstream gradient on the host) always goes the
+    second way, and a float64 upstream gradient (float32 would round it) is multiplied in afterwards."""
 
     @staticmethod
     def forward(ctx, side, mask, *tensors):
-        if side.loss.reduction == "composite":
+        if side.loss.reduction == "composite" or _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES:
             out = side.value_and_grad_masked(tensors, mask)
             values = out[:side.results]
             _save_gradients(ctx, side, len(tensors), mask, values, out[side.results:])

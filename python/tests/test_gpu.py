@@ -35,11 +35,22 @@ def _problems(n=512, c=384):
     ]
 
 
+@pytest.fixture(params=["in forward", "in backward"])
+def fused_way(request, monkeypatch):
+    """Runs a test with an eager reduction's fused value-and-gradient kernel in forward (as every call
+    below lossjit._torch.FUSED_IN_BACKWARD_MIN_BYTES of inputs runs it) and in backward (every call
+    from it), whatever its tensors' size."""
+    import lossjit._torch as T
+    monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 0 if request.param == "in backward" else 1 << 62)
+    return request.param
+
+
 def _max_rel(a, b):
     return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
 
 
 @pytest.mark.parametrize("name, make, ref", _problems(), ids=[p[0] for p in _problems()])
+@pytest.mark.usefixtures("fused_way")
 def test_autograd_parity_with_torch(name, make, ref):
     loss = example(name)
     host = make()
@@ -91,6 +102,7 @@ def _row_problems(n=512, c=1000):
 
 
 @pytest.mark.parametrize("name, inputs, make, ref", _row_problems(), ids=[p[0] for p in _row_problems()])
+@pytest.mark.usefixtures("fused_way")
 def test_row_losses_autograd_parity_with_torch(name, inputs, make, ref):
     # The row-wise losses of examples/ (issue 12): the gradient of every floating input that is not
     # a class weight, against torch.autograd, within 1e-5 of the largest.
@@ -141,6 +153,7 @@ def test_knobs_give_torchs_cross_entropy_and_gradient(knobs):
     assert _max_rel(gx, xx.grad) <= 1e-5
 
 
+@pytest.mark.usefixtures("fused_way")
 def test_non_contiguous_and_expanded_inputs():
     loss = example("mse")
     base = torch.rand(96, 64, device=dev)
@@ -156,6 +169,7 @@ def test_non_contiguous_and_expanded_inputs():
     assert _max_rel(p.grad, pr.grad) <= 1e-6
 
 
+@pytest.mark.usefixtures("fused_way")
 def test_bfloat16_inputs_and_result():
     loss = example("mse")
     p = torch.rand(1000, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -282,10 +296,11 @@ def test_requires_grad_is_seen_after_calls_without_it():
     assert not loss(p, t).requires_grad
 
 
-def test_eager_gradients_take_the_autograd_function_and_match_the_op():
+def test_eager_gradients_take_the_autograd_function_and_match_the_op(fused_way):
     """An eager call that needs gradients runs the autograd.Function (no custom-op dispatch); it gives
-    the op's gradients (within a rounding: its kernel multiplies the upstream gradient in, the op's
-    backward after), and each set of inputs differentiated gets its own plan."""
+    the op's gradients (bit for bit with the kernel in forward, as the op runs it; within a rounding
+    with the kernel in backward, which multiplies the upstream gradient in where the op multiplies it
+    after), and each set of inputs differentiated gets its own plan."""
     loss = example("mse")
     p = torch.rand(3, 1000, device=dev).t().requires_grad_()  # not contiguous; its gradient is, in its shape
     t = torch.rand(1000, 3, device=dev)
@@ -293,12 +308,43 @@ def test_eager_gradients_take_the_autograd_function_and_match_the_op():
     assert type(out.grad_fn).__name__ == "_EagerReduceBackward"
     (eager,) = torch.autograd.grad(out * 1.5, p)
     (via_op,) = torch.autograd.grad(torch.ops.lossjit.reduce(loss._id, [p, t], 1)[0] * 1.5, p)
-    assert eager.shape == p.shape and _max_rel(eager, via_op) <= 2.5e-7
+    assert eager.shape == p.shape
+    assert torch.equal(eager, via_op) if fused_way == "in forward" else _max_rel(eager, via_op) <= 2.5e-7
     t.requires_grad_()
     gp, gt = torch.autograd.grad(loss(p, t), (p, t))
     assert torch.equal(gp, -gt) and _max_rel(gp, 2 * (p.detach() - t.detach()) / 3000) <= 1e-6
     (gp_only,) = torch.autograd.grad(loss(p, t.detach()), p)  # back to the first plan
     assert torch.equal(gp_only, gp)
+
+
+def test_eager_fused_kernel_runs_in_backward_from_the_threshold(monkeypatch):
+    """From FUSED_IN_BACKWARD_MIN_BYTES of inputs the Function saves the inputs, not gradients; an upstream
+    gradient in float64 (float32 in the kernel would round it) and one that is a tensor of the graph
+    give torch's gradients; differentiating the gradient again is refused either way (the kernel's
+    gradient has no graph: the saved gradients times an upstream gradient of the graph would otherwise
+    miss the second derivative's term through the inputs), not silently wrong."""
+    import lossjit._torch as T
+    loss = example("mse")
+    p = torch.rand(4096, device=dev, requires_grad=True)
+    t = torch.rand(4096, device=dev)
+    monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 2 * 4096 * 4 + 1)  # one byte more than the inputs
+    out = loss(p, t)
+    saved = out.grad_fn.saved_tensors
+    assert len(saved) == 1 and saved[0].data_ptr() != p.data_ptr()  # the gradient of p, from forward
+    monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 2 * 4096 * 4)
+    out = loss(p, t)
+    assert [s.data_ptr() for s in out.grad_fn.saved_tensors] == [p.data_ptr(), t.data_ptr()]
+    expect = 2 * (p.detach() - t) / 4096
+    (g,) = torch.autograd.grad(out, p, torch.tensor(1 / 3, dtype=torch.float64, device=dev))
+    assert _max_rel(g, expect / 3) <= 1e-6
+    scale = torch.tensor(0.25, device=dev, requires_grad=True)
+    (g,) = torch.autograd.grad(loss(p, t) * scale, p)
+    assert _max_rel(g, expect * 0.25) <= 1e-6
+    for threshold in (0, 1 << 62):  # both ways
+        monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", threshold)
+        (g,) = torch.autograd.grad(loss(p, t) * scale, p, create_graph=True)
+        with pytest.raises(RuntimeError, match="once_differentiable"):
+            g.sum().backward()
 
 
 def test_value_op():
@@ -357,6 +403,7 @@ def _row_weight_cases():
 
 
 @pytest.mark.parametrize("text, ref, a, w", _row_weight_cases(), ids=[c[0] for c in _row_weight_cases()])
+@pytest.mark.usefixtures("fused_way")
 def test_per_row_weight_times_a_row_reduction_matches_torch(text, ref, a, w):
     loss = lossjit.compile(text, inputs=["a", "w"])
     ours = a.to(dev).requires_grad_()
@@ -367,6 +414,7 @@ def test_per_row_weight_times_a_row_reduction_matches_torch(text, ref, a, w):
 
 
 @pytest.mark.parametrize("shape", [(4096, 1000), (1024, 32000)])
+@pytest.mark.usefixtures("fused_way")
 def test_weighted_cross_entropy_per_sample_and_with_ignore_index_matches_torch(shape):
     n, c = shape
     g = torch.Generator(device="cpu").manual_seed(n)
@@ -447,6 +495,7 @@ def _ce_z_acc_torch(x, y):
 
 
 @pytest.mark.parametrize("shape", [(64, 10), (4099, 37), (300, 5000)])
+@pytest.mark.usefixtures("fused_way")
 def test_several_results_and_the_gradient_of_the_first_match_torch(shape):
     loss = lossjit.compile(CE_Z_ACC)
     assert loss.results == ("loss", "z", "acc")
@@ -476,6 +525,7 @@ def test_several_results_and_the_gradient_of_the_first_match_torch(shape):
     assert _max_rel(gx, xt.grad) <= 2e-6
 
 
+@pytest.mark.usefixtures("fused_way")
 def test_a_gradient_into_a_later_result_is_refused_not_dropped():
     loss = lossjit.compile(CE_Z_ACC)
     x = torch.randn(32, 7, device=dev, requires_grad=True)
