@@ -84,10 +84,11 @@ TEST_CASE("the product: first axis slowest, tuning off, contradictions marked in
 
     const auto tune_axes = default_tune_axes();
     CHECK(expand_sweep(Knobs{}, tune_axes).size() == 48);
-    // Programs that reduce along rows: threads x items x the row cache x the row cluster.
+    // Programs that reduce along rows: threads x items x the row cache x the team x the row cluster.
     const auto row_axes = default_tune_axes(true);
-    CHECK(expand_sweep(Knobs{}, row_axes).size() == 48);
-    CHECK(std::any_of(row_axes.begin(), row_axes.end(), [](const SweepAxis& a) { return a.knob == "row_cluster"; }));
+    CHECK(expand_sweep(Knobs{}, row_axes).size() == 96);
+    for (const char* knob : {"row_cluster", "row_team", "row_cache"})
+        CHECK(std::any_of(row_axes.begin(), row_axes.end(), [&](const SweepAxis& a) { return a.knob == knob; }));
     CHECK(std::none_of(row_axes.begin(), row_axes.end(), [](const SweepAxis& a) { return a.knob == "blocks_per_sm"; }));
 }
 
