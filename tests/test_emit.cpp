@@ -142,6 +142,27 @@ TEST_CASE("a parameter that divides gets its reciprocal once per thread, in elem
     }
 }
 
+TEST_CASE("a map's gradient kernel computes no value: no totals, no finish") {
+    // Loss::grad(..., upstream) differentiates sum(upstream * map) but never reads that sum
+    // (ir::Program::gradients_only); a reduction's gradient kernel still finishes its value.
+    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {64, 256})};
+    const std::vector<std::string> wrt{"x"};
+    const std::pair<const char*, bool> table[] = {
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false},
+        {"x - logsumexp(x, -1)", false},
+        {"logsumexp(x, -1)", false},  // one value per row
+        {"sum(x - logsumexp(x, -1))", true},
+        {"mean(logsumexp(x, -1))", true},
+    };
+    for (const auto& [text, finishes] : table) {
+        CAPTURE(std::string(text));
+        const std::string source = compile(text).cuda_source(shapes, wrt);
+        CHECK((source.find("lj::finish_totals<") != std::string::npos) == finishes);
+        CHECK((source.find("totals[0] +=") != std::string::npos) == finishes);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
+}
+
 TEST_CASE("the elements of amax and amin are computed without FMA contraction, in the value's kernel and the gradient's") {
     // Their gradient compares each element, evaluated again, with the largest: both evaluations must
     // give the same bits (ExpressionPrinter, uncontracted_nodes). Other reductions keep the FMAs.

@@ -117,6 +117,30 @@ TEST_CASE("lj_div_by_param: the division's bits for any divisor, in lj_div_by's 
     }
 }
 
+TEST_CASE("lj_div_by_param: the division's bits for random divisors across lj_div_by's range") {
+    // A parameter is any float the caller sets (Loss::set_param), not one of a table.
+    std::uint32_t state = 0x9e3779b9u;
+    auto next = [&] {  // xorshift32: the same divisors every run
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        return state;
+    };
+    for (int k = 0; k < 1000; ++k) {
+        // A random significand and sign, the exponent anywhere in [-40, 39] (below 2^40).
+        const std::uint32_t exponent = 127 - 40 + next() % 80;
+        const float c = bits_float((next() & 0x807fffffu) | (exponent << 23));
+        CAPTURE(c);
+        const float rc = lj_host::lj_div_reciprocal(c);
+        REQUIRE(rc != 0.0f);
+        std::uint64_t bad = 0;
+        for (std::uint64_t i = k; i < (1ull << 32); i += 65521 + 2 * static_cast<std::uint64_t>(k))
+            bad += !same(lj_host::lj_div_by_param(bits_float(static_cast<std::uint32_t>(i)), c, rc),
+                         bits_float(static_cast<std::uint32_t>(i)) / c);
+        CHECK(bad == 0);
+    }
+}
+
 TEST_CASE("lj_div_by: every float, c = 6 and c = 0x1.fffffep0" * doctest::skip(std::getenv("LOSSJIT_EXHAUSTIVE") == nullptr)) {
     const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
     CHECK(mismatches(6.0f, 1, threads) == 0);

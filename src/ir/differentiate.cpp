@@ -900,7 +900,10 @@ ir::Program differentiate(const ir::Program& program, std::span<const int> wrt, 
         const bool body_per_row = per_row_nodes(program, per_row)[static_cast<std::size_t>(program.body)];
         per_row.push_back(body_per_row);  // the upstream gradient has the output's shape
         k.push_back(false);
-        return Differentiator(weighted_sum_of_map(program), wrt, per_row, k).run();
+        ir::Program gradients = Differentiator(weighted_sum_of_map(program), wrt, per_row, k).run();
+        gradients.gradients_only = true;  // the weighted sum itself is nobody's: no kernel computes it
+        gradients.gradient_totals.clear();
+        return gradients;
     }
     return Differentiator(program, wrt, per_row_inputs, k_inputs).run();
 }

@@ -110,6 +110,7 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
 
 std::vector<RowTotal> row_totals(const ir::Program& program) {
     std::vector<RowTotal> totals;
+    if (program.gradients_only) return totals;
     if (program.reduction == ir::Reduction::Composite) {
         // The totals the results reach (a binding of one they never use is not computed).
         std::vector<bool> reached(program.nodes.size(), false);

@@ -106,7 +106,10 @@ std::string dump_gradients(const ir::Program& program) {
         out += fmt::format("{} = {}\n", name, printer.define(id));
         printer.name(id, name);
     }
-    const std::string scale = program.reduction == ir::Reduction::Sum         ? "the upstream gradient"
+    const std::string scale = program.gradients_only
+                                  ? fmt::format("1 (the upstream gradient is the input {}; the sum itself is not computed)",
+                                                program.inputs.back())
+                              : program.reduction == ir::Reduction::Sum         ? "the upstream gradient"
                               : program.reduction == ir::Reduction::Mean      ? "the upstream gradient / N (the count mean divides by)"
                               : program.reduction == ir::Reduction::BatchMean ? "the upstream gradient / (size of dimension 0)"
                               : program.reduction == ir::Reduction::Composite

@@ -1104,7 +1104,10 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     for (const auto& p : program.params) parameter_values.push_back(fmt::format("(RowProgram::Value){}", parameter_source(p)));
     for (const auto& p : program.params) parameter_values.push_back(parameter_source(p));
     std::string prelude = kernel_prelude(program);
-    if (!program.is_map()) prelude += templates::finish_cuh;
+    // A reduction's value: each block's totals, then the last block's results. A map's gradient
+    // program has none to finish (ir::Program::gradients_only).
+    const bool finishes = !program.is_map() && !program.gradients_only;
+    if (finishes) prelude += templates::finish_cuh;
     prelude += templates::by_rows_cuh;
     if (spec.row_split) prelude += templates::row_runs_cuh;
     if (spec.scatters()) prelude += templates::scatter_cuh;
@@ -1112,12 +1115,13 @@ std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& sp
     if (emitter.centered()) prelude += centered_accumulator().cuda_helper;
 
     const std::string finish =
-        program.is_map() ? std::string()
-                         : fmt::format("    lj::finish_totals<{}, RowProgram::kTotals, RowProgram::kResults, {}, RowProgram::kResultDType>(totals, out, "
-                                       "[&](const double (&t)[RowProgram::kTotals], double (&r)[RowProgram::kResults]) {{ program.final(t, r); }});\n",
-                                       spec.block_threads, spec.one_block ? "true" : "false");
+        !finishes ? std::string()
+                  : fmt::format("    lj::finish_totals<{}, RowProgram::kTotals, RowProgram::kResults, {}, RowProgram::kResultDType>(totals, out, "
+                                "[&](const double (&t)[RowProgram::kTotals], double (&r)[RowProgram::kResults]) {{ program.final(t, r); }});\n",
+                                spec.block_threads, spec.one_block ? "true" : "false");
     std::string what;
-    if (!program.derivatives.empty()) what = fmt::format("a {} reduction and its gradients", ir::to_string(program.reduction));
+    if (program.gradients_only) what = "the gradients of a map that reduces along rows (upstream gradient given)";
+    else if (!program.derivatives.empty()) what = fmt::format("a {} reduction and its gradients", ir::to_string(program.reduction));
     else if (program.is_map()) what = "an elementwise map with reductions along rows";
     else if (program.reduction == ir::Reduction::Composite) what = fmt::format("{} whole-tensor reductions combined", emitter.totals());
     else what = fmt::format("a {} reduction", ir::to_string(program.reduction));
