@@ -462,14 +462,24 @@ def _reducing_maps():
         ("exp(x - logsumexp(x, -1))", lambda x, y: F.softmax(x, -1), False),
         ("x / sqrt(mean(x * x, -1) + 1e-6)", lambda x, y: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), False),
         ("logsumexp(x, -1) - x[y]", lambda x, y: F.cross_entropy(x, y, reduction="none"), True),
+        ("m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)",
+         lambda x, y: F.layer_norm(x, x.shape[-1:], eps=1e-5), False),
+        ("x / max(sum(abs(x), -1), 1e-12)", lambda x, y: F.normalize(x, p=1, dim=-1), False),
+        ("x / max(sqrt(sum(x^2, -1)), 1e-12)", lambda x, y: F.normalize(x, p=2, dim=-1), False),
+        # Reductions along an axis as maps (torch's keepdim=False shape), and a map along dimension 0.
+        ("sum(x, 0)", lambda x, y: x.sum(0), False),
+        ("var(x, -1)", lambda x, y: x.var(-1), False),
+        ("logsumexp(x, 0)", lambda x, y: torch.logsumexp(x, 0), False),
+        ("x - logsumexp(x, 0)", lambda x, y: F.log_softmax(x, 0), False),
     ]
 
 
 @pytest.mark.parametrize("text, ref, indexed", _reducing_maps(), ids=[c[0] for c in _reducing_maps()])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_maps_that_reduce_along_rows_backward_matches_torch(text, ref, indexed, dtype):
-    """log_softmax, softmax, RMS norm and per-row cross-entropy (reduction='none') under autograd, with
-    a grad_output that is not all ones, against torch's own backward."""
+    """log_softmax, softmax, RMS and layer norm, L1/L2 normalize, per-row cross-entropy
+    (reduction='none') and reductions along an axis under autograd, with a grad_output that is not all
+    ones, against torch's own backward."""
     g = torch.Generator(device="cpu").manual_seed(29)
     x = torch.randn(300, 1001, generator=g, dtype=dtype).to(dev)
     y = torch.randint(0, 1001, (300,), generator=g).to(dev)
