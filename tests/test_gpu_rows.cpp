@@ -673,6 +673,7 @@ TEST_CASE("row programs along other dimensions match the reference, in every tea
     const Case cases[] = {
         {"sum(x, 0)", "64x40000", false},                                   // side by side, 8 threads a row
         {"mean(x, 1)", "3x8x100000", false},                                // side by side, a thread a row
+        {"amax(x, 1) - amin(x, 1)", "3x16x100000", false},                  // the same, comparing (unroll 4)
         {"sum(x, 0)", "3000x37", false},                                    // 37 rows: a warp per strided row
         {"amax(x, 0) - amin(x, 0)", "20000x5", false},                      // the block per strided row
         {"amax(x, 0) - amin(x, 0)", "5x4300", false},                       // side by side, the last block part full

@@ -347,6 +347,24 @@ TEST_CASE("the row cache of rows side by side: whole rows where the SM still hol
     }
 }
 
+TEST_CASE("a thread alone on its row keeps 8 loads in flight, 4 where it compares, 8 where it writes every element") {
+    // KernelBench 47-53's reductions over dimension 1 (defaults ByRowSideAloneUnroll,
+    // ByRowSideAloneCompareUnroll, ByRowSideTeamUnroll; docs/results/issue-29/stop52/round125/).
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12};
+    const std::pair<const char*, int> table[] = {
+        {"sum(x, 1)", 8},    {"mean(x, 1)", 8},   {"amax(x, 1)", 4},
+        {"amin(x, 1)", 4},   {"argmax(x, 1)", 4}, {"argmin(x, 1)", 4},
+        {"amax(x, 1) - amin(x, 1)", 4},                // compares
+        {"x / sqrt(mean(x^2, 1) + 1e-5)", 8},           // writes every element (ByRowSideTeamUnroll)
+    };
+    for (const auto& [text, unroll] : table) {
+        CAPTURE(std::string(text));
+        const auto [program, layout, spec] = plan(text, {}, {128, 4096, 4095}, {}, {}, DType::float32, h100);
+        REQUIRE(spec.side_by_side);
+        CHECK(spec.unroll == unroll);
+    }
+}
+
 TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or without a row cache") {
     const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
                         .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};

@@ -476,15 +476,17 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     } else if (knobs.items_per_thread > 0) {
         spec.unroll = std::clamp(knobs.items_per_thread / spec.vector_width, 1, kMaxUnroll);
     } else if (spec.side_by_side) {
-        // A thread alone on its row that only reduces it loads more of it at once (unroll 8 there
-        // falls to half the rate of 4 or 16 on an H100, at strides of 4095 and 8192 floats), fewer
-        // where argmax's value and index take the registers; one that also writes every element
-        // (RMS norm) keeps 8 (16 spills there, and on an H200 is 13% slower).
-        const bool index = std::any_of(program.nodes.begin(), program.nodes.end(), [](const ir::Node& n) {
-            return n.kind == ir::NodeKind::RowReduce && row_reduction_info(static_cast<RowReduction>(n.slot)).is_index;
+        // A thread alone on its row that only reduces it keeps 8 loads of it in flight, 4 where it
+        // compares (amax, argmax: a select, and argmax's index, per element; 8 there was 5-8% slower
+        // on an H100 at strides of 4095 and 8192 floats); one that also writes every element (RMS
+        // norm) keeps 8 (16 spills there, and on an H200 is 13% slower).
+        const bool compares = std::any_of(program.nodes.begin(), program.nodes.end(), [](const ir::Node& n) {
+            if (n.kind != ir::NodeKind::RowReduce) return false;
+            const auto how = static_cast<RowReduction>(n.slot);
+            return how == RowReduction::Max || how == RowReduction::Min || row_reduction_info(how).is_index;
         });
         const Default unroll = spec.team > 1 || writes_elements ? Default::ByRowSideTeamUnroll
-                               : index                          ? Default::ByRowSideAloneIndexUnroll
+                               : compares                       ? Default::ByRowSideAloneCompareUnroll
                                                                 : Default::ByRowSideAloneUnroll;
         spec.unroll = default_value(unroll, gpu);
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * (spec.unroll / 2) >= columns) spec.unroll /= 2;

@@ -20,6 +20,7 @@ constexpr std::string_view kRowCache = "docs/results/issue-31/row-cache/README.m
 constexpr std::string_view kRowCluster = "docs/results/issue-31/row-cluster/README.md";
 constexpr std::string_view kFewRows = "docs/results/issue-29/stop42/README.md";
 constexpr std::string_view kSideCache = "docs/results/issue-29/stop48/README.md";
+constexpr std::string_view kAxisRowsLater = "docs/results/issue-29/stop52/round125/axis_shapes-h100-a.txt";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -115,12 +116,16 @@ constexpr std::array kTable = {
                "16384 rows side by side on an H100, 8 threads a row: 81.6% at unroll 8; a thread a row writing every "
                "element (RMS norm over dim 1): H100 58.9% at 8, 59.1% at 16 (spills), H200 6.93 ms at 8, 7.99 at 16",
                kAxisRows},
-    DefaultRow{D::ByRowSideAloneUnroll, G::Any, 16,
-               "H100, a thread a row: sum over dim 1 of [128, 4096, 4095] 80.0% at 16, 47.9% at 8, 69.0% at 4; of "
-               "[64, 1000, 8192] 90.0 / 48.3 / 72.2; amax 84.6 / 74.6 / 86.2", kAxisRows},
-    DefaultRow{D::ByRowSideAloneIndexUnroll, G::Any, 4,
-               "H100, a thread a row: argmax over dim 1 of [128, 4096, 4095] 73.7% at 4, 71.0% at 8, 60.3% at 16 "
-               "(90 registers)", kAxisRows},
+    DefaultRow{D::ByRowSideAloneUnroll, G::Any, 8,
+               "H100, a thread a row, 2026-11-27: sum over dim 1 of [128, 4096, 4095] 87-88% of the copy rate at 8, "
+               "73% at 16, 83-84% at 4; of [64, 1000, 8192] 99 / 90-91 / 90-91; of [256, 512, 4096] 96-100 / 92-94 / "
+               "88-90 (16 was chosen on 2026-11-25's kernel, where 8 ran at half the rate)",
+               kAxisRowsLater},
+    DefaultRow{D::ByRowSideAloneCompareUnroll, G::Any, 4,
+               "H100, a thread a row, 2026-11-27: amax over dim 1 of [128, 4096, 4095] 82% at 4, 77-78% at 8, 73% at 16; "
+               "of [64, 1000, 8192] 99-100 / 94-95 / 90; argmax 82-83 / 78 / 86-87 and 99-100 / 95-96 / 99 (2026-11-25: "
+               "argmax 73.7 / 71.0 / 60.3, 90 registers)",
+               kAxisRowsLater},
     DefaultRow{D::ByRowCachedThreads, G::Any, 512,
                "H100, value + gradient with the row cache: cosine 16384 x 16384 96.0% of the floor at 512 threads "
                "(unroll 4), 46.7% at 1024; cross-entropy 16384 x 32768 71.6% at 512 (unroll 8), 64.4% at 256; "
@@ -237,7 +242,7 @@ std::string_view to_string(Default what) {
         case D::AssumedMultiprocessors: return "assumed multiprocessors";
         case D::ByRowSideTeamUnroll: return "by-row side-by-side unroll";
         case D::ByRowSideAloneUnroll: return "by-row side-by-side unroll, a thread per row";
-        case D::ByRowSideAloneIndexUnroll: return "by-row side-by-side unroll, a thread per row, argmax or argmin";
+        case D::ByRowSideAloneCompareUnroll: return "by-row side-by-side unroll, a thread per row, amax, amin, argmax or argmin";
         case D::SmallGradientProgramNodes: return "small gradient program nodes";
         case D::ShortElementProgram: return "short element program";
         case D::ColumnsSmallThreadsPerSm: return "columns small threads per SM";

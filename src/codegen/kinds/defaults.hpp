@@ -71,7 +71,7 @@ enum class Default : unsigned char {
     ByRowUnrollSeveralInputs,       // by rows, two or more (cosine, triplet)
     ByRowSideTeamUnroll,            // by rows, side by side: elements of its row a thread loads at once
     ByRowSideAloneUnroll,           // ... where each row has one thread (it steps through its rows alone)
-    ByRowSideAloneIndexUnroll,      // ... the same for a program with argmax or argmin (larger accumulators)
+    ByRowSideAloneCompareUnroll,    // ... the same for a program with amax, amin, argmax or argmin (compares)
     ByRowCachedThreads,             // by rows with a row cache: threads per block (one block an SM, mostly)
     ByRowCachedBytesInFlight,       // ... bytes its loads keep in flight (threads x unroll x vector x input bytes)
     ByRowCachedValuesPerThread,     // ... at most this many loaded values a thread (unroll x vector x inputs)
