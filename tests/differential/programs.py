@@ -685,9 +685,18 @@ class Generator:
     def take(self, depth):
         y = self.rng.choice(self.index_names)
         arg = self.expr(depth - 1) if self.rng.random() < 0.6 else self.input_leaf()
-        if arg.cls != "S":  # a take of a value constant along the row is refused (it ignores y)
+        # A take of a value constant along the row is refused (it ignores y). Values of a lower rank
+        # than S's: where no other input has S's rank either, lossjit reads the index's last extent as
+        # K indices per row (refused where K is the row's length), not as the rows' shape S[:-1].
+        if arg.cls != "S" or self.values_rank(arg) < len(self.p.shape):
             arg = self.full_leaf()
         return Node("take", args=[arg], name=y, cls="R")
+
+    def values_rank(self, node):
+        """The largest rank of the inputs (not indices) an expression reads."""
+        ranks = [len(spec.shape) for n in walk(node) if n.kind == "input"
+                 for spec in self.data if spec.name == n.name and spec.role != "index"]
+        return max(ranks, default=0)
 
     def full_leaf(self):
         """An input of the full shape: one value per element."""
