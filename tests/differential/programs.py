@@ -685,18 +685,9 @@ class Generator:
     def take(self, depth):
         y = self.rng.choice(self.index_names)
         arg = self.expr(depth - 1) if self.rng.random() < 0.6 else self.input_leaf()
-        # A take of a value constant along the row is refused (it ignores y). Values of a lower rank
-        # than S's: where no other input has S's rank either, lossjit reads the index's last extent as
-        # K indices per row (refused where K is the row's length), not as the rows' shape S[:-1].
-        if arg.cls != "S" or self.values_rank(arg) < len(self.p.shape):
+        if arg.cls != "S":  # a take of a value constant along the row is refused (it ignores y)
             arg = self.full_leaf()
         return Node("take", args=[arg], name=y, cls="R")
-
-    def values_rank(self, node):
-        """The largest rank of the inputs (not indices) an expression reads."""
-        ranks = [len(spec.shape) for n in walk(node) if n.kind == "input"
-                 for spec in self.data if spec.name == n.name and spec.role != "index"]
-        return max(ranks, default=0)
 
     def full_leaf(self):
         """An input of the full shape: one value per element."""
@@ -710,12 +701,26 @@ class Generator:
         read = {n.name for n in p.nodes() if n.kind == "input"}
         for y in self.index_names:
             if y in read and y not in taken:
-                take = Node("take", args=[self.full_leaf()], name=y, cls="R")
-                if p.form == "composite":
-                    total = self.rng.choice(totals_reached(p.body))
-                    total.args[0] = self.combine(total.args[0], take)
-                else:
-                    p.body = self.combine(p.body, take)
+                self.add_take(y)
+        # The program's rank is its inputs' (an index of the rows' shape [.., R] or of K per row
+        # [.., K] looks the same): where only an index has S's rank, lossjit reads the index's last
+        # extent as K indices per row (refused where K is the row's length), not as the rows' S[:-1].
+        # A take of an input of the full shape gives the program S's rank.
+        ranks = [len(spec.shape) for spec in self.data
+                 if spec.role != "index" and any(n.kind == "input" and n.name == spec.name for n in p.nodes())]
+        if self.index_names and max(ranks, default=0) < len(p.shape):
+            self.add_take(self.rng.choice(self.index_names))
+
+    def add_take(self, y):
+        """y[...] of a new input of the full shape, added into the body (into one of its
+        reductions in a Composite program)."""
+        p = self.p
+        take = Node("take", args=[self.full_leaf()], name=y, cls="R")
+        if p.form == "composite":
+            total = self.rng.choice(totals_reached(p.body))
+            total.args[0] = self.combine(total.args[0], take)
+        else:
+            p.body = self.combine(p.body, take)
 
     def combine(self, a, b):
         return self.apply(self.rng.choice(("+", "*", "-")), [a, b])
