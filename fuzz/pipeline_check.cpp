@@ -137,6 +137,8 @@ const NameSet& emitter_identifiers() {
                                 "extents", "i", "value", "true", "false", "__restrict__", "Strided",
                                 "__int_as_float", "__longlong_as_double", "lj_square", "lj_cube", "lj_div_by", "double",
                                 "lj_div_by_param", "lj_div_reciprocal", "statistics",
+                                // KL's term with one log (ir/print.cpp, templates/lj_log.cuh)
+                                "lj_kl_term", "lj_kl_term_common",
                                 // the element functor
                                 "struct", "Element", "static", "constexpr", "int", "kInputs", "__host__",
                                 "__device__", "__forceinline__", "inner_stride", "same_every_row", "k", "return", "using",

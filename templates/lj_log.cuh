@@ -68,3 +68,56 @@ __device__ __forceinline__ float lj_log_common(float a, bool& rare) {
 #endif
 }
 __device__ __forceinline__ double lj_log_common(double a, bool&) { return log(a); }
+
+// ---- lj_kl_term: a log(a) - a log(b) with one logarithm (KL's term) -------------------------------
+// The CUDA printer (src/ir/print.cpp) prints `xlogy(a, a) - a * log(b)` in float32 as this: the
+// term a log(a / b), where the two logarithms cost about 17 instructions each and bound KL by
+// arithmetic on the H200.
+//
+// q = a * rcp(b), rcp.approx (at most 1 ulp), so q = (a / b)(1 + d) with |d| < 2^-22.4; the
+// residual r = a - q b (one fma) gives d back: log(a / b) = log(q) - log1p(d), and
+// -log1p(d) = r / (q b) + O(d^2) = r * rcp(a) + O(2^-44), the last from rcp's ulp and q b for a.
+// So the term is a (lj_log(q) + c): lj_log's 0.95 ulp of log(a / b), the add and the product's
+// roundings, and 2^-43 a; in ulp of the term (a's mantissa can halve the product's ulp) at most
+// 3.5, measured 2.5 (tests/test_lj_log.cpp, on the host with rcp one ulp off; the GPU test with
+// the instruction itself). The two-log form rounds a log(a) and a log(b) apart, which cancel where
+// a is near b: thousands of ulp of the term there.
+//
+// Its common path takes a in [2^-126, 2^126) or a = 0 (one-hot targets: 0 for any positive normal
+// b, as the two-log form gives), b a positive normal float, and q normal; anything else (zeros of
+// b, subnormals, inf, nan, negatives, a ratio out of range) takes the two-log form, whose special
+// values are the language's. Under fast math the two-log form with CUDA's fast log, as before.
+#if defined(__CUDA_ARCH__)
+// The .ftz form is one MUFU.RCP; the inputs are normal on the common path, and a reciprocal that
+// flushes to 0 (b >= 2^126) makes q 0, which the path's check sends to the two-log form.
+__device__ __forceinline__ float lj_rcp_approx(float x) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+#endif
+__device__ __forceinline__ float lj_kl_term_two_logs(float a, float b) {
+    const float term = (a == 0.0f ? 0.0f : a * lj_log(a)) - a * lj_log(b);
+    // a log(a / a) is exactly 0 for positive finite a, whatever a contraction of the two products rounds
+    return a == b && a > 0.0f && a <= 0x1.fffffep127f ? 0.0f : term;
+}
+__device__ __forceinline__ float lj_kl_term_common(float a, float b, bool& rare) {
+#if __USE_FAST_MATH__
+    return lj_kl_term_two_logs(a, b);
+#else
+    const float q = a * lj_rcp_approx(b);
+    const float c = fmaf(-q, b, a) * lj_rcp_approx(a);
+    const unsigned ua = (unsigned)__float_as_int(a), ub = (unsigned)__float_as_int(b), uq = (unsigned)__float_as_int(q);
+    const bool b_normal = ub - 0x00800000u < 0x7f000000u;  // positive normal
+    const bool zero = a == 0.0f;                            // +0 or -0
+    const bool common = b_normal & (zero | ((ua - 0x00800000u < 0x7e000000u) & (uq - 0x00800000u < 0x7f000000u)));
+    rare |= !common;
+    const float term = a * (lj_log_core((int)uq, 0) + c);
+    return zero | (a == b) ? 0.0f : term;  // a == b: exactly 0, as two logs give (rcp's q need not be 1)
+#endif
+}
+__device__ __forceinline__ float lj_kl_term(float a, float b) {
+    bool rare = false;
+    const float term = lj_kl_term_common(a, b, rare);
+    return rare ? lj_kl_term_two_logs(a, b) : term;
+}

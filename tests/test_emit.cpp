@@ -142,6 +142,41 @@ TEST_CASE("a parameter that divides gets its reciprocal once per thread, in elem
     }
 }
 
+TEST_CASE("KL's term takes one log where its parts are computed for nothing else (lj_kl_term)") {
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        DType dtype;
+        const char* expected;  // the call printed, or nullptr: the two logs
+    };
+    const Row table[] = {
+        {"batchmean(xlogy(t, t) - t * log(p))", {}, DType::float32, "lj_kl_term_common(x_t, x_p, rare_)"},
+        {"batchmean(xlogy(t, t) - log(p) * t)", {}, DType::float32, "lj_kl_term_common(x_t, x_p, rare_)"},
+        {"xlogy(t, t) - t * log(p)", {}, DType::float32, "lj_kl_term_common(x_t, x_p, rare_)"},  // a map
+        {"sum(xlogy(t, t) - t * log(p), -1)", {}, DType::float32, "lj_kl_term(x_t, x_p)"},  // a row program
+        {"batchmean(xlogy(t, t) - t * log(p))", {}, DType::bfloat16, "lj_kl_term_common(x_t, x_p, rare_)"},
+        {"batchmean(xlogy(t, t) - t * log(p))", {"p"}, DType::float32, "lj_kl_term(x_t, x_p)"},
+        {"batchmean(xlogy(t, t) - t * log(p))", {"t"}, DType::float32, nullptr},  // d/dt uses log(p) too
+        {"batchmean(xlogy(t, t) - t * log(p))", {}, DType::float64, nullptr},
+        {"batchmean(xlogy(t, p) - t * log(p))", {}, DType::float32, nullptr},
+        {"batchmean(t * log(p) - xlogy(t, t))", {}, DType::float32, nullptr},
+        {"sum(amax(xlogy(t, t) - t * log(p), -1))", {}, DType::float32, nullptr},  // amax's elements: uncontracted
+    };
+    for (const Row& row : table) {
+        CAPTURE(row.program);
+        CAPTURE(row.wrt.size());
+        CAPTURE(row.dtype);
+        const std::vector<TensorView> shapes{TensorView{nullptr, row.dtype, {64, 256}, {}},
+                                             TensorView{nullptr, row.dtype, {64, 256}, {}}};
+        Options options;
+        options.inputs = {"p", "t"};
+        const std::string source = compile(row.program, options).cuda_source(shapes, row.wrt);
+        if (row.expected) CHECK(source.find(row.expected) != std::string::npos);
+        else CHECK((source.find("lj_kl_term(x_") == std::string::npos && source.find("lj_kl_term_common(x_") == std::string::npos));
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
+}
+
 TEST_CASE("a map's gradient kernel computes no value: no totals, no finish") {
     // Loss::grad(..., upstream) differentiates sum(upstream * map) but never reads that sum
     // (ir::Program::gradients_only); a reduction's gradient kernel still finishes its value.
@@ -248,7 +283,9 @@ TEST_CASE("log and xlogy get a common path (rare inputs flagged, not branched to
         if (row.f64) spec.compute = DType::float64;
         const std::string source = emit_cuda(program, spec);
         CHECK((source.find("Result common_path(") != std::string::npos) == row.expected);
-        if (row.expected) CHECK(source.find("lj_log_common(x_p, rare_)") != std::string::npos);
+        // KL's term takes one log (templates/lj_log.cuh: lj_kl_term); the other programs lj_log's common path
+        const bool kl = std::string(row.program).starts_with("batchmean");
+        if (row.expected) CHECK(source.find(kl ? "lj_kl_term_common(x_t, x_p, rare_)" : "lj_log_common(x_p, rare_)") != std::string::npos);
     }
     // Gradients keep one body: the fused kernels' loops call operator() alone.
     const auto grad = differentiate(checked("sum(log(p) * t)"), std::vector<int>{0}, {});

@@ -3,6 +3,7 @@
 #include <array>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
@@ -20,6 +21,47 @@ int divisor_param(const ir::Program& program, const ir::Node& n) {
     if (n.kind != ir::NodeKind::Apply || n.fn != Builtin::Div) return -1;
     const ir::Node& divisor = program.node(n.args[1]);
     return divisor.kind == ir::NodeKind::Param ? divisor.slot : -1;
+}
+
+// Whether two nodes compute the same value: the same node, or the same operation on the same values
+// (the checker makes a node for each occurrence of a name).
+bool same_value(const ir::Program& program, int i, int j) {
+    if (i == j) return true;
+    const ir::Node& a = program.node(i);
+    const ir::Node& b = program.node(j);
+    if (a.kind != b.kind || a.type != b.type || a.fn != b.fn || a.slot != b.slot || a.arity != b.arity) return false;
+    switch (a.kind) {
+        case ir::NodeKind::Input:
+        case ir::NodeKind::Param:
+        case ir::NodeKind::Binding: return true;
+        case ir::NodeKind::Constant: return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
+        case ir::NodeKind::Apply:
+            for (int k = 0; k < a.arity; ++k)
+                if (!same_value(program, a.args[static_cast<std::size_t>(k)], b.args[static_cast<std::size_t>(k)])) return false;
+            return true;
+        default: return false;  // row-wise nodes: not looked into
+    }
+}
+
+// `xlogy(a, a) - a * log(b)`, KL's term (either order of the product).
+struct KlTerm {
+    int a, b;
+    int log;  // the node log(b)
+};
+std::optional<KlTerm> kl_term(const ir::Program& program, const ir::Node& n) {
+    if (n.kind != ir::NodeKind::Apply || n.fn != Builtin::Sub) return std::nullopt;
+    const ir::Node& left = program.node(n.args[0]);
+    const ir::Node& right = program.node(n.args[1]);
+    if (left.kind != ir::NodeKind::Apply || left.fn != Builtin::Xlogy || !same_value(program, left.args[0], left.args[1]))
+        return std::nullopt;
+    if (right.kind != ir::NodeKind::Apply || right.fn != Builtin::Mul) return std::nullopt;
+    const int a = left.args[0];
+    for (int side = 0; side < 2; ++side) {
+        const ir::Node& log = program.node(right.args[static_cast<std::size_t>(1 - side)]);
+        if (same_value(program, right.args[static_cast<std::size_t>(side)], a) && log.kind == ir::NodeKind::Apply && log.fn == Builtin::Log)
+            return KlTerm{a, log.args[0], right.args[static_cast<std::size_t>(1 - side)]};
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -226,6 +268,18 @@ std::string ExpressionPrinter::cuda_apply(int id, const ir::Node& n) const {
                                without_outer_parens(cuda_as(n.args[1], 'f')));
         // x^2 and x^3 only multiply (lj_square, lj_cube): with the adds around them rounded, nothing
         // fuses with them.
+    }
+    // KL's term with one logarithm (templates/lj_log.cuh: lj_kl_term, its error bound), where its
+    // parts are not locals of their own: a shared log(b) is computed anyway.
+    if (style_ == PrintStyle::Cuda && !uncontracted_[static_cast<std::size_t>(id)]) {
+        if (const auto term = kl_term(program_, n)) {
+            if (!names_.count(n.args[0]) && !names_.count(n.args[1]) && !names_.count(term->log)) {
+                const std::string a = without_outer_parens(print(term->a));
+                const std::string b = without_outer_parens(print(term->b));
+                return common_paths_ ? fmt::format("lj_kl_term_common({}, {}, rare_)", a, b)
+                                     : fmt::format("lj_kl_term({}, {})", a, b);
+            }
+        }
     }
     // Small constant exponents get the exact forms torch uses for them instead of powf.
     if (n.fn == Builtin::Pow && program_.node(n.args[1]).kind == ir::NodeKind::Constant) {
