@@ -184,6 +184,9 @@ std::vector<Run> cached_runs(bool reduction) {
         // Rows not a multiple of 4 shared by a cluster's blocks: the first and last columns a lane
         // each, the vectors from the first aligned column (KernelSpec::row_shift), cached and not.
         for (bool cache : {false, true}) runs.push_back({Problem{"3x70001", 3, 70001}, cache, 4, false});
+        // Rows of which a block would keep less than half, more of them than SMs: clusters chosen
+        // automatically (ByRowClusterLongRowShare; 4 or 8 blocks a row, by the inputs kept).
+        runs.push_back({Problem{"80x131072", 80, 131072}, std::nullopt, 0, false});
     }
     return runs;
 }
@@ -484,6 +487,8 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 if (row_cluster > 1) CHECK(loss.kernel_info()->knobs.row_cluster == row_cluster);
                 if (problem.rows * 2 <= lossjit_test::device_multiprocessors() && problem.columns >= 300000)
                     CHECK(loss.kernel_info()->knobs.row_cluster == 8);  // automatic: few long rows
+                if (problem.columns == 131072 && !row_cache)
+                    CHECK(loss.kernel_info()->knobs.row_cluster > 1);  // automatic: long rows a block keeps too little of
                 const auto ref = loss.reference_grad(host, wrt);
                 const Spread d = spread(got, ref[0].values);
                 // float32: within 1e-5 of the largest (the bound); bfloat16: its rounding.

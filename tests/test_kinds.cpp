@@ -230,10 +230,30 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         {"exp(x - logsumexp(x, -1))", {}, 8192, h100, std::nullopt, 4096, 1, "", 512, 0, DType::float32, 2, 2},
         {"exp(x - logsumexp(x, -1))", {}, 4096, h100, std::nullopt, 3504, 1, "a row cluster of 2 blocks was asked for", 32,
          0, DType::float32, 1, 2},
-        // Rows longer than shared memory holds: the leading columns, where they are a quarter of the row.
-        {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, ""},
-        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, 0, 0, ""},
-        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, true, (219 * 1024) / 4 / 4 * 4, 1, ""},
+        // Rows longer than shared memory holds, a block a row (row_cluster=1): the leading columns, where
+        // they are a quarter of the row.
+        {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, "", 0, 0,
+         DType::float32, 1, 1},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, 0, 0, "", 0, 0, DType::float32, 1, 1},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, true, (219 * 1024) / 4 / 4 * 4, 1, "", 0, 0, DType::float32, 1, 1},
+        // Automatic on sm_90 (a block would keep less than half the row, ByRowClusterLongRowShare): the
+        // smallest cluster whose blocks keep half their shares at two an SM (105.5 KB each). 131072: 2
+        // would keep 41% of theirs, 4 keep 82%; 262144 and KernelBench's softmax rows of 393216: 8.
+        {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "", 512,
+         0, DType::float32, 4},
+        {"exp(x - logsumexp(x, -1))", {}, 262144, h100, std::nullopt, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "", 512,
+         0, DType::float32, 8},
+        {"exp(x - logsumexp(x, -1))", {}, 393216, h100, std::nullopt, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "", 512,
+         0, DType::float32, 8},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 131072, h100, std::nullopt, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "",
+         512, 0, DType::float32, 4},
+        // Rows past what 8 blocks keep half of (4M columns): 8 still keep more than one block.
+        {"exp(x - logsumexp(x, -1))", {}, 1 << 22, h100, true, (227 * 1024 / 2 - 8 * 1024) / 4 / 4 * 4, 1, "", 512, 0,
+         DType::float32, 8},
+        // Not where a block keeps half its row (L1 norm's rows of 65535: 86%), nor without clusters.
+        {"x / sum(abs(x), -1)", {}, 65535, h100, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, "", 0, 0, DType::float32, 1},
+        {"exp(x - logsumexp(x, -1))", {}, 131072, h100_no_clusters, std::nullopt, (219 * 1024) / 4 / 4 * 4, 1, "", 0, 0,
+         DType::float32, 1},
         // In clusters of 8: 64 KB a block (131072 columns); past what 8 blocks hold at two an SM, each
         // keeps its leading 105.5 KB (262144 columns: 84% of the row, automatic again).
         {"exp(x - logsumexp(x, -1))", {}, 131072, h100, std::nullopt, 16384, 1, "", 512, 0, DType::float32, 8, 8},

@@ -34,7 +34,8 @@ const std::vector<KnobHelp>& knobs() {
                       "the GPU's shared memory holds a row, or a large part of one"},
         {"row_cluster", "1, 2, 4 or 8: the blocks of a thread-block cluster (sm_90) that take each row together, each "
                         "walking (and with a row cache keeping) its share; default: clusters where the rows are fewer "
-                        "than half the SMs (few long rows), else 1 (a block a row)"},
+                        "than half the SMs (few long rows) or where a block would keep less than half its row in the "
+                        "row cache, else 1 (a block a row)"},
         {"row_team", "warp or block: programs that reduce along rows take a row with a warp or with the whole block; "
                      "default a warp while rows are short (or, with the row cache, while the warps keep half their "
                      "rows), else the block, with the fewest threads that keep the SM's loads in flight where the "

@@ -204,12 +204,31 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
             }
         }
     }
-    // Blocks of a cluster share a row a block takes only where asked for (knob row_cluster): on an
-    // H200 the automatic choice of the smallest cluster whose blocks' shares leave room for
-    // ByRowClusterBlocksPerSm blocks an SM won for RMS norm 16384 x 32768 (83.2% of the floor against
-    // 76.9% with a block a row) and lost for cross-entropy, cosine and softmax (docs/tuning.md).
-    if (cached.team == cached.block_threads && gpu.arch >= kFirstClusterArch && knobs.row_cluster > 1)
+    // Blocks of a cluster share a row a block takes where asked for (knob row_cluster), and where a
+    // block would keep less than 1 / ByRowClusterLongRowShare of its row: the smallest cluster whose
+    // blocks keep that much of their shares, else the largest where its blocks keep more of the row
+    // than one block (cross-entropy's value and gradient over 131072 columns: clusters of 4, 82.0% of
+    // the floor against 66.2% a block a row on an H100, 69.0 against 56.4% on an H200). Where a block
+    // keeps the row, clusters are not automatic: on an H200 the smallest cluster whose blocks' shares
+    // leave room for ByRowClusterBlocksPerSm blocks an SM won for RMS norm 16384 x 32768 (83.2% of the
+    // floor against 76.9% with a block a row) and lost for cross-entropy, cosine and softmax (docs/tuning.md).
+    const bool clusters = cached.team == cached.block_threads && gpu.arch >= kFirstClusterArch;
+    if (clusters && knobs.row_cluster > 1) {
         cached = with_cache(false, knobs.row_cluster);
+    } else if (clusters && knobs.row_cluster == 0) {
+        const long long share = default_value(Default::ByRowClusterLongRowShare, gpu);
+        if (cached.row_cache_columns * share < row) {
+            for (int cluster = 2; cluster <= kMaxRowCluster; cluster *= 2) {
+                KernelSpec in_cluster = with_cache(false, cluster);
+                const bool keeps_share = in_cluster.row_cache_columns * cluster * share >= row;
+                if (keeps_share || (cluster == kMaxRowCluster &&
+                                    in_cluster.row_cache_columns * cluster > cached.row_cache_columns)) {
+                    cached = std::move(in_cluster);
+                    break;
+                }
+            }
+        }
+    }
     // Short of ByRowCachedBytesInFlight (16-bit inputs, whose registers hold half the bytes), not
     // automatic: bfloat16 softmax 16384 x 32768 on an H100, 512 threads x 8 x 4 x 2 bytes, one block
     // an SM: 48.3% of the floor with the cache, 59.7% without (32768 x 4096, the warps' share: 61.8%

@@ -21,6 +21,7 @@ constexpr std::string_view kRowCluster = "docs/results/issue-31/row-cluster/READ
 constexpr std::string_view kFewRows = "docs/results/issue-29/stop42/README.md";
 constexpr std::string_view kSideCache = "docs/results/issue-29/stop48/README.md";
 constexpr std::string_view kAxisRowsLater = "docs/results/issue-29/stop52/round125/axis_shapes-h100-a.txt";
+constexpr std::string_view kLongRowClusters = "docs/results/issue-31/stop53/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -160,6 +161,12 @@ constexpr std::array kTable = {
                "4096 x 131072 71.9% in 4, 56.5% in 8, 63.6% a block a row; cross-entropy 16384 x 32768 value + "
                "gradient 56.1% in 2, 56.2% a block a row",
                kRowCluster},
+    DefaultRow{D::ByRowClusterLongRowShare, G::Any, 2,
+               "cross-entropy value + gradient 4096 x 131072 (a block keeps 43% of its row): a block a row 66.2% of "
+               "the floor on an H100, 56.4% on an H200; clusters of 2 (44% of each share kept) 73.0 / 65.2%, 4 (82%) "
+               "82.0 / 69.0%, 8 (all) 75.8 / 58.5%; softmax 4096 x 393216 in clusters of 8 with the cache 74.7% "
+               "against 63.5% without (H100, round 103)",
+               kLongRowClusters},
     DefaultRow{D::ByRowClusterFewRowsShare, G::Any, 2,
                "H100, layer norm of 16 rows of 4M (KernelBench 40): a block a row 1.850 ms (10.5% of the copy rate), "
                "clusters of 8 0.376 ms (51.5%), 4 0.534, 2 0.983; cross-entropy 64 x 262144 forward 0.120 -> 0.058 ms; "
@@ -263,6 +270,7 @@ std::string_view to_string(Default what) {
         case D::ByRowCacheMinShare: return "by-row row cache, least share of the row";
         case D::ByRowCacheWarpMinShare: return "by-row row cache, least share of a warp's row";
         case D::ByRowClusterBlocksPerSm: return "by-row row cache, blocks an SM with row clusters";
+        case D::ByRowClusterLongRowShare: return "by-row row cache, clusters for rows a block keeps under 1 / this of";
         case D::ByRowClusterFewRowsShare: return "by-row row clusters for rows fewer than SMs / this";
         case D::ByRowClusterMinTiles: return "by-row row clusters, least tiles a block";
         case D::ByRowSideCachedThreads: return "by-row side-by-side threads with a row cache";
