@@ -677,7 +677,19 @@ def _reduce_setup(ctx, inputs, output):
     _save_gradients(ctx, side, len(tensors), wrt_mask, output[:side.results], output[side.results:])
 
 
+def _refuse_second_derivative(op):
+    raise UnsupportedError(
+        f"{op}: a gradient flows into a gradient lossjit computed (create_graph=True, then the gradient "
+        f"differentiated again): lossjit differentiates a program once, and the second derivative would miss "
+        f"its term through the inputs; compute it with torch (torch.func.hessian of a torch function) instead")
+
+
 def _reduce_backward(ctx, grad_outputs):
+    # The gradient outputs are the op's own: with create_graph=True the first backward's saved gradients
+    # times the upstream one lead back here, and ignoring what reaches them would drop the second
+    # derivative's term through the inputs.
+    if any(g is not None for g in grad_outputs[ctx.results:]):
+        _refuse_second_derivative("lossjit::reduce")
     return None, _input_gradients(ctx, grad_outputs), None
 
 
@@ -778,3 +790,16 @@ def _map_backward(ctx, upstream):
 
 
 map_op.register_autograd(_map_backward, setup_context=_map_setup)
+
+
+# map_grad runs in a map's backward; with create_graph=True autograd records it, and a second derivative
+# reaches it here: refused (without a formula torch's fallback would only warn and drop the term).
+def _map_grad_setup(ctx, inputs, output):
+    pass
+
+
+def _map_grad_backward(ctx, grads):
+    _refuse_second_derivative("lossjit::map_grad")
+
+
+map_grad.register_autograd(_map_grad_backward, setup_context=_map_grad_setup)

@@ -347,6 +347,31 @@ def test_eager_fused_kernel_runs_in_backward_from_the_threshold(monkeypatch):
             g.sum().backward()
 
 
+def test_second_derivatives_through_the_ops_are_refused():
+    """The custom ops' gradients with create_graph=True, then differentiated again: lossjit::reduce's saved
+    gradients lead back to the op, a map's gradient to lossjit::map_grad. Both refuse, not drop the
+    second derivative's term through the inputs (a torch op without a formula only warns)."""
+    loss = example("mse")
+    p = torch.rand(4096, device=dev, requires_grad=True)
+    t = torch.rand(4096, device=dev)
+    scale = torch.tensor(0.25, device=dev, requires_grad=True)
+    value = torch.ops.lossjit.reduce(loss._id, [p, t], 1)[0]
+    (g,) = torch.autograd.grad(value * scale, p, create_graph=True)
+    assert _max_rel(g.detach(), 0.25 * 2 * (p.detach() - t) / 4096) <= 1e-6
+    with pytest.raises(lossjit.UnsupportedError, match="differentiates a program once"):
+        torch.autograd.grad(g.sum(), p)
+    (g_scale,) = torch.autograd.grad((value * scale).sum(), scale, create_graph=True)  # the value's own graph is fine
+    assert _max_rel(g_scale.detach(), torch.mean((p.detach() - t) ** 2)) <= 1e-6
+    square = lossjit.compile("x * x + y", inputs=["x", "y"])
+    x = torch.rand(1000, device=dev, requires_grad=True)
+    (gx,) = torch.autograd.grad(square(x, t[:1000]).sum(), x, create_graph=True)
+    assert _max_rel(gx.detach(), 2 * x.detach()) <= 1e-6
+    with pytest.raises(lossjit.UnsupportedError, match="differentiates a program once"):
+        torch.autograd.grad(gx.sum(), x)
+    loss.close()
+    square.close()
+
+
 def test_value_op():
     loss = example("mse")
     p, t = torch.rand(1000, device=dev), torch.rand(1000, device=dev)
