@@ -79,7 +79,7 @@ enum class Default : unsigned char {
     ByRowCacheWarpMinShare,         // ... rows a warp would take go to the block where warps keep less
     ByRowBlockTeamMinThreads,       // ... a block a row of automatic size: the fewest threads tried
     ByRowClusterBlocksPerSm,        // ... a cluster's blocks share a row that would leave fewer blocks an SM (sm_90)
-    ByRowClusterLongRowShare,       // ... rows of which a block keeps under 1 / this: the smallest cluster whose blocks keep 1 / this of their shares
+    ByRowClusterLongRowShare,       // ... rows a block keeps under 1 / this of: clusters whose blocks keep that of their shares
     ByRowClusterFewRowsShare,       // rows fewer than SMs / this take a cluster's blocks each (sm_90), cache or not
     ByRowClusterMinTiles,           // ... where each block of the cluster walks at least this many tiles of the row
     ByRowSideCachedThreads,         // rows side by side with a row cache: threads per block (a thread a row)
