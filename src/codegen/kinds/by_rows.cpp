@@ -510,9 +510,12 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         spec.unroll = default_value(unroll, gpu);
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * (spec.unroll / 2) >= columns) spec.unroll /= 2;
     } else {
-        // One input read along the row (cross-entropy's logits) unrolls less than two or three
-        // (cosine, triplet).
-        spec.unroll = default_value(element_inputs <= 1 ? Default::ByRowUnrollOneInput : Default::ByRowUnrollSeveralInputs, gpu);
+        // One input read along the row (cross-entropy's logits): per team and GPU, a warp's rows more
+        // loads in flight than a block's (measured on values alone: gradient kernels keep the block's
+        // number); two or three (cosine, triplet) their own.
+        const bool warp_values = spec.team == kWarpThreads && program.derivatives.empty();
+        const Default one_input = warp_values ? Default::ByRowWarpUnrollOneInput : Default::ByRowUnrollOneInput;
+        spec.unroll = default_value(element_inputs <= 1 ? one_input : Default::ByRowUnrollSeveralInputs, gpu);
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }

@@ -22,6 +22,8 @@ constexpr std::string_view kFewRows = "docs/results/issue-29/stop42/README.md";
 constexpr std::string_view kSideCache = "docs/results/issue-29/stop48/README.md";
 constexpr std::string_view kAxisRowsLater = "docs/results/issue-29/stop52/round125/axis_shapes-h100-a.txt";
 constexpr std::string_view kLongRowClusters = "docs/results/issue-31/stop53/README.md";
+constexpr std::string_view kUnrollH200 = "docs/results/issue-31/stop53/round132/h200/unroll.txt";
+constexpr std::string_view kUnrollH100 = "docs/results/issue-31/stop53/round132/h100/unroll.txt";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -110,8 +112,19 @@ constexpr std::array kTable = {
     DefaultRow{D::ColumnsSmallUnroll, G::Any, 4,
                "hinge + d/dp, d/dt, columns loop: 512 threads x 4 rows against 1024 x 2 (as ColumnsSmallGradientThreads)",
                "docs/results/issue-15/session4/h100-final/ab.txt"},
-    DefaultRow{D::ByRowUnrollOneInput, G::Any, 2, "cross-entropy 32768 x 4096 on an H100: 0.202 ms at 2 against 0.219 at 4",
-               kRows},
+    DefaultRow{D::ByRowUnrollOneInput, G::Any, 2,
+               "a block a row, cross-entropy's forward 16384 x 32768 / 4096 x 131072 on an H200: 0.4934-0.4948 / "
+               "0.4921-0.4930 ms at 2, 0.4934-0.4949 / 0.5108-0.5109 at 4, 0.5063-0.5076 / 0.4932-0.4954 at 8 (H100: "
+               "8 within 0.6% of 2; 2026-11-25's kernels, warps too: 0.202 ms at 2 against 0.219 at 4)",
+               kUnrollH200},
+    DefaultRow{D::ByRowWarpUnrollOneInput, G::Any, 4,
+               "a warp a row, cross-entropy's forward 32768 x 4096 on an H200: 0.1290-0.1297 ms at 4, 0.1297-0.1306 at "
+               "8, 0.1316-0.1318 at 2; logsumexp(x, -1) - x[y]: 0.1261-0.1264 at 4, 0.1290-0.1295 at 2",
+               kUnrollH200},
+    DefaultRow{D::ByRowWarpUnrollOneInput, G::HopperHbm3, 8,
+               "the same on an H100: 0.1835-0.1848 ms at 8, 0.1868-0.1880 at 4, 0.1884-0.1914 at 2; logsumexp(x, -1) - "
+               "x[y]: 0.1826-0.1833 at 8, 0.1880-0.1911 at 2",
+               kUnrollH100},
     DefaultRow{D::ByRowUnrollSeveralInputs, G::Any, 4, "cosine and triplet (two and three inputs along the row): 4", kRows},
     DefaultRow{D::ByRowSideTeamUnroll, G::Any, 8,
                "16384 rows side by side on an H100, 8 threads a row: 81.6% at unroll 8; a thread a row writing every "
@@ -263,6 +276,7 @@ std::string_view to_string(Default what) {
         case D::CommonPathUnrollLimit: return "common-path unroll limit";
         case D::ColumnsSmallUnroll: return "columns small unroll";
         case D::ByRowUnrollOneInput: return "by-row unroll, one input";
+        case D::ByRowWarpUnrollOneInput: return "by-row unroll, one input, a warp a row";
         case D::ByRowCachedThreads: return "by-row threads with a row cache";
         case D::ByRowBlockTeamMinThreads: return "by-row fewest threads of a block a row with a row cache";
         case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";

@@ -67,7 +67,8 @@ enum class Default : unsigned char {
     TranscendentalUnrollLimit,      // two or more transcendental calls per element: unroll at most
     CommonPathUnrollLimit,          // the same on the logs' common path
     ColumnsSmallUnroll,             // the columns loop with a small program: rows walked at once
-    ByRowUnrollOneInput,            // by rows, one input read along the row (cross-entropy)
+    ByRowUnrollOneInput,            // by rows, one input read along the row (cross-entropy), a block a row
+    ByRowWarpUnrollOneInput,        // ... a warp a row
     ByRowUnrollSeveralInputs,       // by rows, two or more (cosine, triplet)
     ByRowSideTeamUnroll,            // by rows, side by side: elements of its row a thread loads at once
     ByRowSideAloneUnroll,           // ... where each row has one thread (it steps through its rows alone)
