@@ -119,11 +119,13 @@ constexpr std::array kTable = {
                kUnrollH200},
     DefaultRow{D::ByRowWarpUnrollOneInput, G::Any, 4,
                "a warp a row, cross-entropy's forward 32768 x 4096 on an H200: 0.1290-0.1297 ms at 4, 0.1297-0.1306 at "
-               "8, 0.1316-0.1318 at 2; logsumexp(x, -1) - x[y]: 0.1261-0.1264 at 4, 0.1290-0.1295 at 2",
+               "8, 0.1316-0.1318 at 2; logsumexp(x, -1) - x[y]: 0.1261-0.1264 at 4, 0.1290-0.1295 at 2; loss, z and "
+               "accuracy 0.1447-0.1455 at 4, 0.1516-0.1523 at 8 (h200/heavier.txt beside)",
                kUnrollH200},
     DefaultRow{D::ByRowWarpUnrollOneInput, G::HopperHbm3, 8,
                "the same on an H100: 0.1835-0.1848 ms at 8, 0.1868-0.1880 at 4, 0.1884-0.1914 at 2; logsumexp(x, -1) - "
-               "x[y]: 0.1826-0.1833 at 8, 0.1880-0.1911 at 2",
+               "x[y]: 0.1826-0.1833 at 8, 0.1880-0.1911 at 2; loss, z and accuracy and focal at 8 the best or within "
+               "0.1% (h100/heavier.txt beside)",
                kUnrollH100},
     DefaultRow{D::ByRowUnrollSeveralInputs, G::Any, 4, "cosine and triplet (two and three inputs along the row): 4", kRows},
     DefaultRow{D::ByRowSideTeamUnroll, G::Any, 8,
