@@ -216,11 +216,11 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     if (clusters && knobs.row_cluster > 1) {
         cached = with_cache(false, knobs.row_cluster);
     } else if (clusters && knobs.row_cluster == 0) {
-        const long long share = default_value(Default::ByRowClusterLongRowShare, gpu);
-        if (cached.row_cache_columns * share < row) {
+        const long long part = default_value(Default::ByRowClusterLongRowShare, gpu);  // keep 1 / part at least
+        if (cached.row_cache_columns * part < row) {
             for (int cluster = 2; cluster <= kMaxRowCluster; cluster *= 2) {
                 KernelSpec in_cluster = with_cache(false, cluster);
-                const bool keeps_share = in_cluster.row_cache_columns * cluster * share >= row;
+                const bool keeps_share = in_cluster.row_cache_columns * cluster * part >= row;
                 if (keeps_share || (cluster == kMaxRowCluster &&
                                     in_cluster.row_cache_columns * cluster > cached.row_cache_columns)) {
                     cached = std::move(in_cluster);
