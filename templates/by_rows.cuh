@@ -112,6 +112,55 @@ __device__ __forceinline__ void cache_load(const T* p, T (&v)[VW]) {
     }
 }
 
+// The row prefetch (KernelSpec::row_prefetch, sm_80): the walk that reads the row cache last copies
+// the team's next row into each slot once it has read it (cp.async: the copy runs while the walk
+// writes its results, and holds no register), so that the next row's walks all read the cache and
+// memory never waits on the row's merges. A slot is the thread's own, as in every walk: no barrier,
+// and each thread waits for its own copies (cache_prefetch_wait) before the next row's first walk.
+// Only where the cache holds the input's own bits (an input of the compute type): 4 to 32 bytes a copy.
+template <int VW, class T>
+__device__ __forceinline__ void cache_prefetch(T* slot, const T* from) {
+    constexpr int kBytes = VW * (int)sizeof(T);
+    static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16 || kBytes == 32, "a copy of 4, 8, 16 or 2 x 16 bytes");
+    const unsigned to = (unsigned)__cvta_generic_to_shared(slot);
+    if constexpr (kBytes == 32) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to + 16), "l"(from + 16 / sizeof(T)) : "memory");
+    } else if constexpr (kBytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(to), "l"(from), "n"(kBytes) : "memory");
+    }
+}
+__device__ __forceinline__ void cache_prefetch_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// The refill walk commits its copies a group per vector of a tile (VW columns at one u: U groups a
+// tile, empty ones too, so that the count is the walk's); the next row's first walk waits, before
+// each vector, until no more groups than come after it are under way, so that it starts on the first
+// columns while the last ones still arrive. (The count is an immediate: past 7, 7, which waits longer.)
+__device__ __forceinline__ void cache_prefetch_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cache_prefetch_wait_for(long long after) {
+    switch (after < 7 ? (int)after : 7) {
+        case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+        case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+        case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+        case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+        case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+        case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+    }
+}
+// The team's first row, before its first walk: every cached column of one input, a copy each.
+// `slot`: the input's part of the team's cache; `from`: the row's first element, `stride` apart.
+template <class Team, int VW, class T>
+__device__ __forceinline__ void prefetch_row(T* slot, long long cache_columns, const T* from, long long stride, long long C) {
+    for (long long j = (long long)Team::lane() * VW; j < C; j += (long long)Team::kTeam * VW) {
+        const long long jc = Team::template block_column<VW>(j);
+        if (jc >= cache_columns) break;  // a thread's columns keep their order in the cache
+        cache_prefetch<VW>(slot + jc, from + j * stride);
+    }
+}
+
 // A thread-block cluster's barrier (sm_90): every thread of every block of the cluster arrives, then
 // waits until all have. Arrive releases this thread's writes to shared memory, wait acquires the
 // others'; between them a thread may do other work.

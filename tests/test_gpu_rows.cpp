@@ -161,6 +161,17 @@ struct Run {
     int row_cluster = 0;
     bool all_dtypes = true;  // the clusters' runs: float32 only (the walks are the dtypes' own elsewhere)
     RowTeam row_team = RowTeam::Auto;
+    std::optional<bool> row_prefetch = std::nullopt;  // automatic, off or on
+    int block = 0, blocks_per_sm = 0;                 // 0: automatic
+    // Knobs of the run, on top of `options`' own.
+    void set(Knobs& knobs) const {
+        knobs.row_cache = row_cache;
+        knobs.row_cluster = row_cluster;
+        knobs.row_team = row_team;
+        knobs.row_prefetch = row_prefetch;
+        knobs.block_threads = block;
+        knobs.max_blocks_per_sm = blocks_per_sm;
+    }
 };
 std::vector<Run> cached_runs(bool reduction) {
     std::vector<Run> runs;
@@ -447,7 +458,8 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
         {"l = logsumexp(x, -1) - x[y]; sum(where(y % 3 != 0, l, 0)) / sum(y % 3 != 0)", true},
         {"l = logsumexp(x, -1) - x[y]; sum((y % 5 + 1) * l) / sum(y % 5 + 1)", true},
     };
-    for (const auto& [problem, row_cache, row_cluster, all_dtypes, row_team] : cached_runs(true)) {
+    for (const Run& run : cached_runs(true)) {
+        const auto& [problem, row_cache, row_cluster, all_dtypes, row_team, row_prefetch, block, blocks_per_sm] = run;
         for (DType dtype : {DType::float32, DType::bfloat16}) {
             if (!all_dtypes && dtype != DType::float32) continue;
             const Typed x(problem.shape + ":normal", dtype, 21);
@@ -461,10 +473,9 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
                 CAPTURE(row_cache.value_or(false));
                 CAPTURE(row_cluster);
                 CAPTURE(to_string(row_team));
+                CAPTURE(row_prefetch.value_or(false));
                 Options options;
-                options.knobs.row_cache = row_cache;
-                options.knobs.row_cluster = row_cluster;
-                options.knobs.row_team = row_team;
+                run.set(options.knobs);
                 options.inputs = {"x", c.indexed ? "y" : "s"};
                 auto loss = compile(c.program, options);
                 const Typed& second = c.indexed ? y : s;
@@ -604,6 +615,93 @@ TEST_CASE("row programs: class-weight gradients w[y], added into the classes, ma
     }
 }
 
+TEST_CASE("row programs: the row prefetch gives the reference's values and gradients, on and off" *
+          doctest::skip(!have_gpu() || lossjit_test::device_arch() < 80)) {
+    // KernelSpec::row_prefetch: every walk reads the row cache, the last one copies the team's next
+    // row in. One block an SM (blocks_per_sm 1), so that each team takes several rows in turn: a
+    // block a row (600 x 8192), warps (2048 x 1024 at 64 threads: 264 warps), part of the row kept
+    // (3 x 70000: the rest read from memory in every walk), and the rows a team takes ending before
+    // the grid does (24 x 20000). bfloat16 inputs are kept as float32: no prefetch (a note).
+    const Run runs[] = {
+        {Problem{"600x8192", 600, 8192}, true, 0, true, RowTeam::Block, true, 0, 1},
+        {Problem{"2048x1024", 2048, 1024}, true, 0, true, RowTeam::Warp, true, 64, 1},
+        {Problem{"3x70000", 3, 70000}, true, 1, true, RowTeam::Auto, true},
+        {Problem{"24x20000", 24, 20000}, true, 1, true, RowTeam::Auto, true},
+        {Problem{"600x8192", 600, 8192}, true, 0, true, RowTeam::Block, false, 0, 1},
+    };
+    struct Case {
+        const char* program;
+        bool map;
+        std::vector<std::string> inputs;
+    };
+    const Case cases[] = {
+        {"mean(logsumexp(x, -1) - x[y])", false, {"x", "y"}},
+        {"mean(1 - sum(x * s, -1) / (max(sqrt(sum(x * x, -1)), 1e-8) * max(sqrt(sum(s * s, -1)), 1e-8)))", false, {"x", "s"}},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", true, {"x"}},  // three walks backward
+        {"exp(x - logsumexp(x, -1))", true, {"x"}},
+    };
+    for (const Run& run : runs) {
+        const Problem& problem = run.problem;
+        for (DType dtype : {DType::float32, DType::float64, DType::bfloat16}) {
+            const Typed x(problem.shape + ":normal", dtype, 51);
+            const Typed s(problem.shape + ":normal", dtype, 52);
+            const Typed y(std::to_string(problem.rows) + ":integers[0," + std::to_string(problem.columns - 1) + "]",
+                          DType::int64, 53);
+            for (const auto& c : cases) {
+                CAPTURE(problem.shape);
+                CAPTURE(to_string(dtype));
+                CAPTURE(std::string(c.program));
+                CAPTURE(run.row_prefetch.value_or(false));
+                Options options;
+                run.set(options.knobs);
+                options.inputs = c.inputs;
+                auto loss = compile(c.program, options);
+                std::vector<TensorView> views{x.view()}, host{x.host.view()};
+                if (c.inputs.size() > 1) {
+                    const Typed& second = c.inputs[1] == "y" ? y : s;
+                    views.push_back(second.view());
+                    host.push_back(second.host.view());
+                }
+                const std::vector<std::string> wrt{"x"};
+                HostTensor got(x.host.shape, dtype);
+                DeviceBuffer grad(got.bytes.size());
+                const std::vector<OutputView> grads{OutputView{grad.data(), dtype, x.host.shape, {}}};
+                const bool float32 = dtype == DType::float32;
+                // Each kernel (a map's, its backward's, the fused value and gradient) keeps its rows
+                // and copies the next ones in.
+                auto check_kernel = [&] {
+                    CHECK(loss.kernel_info()->knobs.row_cache == true);
+                    CHECK(loss.kernel_info()->knobs.row_prefetch == (*run.row_prefetch && dtype != DType::bfloat16));
+                };
+                std::vector<ReferenceGradient> want;
+                if (c.map) {
+                    const MapOutputs m = map_outputs(loss, views, host, DType::float64);
+                    check_kernel();
+                    const Spread o = spread(m.got, m.want);
+                    CHECK(o.worst <= (float32 ? 2e-6 : dtype == DType::float64 ? 1e-12 : 8e-3) * o.largest);
+                    const Typed up(format_shape(m.shape) + ":normal", dtype, 54);
+                    loss.grad(views, wrt, grads, up.view());
+                    check_kernel();
+                    want = loss.reference_grad(host, wrt, up.host.view());
+                } else {
+                    DeviceBuffer value(sizeof(double));
+                    loss.value_and_grad(views, wrt, grads, OutputView{value.data(), DType::float64, Shape{}, {}});
+                    check_kernel();
+                    synchronize();
+                    double v = 0;
+                    value.download(&v, sizeof v);
+                    CHECK(rel_error(v, loss.reference(host)) < (float32 ? 5e-6 : dtype == DType::float64 ? 1e-12 : 2e-3));
+                    want = loss.reference_grad(host, wrt);
+                }
+                synchronize();
+                grad.download(got.bytes.data(), got.bytes.size());
+                const Spread d = spread(got, want[0].values);
+                CHECK(d.worst <= (dtype == DType::bfloat16 ? 8e-3 : float32 ? 1e-5 : 1e-12) * d.largest);
+            }
+        }
+    }
+}
+
 TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor, match the reference" *
           doctest::skip(!have_gpu())) {
     struct Case {
@@ -619,7 +717,8 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", false, false},
         {"logsumexp(x, -1) - x[y]", true, true},                       // cross-entropy, reduction='none'
     };
-    for (const auto& [problem, row_cache, row_cluster, all_dtypes, row_team] : cached_runs(false)) {
+    for (const Run& run : cached_runs(false)) {
+        const auto& [problem, row_cache, row_cluster, all_dtypes, row_team, row_prefetch, block, blocks_per_sm] = run;
         for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
             if (!all_dtypes && dtype != DType::float32) continue;
             const Typed x(problem.shape + ":normal", dtype, 31);
@@ -632,10 +731,9 @@ TEST_CASE("row programs: gradients of maps that reduce, with an upstream tensor,
                 CAPTURE(row_cache.value_or(false));
                 CAPTURE(row_cluster);
                 CAPTURE(to_string(row_team));
+                CAPTURE(row_prefetch.value_or(false));
                 Options options;
-                options.knobs.row_cache = row_cache;
-                options.knobs.row_cluster = row_cluster;
-                options.knobs.row_team = row_team;
+                run.set(options.knobs);
                 auto loss = compile(c.program, options);
                 std::vector<TensorView> views{x.view()}, host{x.host.view()};
                 if (c.indexed) {

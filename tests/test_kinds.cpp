@@ -60,7 +60,8 @@ TEST_CASE("every default has a row for any GPU, one row per class, and cites a m
         CAPTURE(to_string(row.what));
         CHECK(seen.insert({row.what, row.gpu}).second);
         if (row.gpu == GpuClass::Any) for_any.insert(row.what);
-        CHECK(row.value > 0);
+        if (is_switch(row.what)) CHECK((row.value == 0 || row.value == 1));
+        else CHECK(row.value > 0);
         CHECK(!row.measured.empty());
         CHECK(row.evidence.starts_with("docs/results/"));
         CHECK(std::filesystem::is_regular_file(std::filesystem::path(LOSSJIT_SOURCE_DIR) / row.evidence));
@@ -282,11 +283,92 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         CHECK((spec.row_cache_columns > 0) == (spec.signature().find("row cache") != std::string::npos));
         if (spec.row_cache_columns > 0) {  // the source reads the cache's size itself: one source for every length
             const std::string source = emit_cuda(program, spec);
-            CHECK(source.find("lj::cache_store<VW>") != std::string::npos);
+            // (With the row prefetch, automatic for layer norm, the copies fill the cache instead.)
+            CHECK(source.find(spec.row_prefetch ? "lj::cache_prefetch<VW>" : "lj::cache_store<VW>") != std::string::npos);
             CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
             CHECK((source.find("__cluster_dims__") != std::string::npos) == (row.cluster > 1));
             CHECK(compile_cuda(source, "sm_90").is_cubin());
         }
+    }
+}
+
+TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, on sm_80 or later") {
+    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts a100{.arch = 80, .multiprocessors = 108, .shared_bytes_per_block = 163 * 1024, .threads_per_sm = 2048};
+    const GpuFacts volta{.arch = 70, .multiprocessors = 80, .shared_bytes_per_block = 96 * 1024, .threads_per_sm = 2048};
+    const char* cross_entropy = "mean(logsumexp(x, -1) - x[y])";
+    const char* cosine = "mean(1 - sum(x * z, -1) / sqrt(sum(x * x, -1) * sum(z * z, -1)))";
+    const char* softmax = "exp(x - logsumexp(x, -1))";
+    const char* layer_norm = "m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long columns;
+        GpuFacts gpu;
+        std::optional<bool> knob;
+        bool prefetch;
+        const char* note = "";
+        DType dtype = DType::float32;
+        int cluster = 0;  // 0: any
+        std::optional<bool> cache = std::nullopt;
+    };
+    const Row table[] = {
+        // Asked for: a block a row (32768 columns), warps (4096), clusters (131072), two inputs, a map.
+        {cross_entropy, {"x"}, 32768, h100, true, true},
+        {cross_entropy, {"x"}, 4096, h100, true, true},
+        {cross_entropy, {"x"}, 131072, h100, true, false, "blocks of a cluster take each row together", DType::float32, 4},
+        {cosine, {"x", "z"}, 8192, h100, true, true},
+        {softmax, {}, 32768, a100, true, true},
+        {cross_entropy, {"x"}, 32768, {}, true, false, "no GPU is known"},
+        {cross_entropy, {"x"}, 32768, volta, true, false, "need sm_80 or later (this GPU is sm_70)"},
+        // float64 inputs are kept as they are; bfloat16 ones as float32 (a copy cannot convert).
+        {cross_entropy, {"x"}, 8192, h100, true, true, "", DType::float64},
+        {cross_entropy, {"x"}, 32768, h100, true, false, "keeps 'x' (bfloat16) as float32", DType::bfloat16, 0, true},
+        // Rows that do not start on a vector boundary; no row kept.
+        {cross_entropy, {"x"}, 32766, h100, true, false, "do not start on a vector boundary"},
+        {cross_entropy, {}, 32768, h100, true, false, "no row is kept"},
+        {cross_entropy, {"x"}, 32768, h100, false, false},
+        // Automatic where a block takes each row and a walk merges a centered accumulator
+        // (ByRowPrefetchCentered): layer norm; not where warps take them (4096 columns), not
+        // cross-entropy or softmax (ByRowPrefetch), nor without a GPU known.
+        {layer_norm, {}, 16384, h100, std::nullopt, true},
+        {layer_norm, {"x"}, 16384, h100, std::nullopt, true},
+        {layer_norm, {}, 16384, a100, std::nullopt, true},
+        {layer_norm, {}, 4096, h100, std::nullopt, false},
+        {layer_norm, {}, 16384, {}, std::nullopt, false},
+        {cross_entropy, {"x"}, 32768, h100, std::nullopt, false},
+        {softmax, {}, 32768, h100, std::nullopt, false},
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        CAPTURE(to_string(row.dtype));
+        Knobs knobs;
+        knobs.row_prefetch = row.knob;
+        knobs.row_cache = row.cache;
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, row.dtype, row.gpu);
+        CHECK(spec.row_prefetch == row.prefetch);
+        if (*row.note) {
+            REQUIRE(spec.notes.size() == 1);
+            CHECK(spec.notes[0].find(row.note) != std::string::npos);
+        } else {
+            CHECK(spec.notes.empty());
+        }
+        if (row.cluster) CHECK(spec.row_cluster == row.cluster);
+        CHECK((spec.signature().find("next row prefetched") != std::string::npos) == row.prefetch);
+        if (!row.prefetch) continue;
+        // Every walk reads the cache (none keeps it: the copies do), and one pass copies the next row in.
+        const std::string source = emit_cuda(program, spec);
+        CHECK(source.find("lj::cache_store<VW>") == std::string::npos);
+        CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
+        CHECK(source.find("lj::prefetch_row<Team, VW>") != std::string::npos);
+        CHECK(source.find("lj::cache_prefetch<VW>") != std::string::npos);
+        CHECK(source.find("lj::cache_prefetch_wait();") != std::string::npos);
+        CHECK(compile_cuda(source, row.gpu.arch >= 90 ? "sm_90" : "sm_80").is_cubin());
+        // Teams take rows in turn: a resident grid, not a block a row.
+        const Occupancy occupancy{.fits_per_sm = 1, .multiprocessors = 132};
+        CHECK(kinds::by_rows_grid(program, spec, layout, occupancy).blocks <= 132u);
     }
 }
 

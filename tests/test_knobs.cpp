@@ -124,7 +124,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK((both.unroll == 0 && both.items_per_thread == 8));
 
     const std::pair<const char*, const char*> errors[] = {
-        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster, row_team)"},
+        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster, row_prefetch, row_team)"},
         {"block", "expected KNOB=VALUE"},
         {"block=", "expected KNOB=VALUE"},
         {"block=fast", "knob block: 'fast' is not a whole number (or 'auto')"},
@@ -168,8 +168,15 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off, row_cluster 4, row_team block");
     set_knob(described, "row_team=auto");
     CHECK(described.row_team == RowTeam::Auto);
+    set_knob(described, "prefetch=on");
+    CHECK(described.row_prefetch == true);
+    CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off, row_cluster 4, row_prefetch on");
+    set_knob(described, "row_prefetch=auto");
+    CHECK(!described.row_prefetch);
+    CHECK_THROWS_WITH_AS(set_knob(described, "row_prefetch=sometimes"), "knob row_prefetch: 'sometimes' is not on, off or auto",
+                         UsageError);
     // The help names the ranges validate_knobs checks.
-    REQUIRE(knob_help().size() == 10);
+    REQUIRE(knob_help().size() == 11);
     CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
                                       "with logs (KL), 128 for "
           "maps, 1024 for small fused gradient kernels (512 when summing over rows, and along rows except on an "

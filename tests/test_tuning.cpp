@@ -352,19 +352,36 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     mine_team.row_team = RowTeam::Warp;
     apply_tuned(mine_team, teamed_record);
     CHECK(mine_team.row_team == RowTeam::Warp);
+
+    // The row prefetch as the cache: a record's is replayed; a record from before the knob was timed
+    // without it; a set knob wins.
+    Knobs prefetched_record = teamed_record;
+    prefetched_record.row_prefetch = true;
+    Knobs takes_prefetch;
+    CHECK(apply_tuned(takes_prefetch, prefetched_record));
+    CHECK(takes_prefetch.row_prefetch == true);
+    Knobs before_prefetch;
+    CHECK(apply_tuned(before_prefetch, teamed_record));
+    CHECK(before_prefetch.row_prefetch == false);
+    Knobs mine_prefetch;
+    mine_prefetch.row_prefetch = false;
+    apply_tuned(mine_prefetch, prefetched_record);
+    CHECK(mine_prefetch.row_prefetch == false);
 }
 
-TEST_CASE("a record's row cache, row cluster and row team are written where known and read back") {
+TEST_CASE("a record's row cache, row cluster, row prefetch and row team are written where known and read back") {
     TempDir dir;
     TuningRecord with = record("p=8x8 t=8x8");
     with.knobs.row_cache = false;  // off is a choice too, not "automatic"
     with.knobs.row_cluster = 1;
+    with.knobs.row_prefetch = false;
     with.knobs.row_team = RowTeam::Block;
     TuningStore store(dir.path / "tuning.json", true);
     store.put(with);
     CHECK(read(dir.path / "tuning.json").find("\"row_cache\": false") != std::string::npos);
     CHECK(read(dir.path / "tuning.json").find("\"row_cluster\": 1") != std::string::npos);
     CHECK(read(dir.path / "tuning.json").find("\"row_team\": \"block\"") != std::string::npos);
+    CHECK(read(dir.path / "tuning.json").find("\"row_prefetch\": false") != std::string::npos);
     TuningStore reader(dir.path / "tuning.json", false);
     const auto found = reader.find(with.key);
     REQUIRE(found);

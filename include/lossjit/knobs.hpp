@@ -41,7 +41,7 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 //   takes the tuning store's value for the program, input shapes and GPU, if any, else the built-in
 //   default; a knob that is set always wins.
 // - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
-//   not Auto, fast_math and row_cache set (row_cluster too, where the kernel keeps a row; row_team
+//   not Auto, fast_math and row_cache set (row_cluster and row_prefetch too, where the kernel keeps a row; row_team
 //   where it reduces along rows, not side by side);
 //   max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows, maps: none). KernelInfo
 //   gives unroll, vector_width and items_per_thread as the kernel runs them (1 each for the strided
@@ -62,8 +62,11 @@ struct Knobs {
     std::optional<bool> row_cache;                // programs that walk a row more than once: keep the row in shared
                                                   // memory between the walks; default on where the GPU's shared
                                                   // memory holds a row (or a large part of one)
-    int row_cluster = 0;        // blocks of a thread-block cluster (sm_90) that take a cached row together: 1 (a block
-                                // a row), 2, 4 or 8; default 1 (clusters are asked for only: docs/tuning.md)
+    int row_cluster = 0;        // blocks of a thread-block cluster (sm_90) that take a row together: 1 (a block a row),
+                                // 2, 4 or 8; default: clusters for few long rows, or for cached rows a block keeps
+                                // less than half of (docs/tuning.md)
+    std::optional<bool> row_prefetch;  // with the row cache: the last walk over a row copies the next row in (sm_80);
+                                       // default per GPU (docs/tuning.md)
     RowTeam row_team = RowTeam::Auto;  // programs that reduce along rows: a warp or the block a row (RowTeam)
 
     bool operator==(const Knobs&) const = default;

@@ -92,6 +92,11 @@ struct KernelSpec {
     // together, each walking and caching its share of the row (row_cache_columns is a block's
     // share); 1: a block per row.
     int row_cluster = 1;
+    // ByRow with a row cache, a team of a warp or a block (not side by side, shifted or of two
+    // strides), every cached input of the compute type (the cache keeps its bits): the last walk to
+    // read the cache copies the team's next row into it as it goes (cp.async, sm_80), and the
+    // grid is resident, each team taking rows in turn; the first walk reads the cache too.
+    bool row_prefetch = false;
     std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).

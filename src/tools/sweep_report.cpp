@@ -66,7 +66,9 @@ std::string format_sweep_table(const SweepResult& r) {
                                       info.strided ? "-" : std::to_string(k.unroll),
                                       k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
                                       std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
-                                      k.row_cache ? (*k.row_cache ? "on" : "off") : "-",
+                                      // on: kept; prefetch: kept, the next row copied in (row_prefetch)
+                                      k.row_cache ? (*k.row_cache ? (k.row_prefetch.value_or(false) ? "prefetch" : "on") : "off")
+                                                  : "-",
                                       k.row_cluster > 0 ? std::to_string(k.row_cluster) : "-",
                                       fmt::format("{:.4f}", row.ms), fmt::format("{:.0f}", row.gbps),
                                       fmt::format("{:.1f}%", 100.0 * row.roofline), std::to_string(info.registers),
@@ -160,6 +162,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["fast_math"] = k.fast_math.value_or(false);
         j["row_cache"] = k.row_cache ? json(*k.row_cache) : json(nullptr);  // null: the kernel keeps no row
         j["row_cluster"] = k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr);
+        j["row_prefetch"] = k.row_prefetch ? json(*k.row_prefetch) : json(nullptr);
         j["row_team"] = k.row_team != RowTeam::Auto ? json(to_string(k.row_team)) : json(nullptr);
         j["ms"] = row.ms;
         j["gbps"] = row.gbps;
@@ -200,6 +203,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
                           {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math.value_or(false)},
                           {"row_cache", k.row_cache ? json(*k.row_cache) : json(nullptr)},
                           {"row_cluster", k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr)},
+                          {"row_prefetch", k.row_prefetch ? json(*k.row_prefetch) : json(nullptr)},
                           {"row_team", k.row_team != RowTeam::Auto ? json(to_string(k.row_team)) : json(nullptr)}};
             t["key"] = tuned->record->key.id();
         }

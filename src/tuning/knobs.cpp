@@ -36,6 +36,10 @@ const std::vector<KnobHelp>& knobs() {
                         "walking (and with a row cache keeping) its share; default: clusters where the rows are fewer "
                         "than half the SMs (few long rows) or where a block would keep less than half its row in the "
                         "row cache, else 1 (a block a row)"},
+        {"row_prefetch", "on or off: with the row cache, the last walk over a row copies the team's next row into the "
+                         "cache as it goes (cp.async, sm_80), and teams take rows in turn; only where the cache keeps "
+                         "the inputs as they are (of the compute type, rows not shifted); default per GPU "
+                         "(src/codegen/kinds/defaults.cpp)"},
         {"row_team", "warp or block: programs that reduce along rows take a row with a warp or with the whole block; "
                      "default a warp while rows are short (or, with the row cache, while the warps keep half their "
                      "rows), else the block, with the fewest threads that keep the SM's loads in flight where the "
@@ -52,7 +56,7 @@ constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "
                               {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
                               {"accumulator", "acc"},        {"fastmath", "fast_math"},
                               {"cache_rows", "row_cache"},   {"cluster", "row_cluster"},
-                              {"team", "row_team"}};
+                              {"team", "row_team"},          {"prefetch", "row_prefetch"}};
 
 bool is_auto(std::string_view v) { return v == "auto" || v == "default"; }
 
@@ -159,8 +163,10 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
         else if (value == "warp") changed.row_team = RowTeam::Warp;
         else if (value == "block") changed.row_team = RowTeam::Block;
         else throw UsageError(fmt::format("knob row_team: '{}' is not warp, block or auto", printable(value)));
-    } else if (*knob == "fast_math" || *knob == "row_cache") {
-        std::optional<bool>& knob_value = *knob == "fast_math" ? changed.fast_math : changed.row_cache;
+    } else if (*knob == "fast_math" || *knob == "row_cache" || *knob == "row_prefetch") {
+        std::optional<bool>& knob_value = *knob == "fast_math" ? changed.fast_math
+                                          : *knob == "row_cache" ? changed.row_cache
+                                                                 : changed.row_prefetch;
         if (is_auto(value)) knob_value.reset();
         else if (value == "on" || value == "1" || value == "true" || value == "yes") knob_value = true;
         else if (value == "off" || value == "0" || value == "false" || value == "no") knob_value = false;
@@ -211,6 +217,7 @@ std::string describe(const Knobs& k) {
     if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
     if (k.row_cache) parts.push_back(fmt::format("row_cache {}", *k.row_cache ? "on" : "off"));
     if (k.row_cluster) parts.push_back(fmt::format("row_cluster {}", k.row_cluster));
+    if (k.row_prefetch) parts.push_back(fmt::format("row_prefetch {}", *k.row_prefetch ? "on" : "off"));
     if (k.row_team != RowTeam::Auto) parts.push_back(fmt::format("row_team {}", to_string(k.row_team)));
     return parts.empty() ? std::string("defaults") : fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -259,6 +266,14 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
             used = true;
         } else if (used) {
             asked.row_cluster = 1;  // a record from before the knob was timed with a block a row
+        }
+    }
+    if (!asked.row_prefetch) {
+        if (tuned.row_prefetch) {
+            asked.row_prefetch = tuned.row_prefetch;
+            used = true;
+        } else if (used) {
+            asked.row_prefetch = false;  // a record from before the knob was timed without the prefetch
         }
     }
     // A record from before row_team leaves it automatic: its block size decides the team as it did.

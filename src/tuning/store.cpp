@@ -65,6 +65,7 @@ json to_json(const TuningRecord& r) {
     // Written only where known: a record from before the knob reads and writes back as it was.
     if (r.knobs.row_cache) j["knobs"]["row_cache"] = *r.knobs.row_cache;
     if (r.knobs.row_cluster > 0) j["knobs"]["row_cluster"] = r.knobs.row_cluster;
+    if (r.knobs.row_prefetch) j["knobs"]["row_prefetch"] = *r.knobs.row_prefetch;
     if (r.knobs.row_team != RowTeam::Auto) j["knobs"]["row_team"] = to_string(r.knobs.row_team);
     return j;
 }
@@ -87,6 +88,7 @@ TuningRecord from_json(const json& j) {
     r.knobs.fast_math = k.at("fast_math").get<bool>();
     if (k.contains("row_cache") && !k.at("row_cache").is_null()) r.knobs.row_cache = k.at("row_cache").get<bool>();
     if (k.contains("row_cluster")) r.knobs.row_cluster = k.at("row_cluster").get<int>();
+    if (k.contains("row_prefetch") && !k.at("row_prefetch").is_null()) r.knobs.row_prefetch = k.at("row_prefetch").get<bool>();
     if (k.contains("row_team")) apply_knob(r.knobs, "row_team", k.at("row_team").get<std::string>());
     if (r.knobs.block_threads == 0) throw UsageError("threads per block are 0");
     Knobs applied;  // the same rules as the knobs a caller sets, on what the record would set

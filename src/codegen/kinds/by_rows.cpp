@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
+constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
 
 // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
 // a block may have kPortableShared where the GPU is not known.
@@ -121,7 +122,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
                       const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
-    const int inputs = row_cache_inputs(program, spec);
+    const int inputs = static_cast<int>(row_cache_inputs(program, spec).size());
     if (inputs == 0) {
         if (asked) spec.notes.push_back("a row cache was asked for, but no input is read by more than one walk over the row");
         return;
@@ -276,6 +277,51 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
     int cluster = 1;
     while (cluster < kMaxRowCluster && rows * cluster < sms && columns >= 2LL * cluster * tile * min_tiles) cluster *= 2;
     spec.row_cluster = cluster;
+}
+
+// The row prefetch (KernelSpec::row_prefetch): where a team keeps its row in the cache (not side by
+// side, not shifted, not of two strides) and the cache keeps each input's own bits (inputs of the
+// compute type: a copy, no conversion), on sm_80 or later; automatic per GPU (ByRowPrefetch,
+// ByRowPrefetchCentered).
+void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Knobs& knobs, const GpuFacts& gpu) {
+    if (knobs.row_prefetch == false) return;
+    const bool asked = knobs.row_prefetch == true;
+    std::string why_not;
+    if (spec.row_cache_columns <= 0) why_not = "no row is kept in the row cache";
+    else if (spec.side_by_side) why_not = "rows side by side are kept a thread or a few a row";
+    else if (spec.row_split) why_not = "rows of two strides are walked by runs";
+    else if (spec.row_shift) why_not = "rows that do not start on a vector boundary walk their edges from memory";
+    // A grid of whole clusters resident at once is not what blocks an SM times SMs gives (clusters
+    // are placed within GPCs): H100, cross-entropy value + gradient 4096 x 131072 in clusters of 4,
+    // 57-58% of the floor with a grid of 66 clusters taking rows in turn, 81-82% a cluster a row.
+    else if (spec.row_cluster > 1) why_not = "blocks of a cluster take each row together";
+    else if (gpu.arch < kFirstAsyncCopyArch)
+        why_not = gpu.arch > 0 ? fmt::format("its copies need sm_{} or later (this GPU is sm_{})", kFirstAsyncCopyArch, gpu.arch)
+                               : fmt::format("its copies need sm_{} or later (no GPU is known to `lossjit emit`)", kFirstAsyncCopyArch);
+    if (why_not.empty()) {
+        const auto slots = read_inputs(program);
+        for (int k : row_cache_inputs(program, spec)) {
+            const auto i = static_cast<std::size_t>(k);
+            const DType dtype = spec.input_dtypes.empty() ? DType::float32 : spec.input_dtypes[i];
+            if (dtype != spec.compute || spec.inner_strides[i] != 1) {
+                why_not = fmt::format("the row cache keeps '{}' ({}) as {}", program.inputs[static_cast<std::size_t>(slots[i])],
+                                      spec.inner_strides[i] != 1 ? "walked by runs" : to_string(dtype), to_string(spec.compute));
+                break;
+            }
+        }
+    }
+    if (!why_not.empty()) {
+        if (asked) spec.notes.push_back(fmt::format("a row prefetch was asked for, but {}", why_not));
+        return;
+    }
+    // Automatic where a block takes each row and the first walk's work at each element is heavy (a
+    // centered accumulator's float64 updates): its loads then wait on the arithmetic, where the
+    // copies do not. Elsewhere the next row's copies, waited for after the last walk's stores, cost
+    // more than the merges they would overlap (cross-entropy, cosine, softmax; layer norm's warp rows
+    // on an H100: docs/tuning.md, "The row prefetch").
+    const bool block_team = spec.team == spec.block_threads;
+    const Default rule = block_team && merges_centered(program, spec) ? Default::ByRowPrefetchCentered : Default::ByRowPrefetch;
+    spec.row_prefetch = asked || default_value(rule, gpu) != 0;
 }
 
 // Takes of K indices per row (x[k]): the kernel walks the K values with the team's lanes (K is
@@ -521,6 +567,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     }
     choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes, knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
+    choose_row_prefetch(spec, program, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
@@ -566,9 +613,10 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     // Teams of a block: a block per row, so that blocks ending at different times keep every SM
     // busy to the end (H100, 16384 x 32768: 0.750 ms against 0.789 for a resident grid taking
     // rows in turn). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
-    // block per 16 rows). A reduction's partial sums (one per block and total) must fit the
-    // workspace's slots; beyond, blocks take rows grid-stride.
-    const bool block_teams = spec.team == spec.block_threads && spec.team > kWarpThreads;
+    // block per 16 rows). A team that prefetches its next row (KernelSpec::row_prefetch) takes rows
+    // in turn too. A reduction's partial sums (one per block and total) must fit the workspace's
+    // slots; beyond, blocks take rows grid-stride.
+    const bool block_teams = spec.team == spec.block_threads && spec.team > kWarpThreads && !spec.row_prefetch;
     long long grid_limit = block_teams && occupancy.max_blocks_per_sm <= 0 ? std::numeric_limits<int>::max() : resident;
     if (!program.is_map()) {
         const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));

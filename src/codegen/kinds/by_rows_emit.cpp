@@ -128,8 +128,8 @@ public:
 
     std::size_t totals() const { return totals_.size(); }
 
-    // The inputs read along the row by more than one pass: what a row cache would hold.
-    int inputs_read_again() const { return static_cast<int>(read_again_.size()); }
+    // The inputs read along the row by more than one pass (kernel indices): what a row cache would hold.
+    const std::vector<int>& inputs_read_again() const { return read_again_; }
 
     // Whether a mean and the squared deviations from it share an accumulator (find_centered).
     bool centered() const { return !centered_.empty(); }
@@ -279,8 +279,10 @@ private:
                 for (std::size_t k = 0; k < totals_.size(); ++k)
                     if (per_element(totals_[k].argument)) plan.element_totals.push_back(k);
             }
-            for (int k : plan.loaded)
+            for (int k : plan.loaded) {
                 if (reads[k]++ == 0) first_pass_[k] = p;
+                last_pass_[k] = p;
+            }
             passes_.push_back(std::move(plan));
         }
         for (const auto& [k, count] : reads)
@@ -289,6 +291,20 @@ private:
             if (static_cast<int>(read_again_.size()) != spec_.row_cache_inputs)
                 throw InternalError("the kernel spec's row cache does not match the program's passes");
             for (std::size_t i = 0; i < read_again_.size(); ++i) cache_slot_[read_again_[i]] = static_cast<int>(i);
+            // The row prefetch: the last walk to read a cached input copies the next row into every
+            // slot (each slot is free once its input's last walk has read it).
+            if (spec_.row_prefetch) {
+                if (spec_.side_by_side || spec_.row_split || spec_.row_shift)
+                    throw InternalError("a row prefetch for rows side by side, of two strides or shifted");
+                for (int k : read_again_) {
+                    if (spec_.inner_strides[static_cast<std::size_t>(k)] != 1 ||
+                        (!spec_.input_dtypes.empty() && spec_.input_dtypes[static_cast<std::size_t>(k)] != spec_.compute))
+                        throw InternalError("a row prefetch of an input the cache does not keep as it is");
+                    refill_pass_ = std::max(refill_pass_, last_pass_.at(k));
+                }
+            }
+        } else if (spec_.row_prefetch) {
+            throw InternalError("a row prefetch without a row cache");
         }
     }
 
@@ -741,13 +757,23 @@ private:
             return fmt::format("{}const long long jc = Team::template block_column<VW>(j{});\n", indent,
                                spec_.row_shift ? " - shift_" : "");
         };
-        const bool loads_cached = cached && std::any_of(loaded.begin(), loaded.end(), [&](int k) {
-            return cache_slot_.count(k) && first_pass_.at(k) != number;
-        });
-        const bool stores_cached = cached && std::any_of(loaded.begin(), loaded.end(), [&](int k) {
-            return cache_slot_.count(k) && first_pass_.at(k) == number;
-        });
-        if (loads_cached) out += cached_at(in_load);
+        // The first walk to read a cached input keeps it in the cache, the later ones read it there;
+        // with the row prefetch every walk reads it there (the previous row's last walk copied it in).
+        const bool prefetch = !cache_slot_.empty() && spec_.row_prefetch;
+        const auto reads_cache = [&](int k) {
+            return cached && cache_slot_.count(k) && (prefetch || first_pass_.at(k) != number);
+        };
+        const auto keeps_in_cache = [&](int k) {
+            return cached && cache_slot_.count(k) && !prefetch && first_pass_.at(k) == number;
+        };
+        const bool refills = cached && prefetch && number == refill_pass_;
+        if (std::any_of(loaded.begin(), loaded.end(), reads_cache)) {
+            out += cached_at(in_load);
+            // The row's first walk: this vector's copies (and those before it) have arrived.
+            if (prefetch && number == passes_.front().number)
+                out += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
+                                   in_load);
+        }
         for (std::size_t s = 0; s < loaded.size(); ++s) {
             const int k = loaded[s];
             const bool run_constant = spec_.inner_strides[static_cast<std::size_t>(k)] == 2;
@@ -755,7 +781,7 @@ private:
                 fmt::format("lj::{}<{}>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
                             run_constant ? "load_run_constant" : "load_row", vw, k, k, k,
                             column(fmt::format("in.strides[{}]", k)), s);
-            if (const auto slot = cache_slot_.find(k); cached && slot != cache_slot_.end() && first_pass_.at(k) != number)
+            if (const auto slot = cache_slot_.find(k); reads_cache(k))
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n"
                                    "{}else {}\n",
                                    in_load, slot->second, s, in_load, from_memory);
@@ -771,14 +797,18 @@ private:
             for (int id : reductions) out += fmt::format("{}Value e{}[U][VW];\n", in3, id);
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in3, in3, tiles);
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in4, vw);
-        if (!whole) out += fmt::format("{}if (j >= {}) continue;\n", in4, end);
+        if (!whole) {
+            if (refills) out += fmt::format("{}if (j >= {}) {{\n{}    lj::cache_prefetch_commit();  // a group a vector\n{}    continue;\n{}}}\n",
+                                            in4, end, in4, in4, in4);
+            else out += fmt::format("{}if (j >= {}) continue;\n", in4, end);
+        }
         // The first pass to read an input the row cache holds keeps its columns there: each thread
         // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
-        if (stores_cached) out += cached_at(in4);
-        for (std::size_t s = 0; s < loaded.size() && cached; ++s)
-            if (const auto slot = cache_slot_.find(loaded[s]); slot != cache_slot_.end() && first_pass_.at(loaded[s]) == number)
+        if (std::any_of(loaded.begin(), loaded.end(), keeps_in_cache) || refills) out += cached_at(in4);
+        for (std::size_t s = 0; s < loaded.size(); ++s)
+            if (keeps_in_cache(loaded[s]))
                 out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
-                                   in4, slot->second, s);
+                                   in4, cache_slot_.at(loaded[s]), s);
         if (!whole)
             for (int id : reductions) out += fmt::format("{}Value e{}[{}];\n", in4, id, vw);
         if (map_elements) out += fmt::format("{}Value r[{}];\n", in4, vw);
@@ -804,6 +834,16 @@ private:
         for (std::size_t i = 0; i < grads.size(); ++i)
             out += fmt::format("{}lj::store_row<{}>(grad_dtype({}), grads.ptr[{}], grad_base + {}, rg[{}]);\n", in4, vw,
                                grads[i], grads[i], column("grads.strides"), i);
+        // After the column's values are used (its stores wait for them): the next row's columns into
+        // the slots they were read from.
+        if (refills) {
+            out += fmt::format("{}if (refill_ && jc < cache_columns) {{  // the next row into the cache\n", in4);
+            for (const auto& [k, slot] : cache_slot_)
+                out += fmt::format("{}    lj::cache_prefetch<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), "
+                                   "static_cast<const Value*>(in.ptr[{}]) + next_base_[{}] + {});\n",
+                                   in4, slot, k, k, column(fmt::format("in.strides[{}]", k)));
+            out += fmt::format("{}}}\n{}lj::cache_prefetch_commit();  // a group a vector\n", in4, in4);
+        }
         out += fmt::format("{}}}\n", in3);
         if (whole)
             for (int id : reductions) out += fmt::format("{}lj::add_tile<(long long)Team::kTeam * VW>(a{}, e{}, j0);\n", in3, id, id);
@@ -888,6 +928,8 @@ private:
         out += tile(plan, false, in3, accumulated, vectors);
         out += fmt::format("{}}}\n{}}}\n", in2, in1);
         if (spec_.row_shift) out += edge_columns("C - Cb_", "Cb_");
+        // Every copy of the row has arrived (the first walk waited for each; this for the walks after).
+        if (spec_.row_prefetch && &plan == &passes_.front()) out += fmt::format("{}lj::cache_prefetch_wait();\n", in1);
         if (&plan == &passes_.front())
             for (int id : deferred_takes_) out += take_fill(id, in1);
         for (int id : reductions)
@@ -910,6 +952,36 @@ private:
             reduced[id] = fmt::format("r{}_", id);
         }
         return declarations + out + values + fmt::format("{}}}\n", kIndent);
+    }
+
+    // The row prefetch's start of a row (KernelSpec::row_prefetch): where the team's next row lies
+    // (pass refill_pass_ copies it in), the team's first row copied in here, and every copy of this
+    // row waited for before the first walk.
+    std::string row_prefetch_start() const {
+        const std::string in1 = std::string(kIndent) + "    ";
+        std::string out = fmt::format("{}// The row prefetch: pass {} copies the team's next row into the cache.\n", kIndent,
+                                      refill_pass_);
+        out += fmt::format("{}long long rows_ = 1;\n{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n",
+                           kIndent, kIndent, kIndent);
+        out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n{}const bool refill_ = next_row_ < rows_;\n",
+                           kIndent, kIndent);
+        out += fmt::format("{}long long next_base_[{}] = {{}};\n{}if (refill_) {{\n", kIndent,
+                           std::max<std::size_t>(slots_.size(), 1), kIndent);
+        out += fmt::format("{}long long next_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, next_row_, next_c);\n", in1, in1);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
+        out += fmt::format("{}}}\n{}if (row == Team::first_row()) {{\n", kIndent, kIndent);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}lj::prefetch_row<Team, VW>(Team::cache_at(row_cache, {}, cache_columns, 0), cache_columns, "
+                               "static_cast<const Value*>(in.ptr[{}]) + base[{}], in.strides[{}][R - 1], C);\n",
+                               in1, slot, k, k, k);
+        out += fmt::format("{}lj::cache_prefetch_wait();\n{}}}\n", in1, kIndent);
+        // A first walk that reads no cached input waits for the whole row here; else it waits for
+        // each vector as it comes to it (tile).
+        const PassPlan& first = passes_.front();
+        if (std::none_of(first.loaded.begin(), first.loaded.end(), [&](int k) { return cache_slot_.count(k) > 0; }))
+            out += fmt::format("{}lj::cache_prefetch_wait();\n", kIndent);
+        return out;
     }
 
     std::string row_body() {
@@ -1012,6 +1084,7 @@ private:
                                kIndent, cache_slot_.size());
             out += fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
                                kIndent, cache_slot_.size());
+            if (spec_.row_prefetch) out += row_prefetch_start();
         }
         for (const PassPlan& plan : passes_) {
             out += pass(plan, reduced);
@@ -1073,16 +1146,26 @@ private:
     std::map<int, int> first_pass_;   // kernel input index -> the first pass that reads it along the row
     std::vector<int> read_again_;     // kernel input indices read along the row by more than one pass
     std::map<int, int> cache_slot_;   // of those, where the spec has a row cache: kernel index -> its slot
+    std::map<int, int> last_pass_;    // kernel input index -> the last pass that reads it along the row
+    int refill_pass_ = 0;             // with the row prefetch: the pass that copies the next row in (0: none)
     mutable std::set<int> defined_bindings_;  // per-row bindings already defined (by slot)
     std::set<int> deferred_takes_;  // takes of stage 0 filled after the first pass's walk (row_body)
 };
 
 }  // namespace
 
-int kinds::row_cache_inputs(const ir::Program& program, const KernelSpec& spec) {
+std::vector<int> kinds::row_cache_inputs(const ir::Program& program, const KernelSpec& spec) {
     KernelSpec without = spec;
     without.row_cache_columns = 0;
+    without.row_prefetch = false;
     return RowEmitter(program, without).inputs_read_again();
+}
+
+bool kinds::merges_centered(const ir::Program& program, const KernelSpec& spec) {
+    KernelSpec without = spec;
+    without.row_cache_columns = 0;
+    without.row_prefetch = false;
+    return RowEmitter(program, without).centered();
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

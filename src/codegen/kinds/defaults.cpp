@@ -24,6 +24,7 @@ constexpr std::string_view kAxisRowsLater = "docs/results/issue-29/stop52/round1
 constexpr std::string_view kLongRowClusters = "docs/results/issue-31/stop53/README.md";
 constexpr std::string_view kUnrollH200 = "docs/results/issue-31/stop53/round132/h200/unroll.txt";
 constexpr std::string_view kUnrollH100 = "docs/results/issue-31/stop53/round132/h100/unroll.txt";
+constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -191,6 +192,17 @@ constexpr std::array kTable = {
                "not measured: a guard that each block of a cluster walks a few tiles of its row (rows that short are "
                "a launch's work, not a row's)",
                kFewRows},
+    DefaultRow{D::ByRowPrefetch, G::Any, 0,
+               "value + gradient, % of the floor without / with: cross-entropy 16384 x 32768 H100 90.0-90.9 / "
+               "85.7-85.9, H200 66.9-67.1 / 65.6-66.2; 32768 x 4096 (warps) H100 84.4-85.0 / 78.9-81.2, H200 "
+               "76.7-78.3 / 73.9-74.2; cosine H100 95.7-96.7 / 93.1-93.2; softmax 8192 x 16384 H200 90.8-91.1 / "
+               "86.5; layer norm 32768 x 4096 (warps) H100 88.5 / 83.1-83.9, H200 73.5-73.9 / 76.2",
+               kPrefetch},
+    DefaultRow{D::ByRowPrefetchCentered, G::Any, 1,
+               "layer norm, a block a row, % of the copy rate without / with: 16384 x 32768 H100 83.7 / 93.7; "
+               "8192 x 16384 H100 86.3 / 88.9-89.3, H200 67.9-68.1 / 77.5; forward + backward from Python "
+               "8192 x 16384 H100 1.173-1.174 / 1.104-1.107 ms",
+               kPrefetch},
     DefaultRow{D::ByRowSideCachedThreads, G::Any, 64,
                "H100, RMS norm over the 64 features of [8, 64, 512, 512] with the cache, unroll 8: 89.0% of the copy "
                "rate at 64 threads (13 blocks an SM), 88.0% at 128, 88.8% at 256; 63.9% without the cache",
@@ -289,6 +301,8 @@ std::string_view to_string(Default what) {
         case D::ByRowClusterLongRowShare: return "by-row row cache, clusters for rows a block keeps under 1 / this of";
         case D::ByRowClusterFewRowsShare: return "by-row row clusters for rows fewer than SMs / this";
         case D::ByRowClusterMinTiles: return "by-row row clusters, least tiles a block";
+        case D::ByRowPrefetch: return "by-row row cache, next row prefetched";
+        case D::ByRowPrefetchCentered: return "by-row row cache, next row prefetched with a centered accumulator";
         case D::ByRowSideCachedThreads: return "by-row side-by-side threads with a row cache";
         case D::ByRowSideCachedUnroll: return "by-row side-by-side unroll with a row cache";
         case D::ByRowSideCachedMinThreadsPerSm: return "by-row side-by-side row cache, least threads an SM";
@@ -298,5 +312,7 @@ std::string_view to_string(Default what) {
     }
     throw InternalError("to_string: invalid Default");
 }
+
+bool is_switch(Default what) { return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered; }
 
 }  // namespace lossjit

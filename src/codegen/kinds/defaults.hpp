@@ -83,6 +83,8 @@ enum class Default : unsigned char {
     ByRowClusterLongRowShare,       // ... rows a block keeps under 1 / this of: clusters whose blocks keep that of their shares
     ByRowClusterFewRowsShare,       // rows fewer than SMs / this take a cluster's blocks each (sm_90), cache or not
     ByRowClusterMinTiles,           // ... where each block of the cluster walks at least this many tiles of the row
+    ByRowPrefetch,                  // by rows with a row cache: 1 where the last walk copies the next row in (sm_80)
+    ByRowPrefetchCentered,          // ... the same for a block a row and a centered accumulator (layer norm)
     ByRowSideCachedThreads,         // rows side by side with a row cache: threads per block (a thread a row)
     ByRowSideCachedUnroll,          // ... elements of its row a thread loads at once
     ByRowSideCachedMinThreadsPerSm, // ... automatic where whole rows fit at this many threads an SM
@@ -102,5 +104,7 @@ std::span<const DefaultRow> default_table();
 // The value for `gpu`: its class's row, else the row for any GPU.
 int default_value(Default what, const GpuFacts& gpu);
 std::string_view to_string(Default what);
+// A default that switches a way of emitting on (1) or off (0); every other is a count, above 0.
+bool is_switch(Default what);
 
 }  // namespace lossjit

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_spec.hpp"
 #include "codegen/kinds/defaults.hpp"
@@ -64,8 +65,11 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
 LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                         const Occupancy& occupancy);
 std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
-// How many inputs read along the row more than one of the spec's passes reads (what a row cache
-// would hold); the spec's row cache is ignored.
-int row_cache_inputs(const ir::Program& program, const KernelSpec& spec);
+// The inputs (kernel indices) read along the row by more than one of the spec's passes (what a row
+// cache would hold); the spec's row cache is ignored.
+std::vector<int> row_cache_inputs(const ir::Program& program, const KernelSpec& spec);
+// Whether a walk merges a mean and the squared deviations from it in one accumulator (layer norm,
+// var: float64 work at every element).
+bool merges_centered(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit::kinds
