@@ -116,7 +116,10 @@ __device__ __forceinline__ void cache_load(const T* p, T (&v)[VW]) {
 // the team's next row into each slot once it has read it (cp.async: the copy runs while the walk
 // writes its results, and holds no register), so that the next row's walks all read the cache and
 // memory never waits on the row's merges. A slot is the thread's own, as in every walk: no barrier,
-// and each thread waits for its own copies (cache_prefetch_wait) before the next row's first walk.
+// and each thread waits for its own copies (cache_prefetch_wait, _wait_for) before it reads them.
+// A copy into a slot is issued after the thread's read of that slot, in program order (a copy is
+// performed as if by a new thread started there); the walk's use of the value, mostly its store,
+// comes before it too.
 // Only where the cache holds the input's own bits (an input of the compute type): 4 to 32 bytes a copy.
 template <int VW, class T>
 __device__ __forceinline__ void cache_prefetch(T* slot, const T* from) {

@@ -955,8 +955,8 @@ private:
     }
 
     // The row prefetch's start of a row (KernelSpec::row_prefetch): where the team's next row lies
-    // (pass refill_pass_ copies it in), the team's first row copied in here, and every copy of this
-    // row waited for before the first walk.
+    // (pass refill_pass_ copies it in), and the team's first row copied in here and waited for. The
+    // rows after it arrive while the first walk runs (it waits for each vector's copy group, tile).
     std::string row_prefetch_start() const {
         const std::string in1 = std::string(kIndent) + "    ";
         std::string out = fmt::format("{}// The row prefetch: pass {} copies the team's next row into the cache.\n", kIndent,
