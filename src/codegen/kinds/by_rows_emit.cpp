@@ -760,11 +760,12 @@ private:
         // The first walk to read a cached input keeps it in the cache, the later ones read it there;
         // with the row prefetch every walk reads it there (the previous row's last walk copied it in).
         const bool prefetch = !cache_slot_.empty() && spec_.row_prefetch;
+        // (walk.cached, not the binding: clang 14 does not capture structured bindings.)
         const auto reads_cache = [&](int k) {
-            return cached && cache_slot_.count(k) && (prefetch || first_pass_.at(k) != number);
+            return walk.cached && cache_slot_.count(k) && (prefetch || first_pass_.at(k) != number);
         };
         const auto keeps_in_cache = [&](int k) {
-            return cached && cache_slot_.count(k) && !prefetch && first_pass_.at(k) == number;
+            return walk.cached && cache_slot_.count(k) && !prefetch && first_pass_.at(k) == number;
         };
         const bool refills = cached && prefetch && number == refill_pass_;
         if (std::any_of(loaded.begin(), loaded.end(), reads_cache)) {
