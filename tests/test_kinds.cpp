@@ -329,6 +329,15 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
         {cross_entropy, {"x"}, 32766, h100, true, false, "do not start on a vector boundary"},
         {cross_entropy, {}, 32768, h100, true, false, "no row is kept"},
         {cross_entropy, {"x"}, 32768, h100, false, false},
+        // Three walks (the mean of log_softmax's row after logsumexp); two inputs kept, the walk that
+        // refills them reading one (distillation's KL); three inputs (triplet); a first walk that
+        // reads no kept input (s walked once), the second the first to read the cache.
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 8192, h100, true, true},
+        {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)",
+         {"x"}, 8192, h100, true, true},
+        {"mean(max(sqrt(sum((x - s)^2, -1)) - sqrt(sum((x - z)^2, -1)) + 1, 0))", {"x", "s", "z"}, 8192, h100, true, true},
+        {"a = amax(s, -1); b = mean(x - a, -1); mean(sum((x - b)^2, -1))", {}, 8192, h100, true, true},
+        {"a = amax(s, -1); b = mean(x - a, -1); mean(sum((x - b)^2, -1))", {"x", "s"}, 8192, h100, true, true},
         // Automatic where a block takes each row and a walk merges a centered accumulator
         // (ByRowPrefetchCentered): layer norm; not where warps take them (4096 columns), not
         // cross-entropy or softmax (ByRowPrefetch), nor without a GPU known.
