@@ -85,7 +85,7 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     // tuning record of theirs, which then leaves a caller's knob automatic (and the call untuned where every other
     // knob is set).
     const bool by_row = spec.loop == KernelSpec::Loop::ByRow;
-    if (spec.row_cache_columns > 0 || (by_row && !kinds::row_cache_inputs(program, spec).empty()))
+    if (spec.row_cache_columns > 0 || (by_row && !kinds::row_walks(program, spec).read_again.empty()))
         info.knobs.row_cache = spec.row_cache_columns > 0;
     if (spec.row_cache_columns > 0 && !spec.side_by_side) info.knobs.row_prefetch = spec.row_prefetch;
     if (by_row && !spec.side_by_side && spec.team == spec.block_threads) info.knobs.row_cluster = spec.row_cluster;

@@ -122,7 +122,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
                       const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
-    const int inputs = static_cast<int>(row_cache_inputs(program, spec).size());
+    const int inputs = static_cast<int>(row_walks(program, spec).read_again.size());
     if (inputs == 0) {
         if (asked) spec.notes.push_back("a row cache was asked for, but no input is read by more than one walk over the row");
         return;
@@ -298,9 +298,10 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Kno
     else if (gpu.arch < kFirstAsyncCopyArch)
         why_not = gpu.arch > 0 ? fmt::format("its copies need sm_{} or later (this GPU is sm_{})", kFirstAsyncCopyArch, gpu.arch)
                                : fmt::format("its copies need sm_{} or later (no GPU is known to `lossjit emit`)", kFirstAsyncCopyArch);
+    const RowWalks walks = why_not.empty() ? row_walks(program, spec) : RowWalks{};
     if (why_not.empty()) {
         const auto slots = read_inputs(program);
-        for (int k : row_cache_inputs(program, spec)) {
+        for (int k : walks.read_again) {
             const auto i = static_cast<std::size_t>(k);
             const DType dtype = spec.input_dtypes.empty() ? DType::float32 : spec.input_dtypes[i];
             if (dtype != spec.compute || spec.inner_strides[i] != 1) {
@@ -320,7 +321,7 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Kno
     // more than the merges they would overlap (cross-entropy, cosine, softmax; layer norm's warp rows
     // on an H100: docs/tuning.md, "The row prefetch").
     const bool block_team = spec.team == spec.block_threads;
-    const Default rule = block_team && merges_centered(program, spec) ? Default::ByRowPrefetchCentered : Default::ByRowPrefetch;
+    const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered : Default::ByRowPrefetch;
     spec.row_prefetch = asked || default_value(rule, gpu) != 0;
 }
 

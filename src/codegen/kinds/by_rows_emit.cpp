@@ -1155,18 +1155,12 @@ private:
 
 }  // namespace
 
-std::vector<int> kinds::row_cache_inputs(const ir::Program& program, const KernelSpec& spec) {
+kinds::RowWalks kinds::row_walks(const ir::Program& program, const KernelSpec& spec) {
     KernelSpec without = spec;
     without.row_cache_columns = 0;
     without.row_prefetch = false;
-    return RowEmitter(program, without).inputs_read_again();
-}
-
-bool kinds::merges_centered(const ir::Program& program, const KernelSpec& spec) {
-    KernelSpec without = spec;
-    without.row_cache_columns = 0;
-    without.row_prefetch = false;
-    return RowEmitter(program, without).centered();
+    const RowEmitter emitter(program, without);
+    return {emitter.inputs_read_again(), emitter.centered()};
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

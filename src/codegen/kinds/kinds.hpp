@@ -65,11 +65,14 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
 LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
                         const Occupancy& occupancy);
 std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
-// The inputs (kernel indices) read along the row by more than one of the spec's passes (what a row
-// cache would hold); the spec's row cache is ignored.
-std::vector<int> row_cache_inputs(const ir::Program& program, const KernelSpec& spec);
-// Whether a walk merges a mean and the squared deviations from it in one accumulator (layer norm,
-// var: float64 work at every element).
-bool merges_centered(const ir::Program& program, const KernelSpec& spec);
+// What the spec's walks over a row do, from one analysis of the program (the spec's row cache and
+// prefetch are ignored): the inputs (kernel indices) more than one walk reads, what a row cache
+// would hold; and whether a walk merges a mean and the squared deviations from it in one
+// accumulator (layer norm, var: float64 work at every element).
+struct RowWalks {
+    std::vector<int> read_again;
+    bool centered = false;
+};
+RowWalks row_walks(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit::kinds
