@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Host time per call of lossjit's PyTorch entry points beside eager torch and torch.compile, on a
 4096-element MSE (--n), forward only, the result left on the device (issue 14's target: <= 10 us on
-H100); then forward and backward (torch.autograd.grad of the value) through each path (issue 31).
+H100); then forward and backward (torch.autograd.grad of the value) through each path (issue 31),
+these in alternating rounds (each round times every path once, in turn).
 
 Each variant is called `--calls` times back to back, timed on the host (time.perf_counter), then the
 device is synchronised once; a kernel of 4096 elements takes less time on the GPU than a call takes
@@ -46,6 +47,24 @@ def host_us(fn, calls, repeats):
         times.append((time.perf_counter() - start) / calls * 1e6)
         torch.cuda.synchronize()
     return statistics.median(times), min(times)
+
+
+def alternating_host_us(variants, calls, rounds):
+    """host_us of each (name, fn), in `rounds` rounds that each time every variant once, in turn (drift
+    on the host reaches all alike): {name: (median, fastest)} over the rounds."""
+    times = {name: [] for name, _ in variants}
+    for _, fn in variants:
+        for _ in range(200):
+            fn()
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for name, fn in variants:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+    return {name: (statistics.median(v), min(v)) for name, v in times.items()}
 
 
 def floor_ops(dev):
@@ -105,7 +124,7 @@ def main():
     variants = [
         ("lossjit: loss(p, t) (eager, no grad: the direct path)", lambda: loss(p, t)),
         ("lossjit: torch.ops.lossjit.value (the forward-only op, eager)", lambda: value(loss._id, [p, t])),
-        ("lossjit: torch.ops.lossjit.reduce (the custom op, eager)", lambda: op(loss._id, [p, t], 0)),
+        ("lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", lambda: op(loss._id, [p, t], 0)),
         ("lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lambda: lossjit_compiled(p, t)),
         ("torch eager: torch.mean((p - t) ** 2)", torch_eager),
         ("torch eager: F.mse_loss(p, t)", lambda: F.mse_loss(p, t)),
@@ -166,13 +185,14 @@ def main():
     op_value = lambda a, b: op(loss._id, [a, b], 1)[0]  # noqa: E731
     grad_variants = [
         ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", lambda a, b: loss(a, b)),
-        ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the custom op, eager)", op_value),
+        ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", op_value),
         ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled),
         ("fwd+bwd torch eager: F.mse_loss(p, t)", F.mse_loss),
         ("fwd+bwd torch.compile: torch.mean((p - t) ** 2)", mse_compiled),
     ]
-    for name, fn in grad_variants:
-        median, best = host_us(lambda: torch.autograd.grad(fn(pg, t), pg), grad_calls, args.repeats)
+    timed = alternating_host_us([(name, lambda fn=fn: torch.autograd.grad(fn(pg, t), pg)) for name, fn in grad_variants],
+                                grad_calls, args.repeats)
+    for name, (median, best) in timed.items():
         rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
         print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
     report = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,

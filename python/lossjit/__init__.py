@@ -136,9 +136,10 @@ def _as_numpy(a, what):
 
 
 def _torch_supported(torch):
-    """lossjit's ops are made with torch.library.custom_op and register_fake: torch 2.4 and later."""
+    """lossjit's ops need torch.library's custom_op, register_fake and register_autograd: torch 2.4 and later."""
     library = getattr(torch, "library", None)
-    return library is not None and hasattr(library, "custom_op") and hasattr(library, "register_fake")
+    return (library is not None and hasattr(library, "custom_op") and hasattr(library, "register_fake")
+            and hasattr(library, "register_autograd"))
 
 
 class Loss:

@@ -1,5 +1,5 @@
-"""lossjit on torch tensors: the custom ops (lossjit::reduce, lossjit::value, lossjit::map,
-lossjit::map_grad) with their fake (meta) kernels and autograd formulas, and the eager fast path.
+"""lossjit on torch tensors: the ops (lossjit::reduce, lossjit::value, lossjit::map, lossjit::map_grad)
+with their fake (meta) kernels and autograd formulas, and the eager fast paths.
 
 Through lossjit::reduce (what torch.compile traces) a reduction's forward runs the fused
 value-and-gradient kernel when any input requires grad and saves the gradients; backward multiplies
@@ -12,7 +12,6 @@ import ctypes
 import itertools
 import threading
 import weakref
-from typing import List
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -147,7 +146,7 @@ class _Layout:
     the check that recognises the layout's tensors, and what the last stream selected (its scratch
     and its buffer of results)."""
     __slots__ = ("buffer", "views", "words", "slots", "address", "count", "result_slot", "result_address",
-                 "out_dtype", "out_code", "out_shape", "device", "torch_device", "keep", "check", "state",
+                 "out_dtype", "out_code", "out_shape", "device", "torch_device", "keep", "check", "grad_check", "state",
                  "stream", "generation", "scratch", "results", "grad_plans")
 
     def __init__(self, handle, tensors, device, state, results=1):
@@ -179,7 +178,7 @@ class _Layout:
             self.views[n] = _lib.View(None, self.out_code, 1, shape, None)
         self.device = device
         self.torch_device = torch.device("cuda", device)
-        self.check = _not_yet
+        self.check = self.grad_check = _not_yet
         self.state = state
         self.stream, self.generation, self.scratch, self.results = None, -1, None, None
         self.grad_plans = {}  # wrt mask -> _GradPlan
@@ -206,7 +205,7 @@ class _GradPlan:
     NULL, which the C API reads as row-major) and the value's, in one buffer; a call writes only the
     data pointers."""
     __slots__ = ("positions", "names", "names_address", "buffer", "views", "words", "address", "value_slot",
-                 "value_address", "keep", "shapes", "dtypes")
+                 "value_address", "keep", "grads")
 
     def __init__(self, loss, tensors, mask, out_code, results):
         self.positions = _set_bits(tensors, mask)
@@ -221,8 +220,8 @@ class _GradPlan:
         self.value_slot = n * _VIEW_WORDS
         self.value_address = self.address + n * _VIEW_BYTES
         self.keep = []
-        self.shapes = [tensors[i].shape for i in self.positions]
-        self.dtypes = [tensors[i].dtype for i in self.positions]
+        # (the word of the gradient's data pointer, its shape, its dtype) for each input differentiated
+        self.grads = tuple((k * _VIEW_WORDS, tensors[i].shape, tensors[i].dtype) for k, i in enumerate(self.positions))
         for k, i in enumerate(self.positions):
             t = tensors[i]
             shape = _lib.shape_array(t.shape)
@@ -313,7 +312,7 @@ class TorchLoss:
         """The layout of these tensors, made on first sight (UsageError for a wrong count of inputs,
         mixed devices, CPU tensors or a dtype lossjit does not read)."""
         lay = st.last
-        if lay is not None and len(tensors) == lay.count and lay.check(*tensors):
+        if lay is not None and len(tensors) == lay.count and (lay.check(*tensors) or lay.grad_check(*tensors)):
             return lay
         key = _key(tensors)
         lay = st.layouts.get(key)
@@ -331,6 +330,8 @@ class TorchLoss:
             # Made from tensors that need no gradient, the check also proves that a call's tensors
             # need none: the direct path then skips looking at requires_grad.
             lay.check = _make_check(tensors)
+        elif lay.grad_check is _not_yet and _any_requires_grad(tensors):
+            lay.grad_check = _make_check(tensors)  # the same layout's tensors as autograd calls pass them
         st.last = lay
         return lay
 
@@ -398,7 +399,7 @@ class TorchLoss:
             raise _lib.error(status)
 
     def through_ops(self, tensors):
-        """The custom ops: what autograd and torch.compile see."""
+        """The ops: what autograd and torch.compile see."""
         mask = 0
         if torch.is_grad_enabled():
             for i, t in enumerate(tensors):
@@ -423,7 +424,10 @@ class TorchLoss:
         for i, t in enumerate(tensors):
             if t.requires_grad:
                 mask |= 1 << i
-        out = _EagerReduce.apply(self, mask, *tensors)
+        if _eager_reduce_apply is not None and not _functorch_active():
+            out = _eager_reduce_apply(self, mask, *tensors)
+        else:
+            out = _EagerReduce.apply(self, mask, *tensors)
         return self.loss._Results(*out) if self.results > 1 else out
 
     def _on_cpu(self, tensors):
@@ -474,25 +478,45 @@ class TorchLoss:
         scalar the kernel multiplies the gradients by (None: 1)."""
         if not mask:
             return self.split(self.evaluate(tensors))
-        lay = self.layout(tensors, self.state())
+        value, grads = self.fused(tensors, mask, upstream)
+        return [*self.split(value), *grads]
+
+    def fused(self, tensors, mask, upstream=None, pooled=False):
+        """(value, [gradient of each input whose bit is set in mask]) from one launch of the fused kernel.
+        The value is a new 0-dim tensor (a vector of a program's several results), or with `pooled` the
+        next view of the layout's result buffer (as the direct path returns; an op's outputs are never
+        views). `upstream`: as in value_and_grad_masked."""
+        try:
+            st = self.local.state
+        except AttributeError:
+            st = self.state()
+        lay = self.layout(tensors, st)
         plan = lay.grad_plans.get(mask)
         if plan is None:
             plan = lay.grad_plans[mask] = _GradPlan(self.loss, tensors, mask, lay.out_code, self.results)
-        lay.set_data(tensors)
-        words, device = plan.words, lay.torch_device
+        words = lay.words
+        for slot, t in zip(lay.slots, tensors):
+            words[slot] = t.data_ptr()
+        stream = _raw_stream(lay.device)
+        if stream != lay.stream or lay.generation != _scratch_generation:
+            lay.bind(self.handle, stream)
+        device, plan_words = lay.torch_device, plan.words
         grads = []
-        slot = 0
-        for shape, dtype in zip(plan.shapes, plan.dtypes):
+        for slot, shape, dtype in plan.grads:
             g = torch.empty(shape, dtype=dtype, device=device)
-            words[slot] = g.data_ptr()
+            plan_words[slot] = g.data_ptr()
             grads.append(g)
-            slot += _VIEW_WORDS
-        value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=device)
-        words[plan.value_slot] = value.data_ptr()
-        upstream_device = None if upstream is None else ctypes.c_void_p(upstream.data_ptr())
-        self._launch(_value_and_grad, lay, plan.names_address, len(grads), plan.address, plan.value_address, 1.0,
-                     upstream_device)
-        return [*self.split(value), *grads]
+        if pooled and self.results == 1:
+            value = lay.results.next()
+        else:
+            value = torch.empty(self.value_shape(), dtype=lay.out_dtype, device=device)
+        plan_words[plan.value_slot] = value.data_ptr()
+        upstream_device = None if upstream is None else upstream.data_ptr()
+        args = (plan.names_address, len(grads), plan.address, plan.value_address, 1.0, upstream_device)
+        status = _value_and_grad(self.handle, lay.address, lay.count, *args, lay.scratch[2])
+        if status:
+            self._retry(status, _value_and_grad, lay, stream, *args)
+        return value, grads
 
     def split(self, value):
         """A program's results as the ops return them: one tensor each (copies: an op's outputs may not
@@ -602,8 +626,18 @@ def _(loss_id, inputs):
     return inputs[0].new_empty(_side(loss_id).value_shape(), dtype=_fake_dtype(loss_id, inputs))
 
 
-@torch.library.custom_op("lossjit::reduce", mutates_args=())
-def reduce(loss_id: int, inputs: List[torch.Tensor], wrt_mask: int) -> List[torch.Tensor]:
+# The ops with gradients, defined the same way, their autograd through torch.library.register_autograd.
+# Not torch.library.custom_op: its Python wrapper around each call's kernel (backend_impl: the kernel
+# under torch._disable_dynamo, then a check that no output aliases an input) took 58 us of own time a
+# call of lossjit::reduce under torch.compile (cProfile, the H200's host), more than the kernel's own
+# Python and launch together (docs/python.md).
+_ops.define("reduce(int loss_id, Tensor[] inputs, int wrt_mask) -> Tensor[]", tags=(torch.Tag.pt2_compliant_tag,))
+_ops.define("map(int loss_id, Tensor[] inputs) -> Tensor", tags=(torch.Tag.pt2_compliant_tag,))
+_ops.define("map_grad(int loss_id, Tensor[] inputs, Tensor upstream, int wrt_mask) -> Tensor[]",
+            tags=(torch.Tag.pt2_compliant_tag,))
+
+
+def _reduce_kernel(loss_id, inputs, wrt_mask):
     """[value, gradients of the inputs whose bit is set in wrt_mask] from one fused kernel."""
     side = _side(loss_id)
     if wrt_mask:
@@ -611,7 +645,10 @@ def reduce(loss_id: int, inputs: List[torch.Tensor], wrt_mask: int) -> List[torc
     return side.split(side.evaluate(inputs))
 
 
-@reduce.register_fake
+_ops.impl("reduce", _reduce_kernel, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("lossjit::reduce", lib=_ops)
 def _(loss_id, inputs, wrt_mask):
     lay_dtype = _fake_dtype(loss_id, inputs)
     out = [inputs[0].new_empty((), dtype=lay_dtype) for _ in range(_side(loss_id).results)]
@@ -621,7 +658,7 @@ def _(loss_id, inputs, wrt_mask):
 
 
 def _save_gradients(ctx, side, count, mask, values, saved):
-    """What backward needs, for the custom op and the eager autograd.Function alike: the gradients the
+    """What backward needs, for lossjit::reduce and the eager autograd.Function alike: the gradients the
     fused kernel computed (or, for the Function's kernel in backward, the inputs), which inputs they
     belong to, and the results' names."""
     ctx.mask, ctx.count = mask, count
@@ -693,7 +730,7 @@ def _reduce_backward(ctx, grad_outputs):
     return None, _input_gradients(ctx, grad_outputs), None
 
 
-reduce.register_autograd(_reduce_backward, setup_context=_reduce_setup)
+torch.library.register_autograd("lossjit::reduce", _reduce_backward, setup_context=_reduce_setup, lib=_ops)
 
 
 # An eager reduction whose inputs are at least this many bytes runs its fused value-and-gradient kernel
@@ -703,9 +740,9 @@ FUSED_IN_BACKWARD_MIN_BYTES = 1 << 26
 
 
 class _EagerReduce(torch.autograd.Function):
-    """A reduction called eagerly on tensors that need gradients, without the custom op's dispatch (H100,
-    4096 elements, torch.autograd.grad of the value: 143 us a call against 371 through the op;
-    docs/python.md). Two ways, by the inputs' size:
+    """A reduction called eagerly on tensors that need gradients, without the op's dispatch and its
+    autograd wrapper (H100, 4096 elements, torch.autograd.grad of the value: 220 us a call against 487
+    through lossjit::reduce in the same run; docs/python.md). Two ways, by the inputs' size:
 
     - From FUSED_IN_BACKWARD_MIN_BYTES: forward computes the value alone and saves the inputs; backward
       runs the fused value-and-gradient kernel with the upstream gradient multiplied in (a float32
@@ -721,9 +758,9 @@ class _EagerReduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, side, mask, *tensors):
         if side.loss.reduction == "composite" or _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES:
-            out = side.value_and_grad_masked(tensors, mask)
-            values = out[:side.results]
-            _save_gradients(ctx, side, len(tensors), mask, values, out[side.results:])
+            value, grads = side.fused(tensors, mask, pooled=True)
+            values = side.split(value)
+            _save_gradients(ctx, side, len(tensors), mask, values, grads)
             ctx.side = None
         else:
             values = side.split(side.evaluate(tensors))
@@ -732,38 +769,60 @@ class _EagerReduce(torch.autograd.Function):
         return tuple(values) if side.results > 1 else values[0]
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *grad_outputs):
-        if ctx.side is None:
-            return (None, None, *_input_gradients(ctx, grad_outputs))
-        upstream = _first_upstream(ctx, grad_outputs)
-        if upstream is None:
-            return (None, None, *[None] * ctx.count)
-        in_kernel = upstream.dtype != torch.float64
-        out = ctx.side.value_and_grad_masked(ctx.saved_tensors, ctx.mask, upstream.float() if in_kernel else None)
-        grads = out[ctx.results:]
-        if not in_kernel:
-            grads = [g * upstream for g in grads]
-        return (None, None, *_by_input(ctx, grads))
+        # Grad mode is on in backward only with create_graph=True: then once_differentiable's way, whose
+        # gradients refuse to be differentiated again (the second derivative's term through the inputs
+        # would be missing). Off (a training step), the same without its no_grad block and checks.
+        if _grad_enabled():
+            return _eager_backward_once(ctx, *grad_outputs)
+        return _eager_backward(ctx, *grad_outputs)
 
 
-@torch.library.custom_op("lossjit::map", mutates_args=())
-def map_op(loss_id: int, inputs: List[torch.Tensor]) -> torch.Tensor:
+def _eager_backward(ctx, *grad_outputs):
+    if ctx.side is None:
+        return (None, None, *_input_gradients(ctx, grad_outputs))
+    upstream = _first_upstream(ctx, grad_outputs)
+    if upstream is None:
+        return (None, None, *[None] * ctx.count)
+    in_kernel = upstream.dtype != torch.float64
+    out = ctx.side.value_and_grad_masked(ctx.saved_tensors, ctx.mask, upstream.float() if in_kernel else None)
+    grads = out[ctx.results:]
+    if not in_kernel:
+        grads = [g * upstream for g in grads]
+    return (None, None, *_by_input(ctx, grads))
+
+
+_eager_backward_once = once_differentiable(_eager_backward)
+
+# _EagerReduce.apply without autograd.Function.apply's Python wrapper (which binds default arguments
+# and unwraps functorch's dead wrappers: only needed while a functorch transform is active, where
+# with_autograd takes the wrapper). Private to torch: where it is missing, the wrapper every time.
+try:
+    _eager_reduce_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, _EagerReduce)
+    _functorch_active = torch._C._are_functorch_transforms_active
+except (AttributeError, KeyError):  # pragma: no cover - another torch
+    _eager_reduce_apply = None
+
+
+def _map_kernel(loss_id, inputs):
     return _side(loss_id).run_map(inputs, None)
 
 
-@map_op.register_fake
-def _(loss_id, inputs):
-    return inputs[0].new_empty(_output_shape(loss_id, inputs), dtype=_fake_dtype(loss_id, inputs))
-
-
-@torch.library.custom_op("lossjit::map_grad", mutates_args=())
-def map_grad(loss_id: int, inputs: List[torch.Tensor], upstream: torch.Tensor, wrt_mask: int) -> List[torch.Tensor]:
+def _map_grad_kernel(loss_id, inputs, upstream, wrt_mask):
     """A map's vector-Jacobian product with `upstream` for the inputs whose bit is set."""
     return _side(loss_id).map_grad(inputs, upstream, wrt_mask)
 
 
-@map_grad.register_fake
+_ops.impl("map", _map_kernel, "CompositeExplicitAutograd")
+_ops.impl("map_grad", _map_grad_kernel, "CompositeExplicitAutograd")
+
+
+@torch.library.register_fake("lossjit::map", lib=_ops)
+def _(loss_id, inputs):
+    return inputs[0].new_empty(_output_shape(loss_id, inputs), dtype=_fake_dtype(loss_id, inputs))
+
+
+@torch.library.register_fake("lossjit::map_grad", lib=_ops)
 def _(loss_id, inputs, upstream, wrt_mask):
     return [inputs[i].new_empty(inputs[i].shape) for i in _set_bits(inputs, wrt_mask)]
 
@@ -789,7 +848,7 @@ def _map_backward(ctx, upstream):
     return None, grads
 
 
-map_op.register_autograd(_map_backward, setup_context=_map_setup)
+torch.library.register_autograd("lossjit::map", _map_backward, setup_context=_map_setup, lib=_ops)
 
 
 # map_grad runs in a map's backward; with create_graph=True autograd records it, and a second derivative
@@ -802,4 +861,4 @@ def _map_grad_backward(ctx, grads):
     _refuse_second_derivative("lossjit::map_grad")
 
 
-map_grad.register_autograd(_map_grad_backward, setup_context=_map_grad_setup)
+torch.library.register_autograd("lossjit::map_grad", _map_grad_backward, setup_context=_map_grad_setup, lib=_ops)
