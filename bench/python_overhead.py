@@ -187,6 +187,8 @@ def main():
         ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", lambda a, b: loss(a, b)),
         ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", op_value),
         ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled),
+        ("fwd+bwd lossjit: torch.ops.lossjit.reduce inside torch.compile(fullgraph=True)",
+         torch.compile(op_value, fullgraph=True)),
         ("fwd+bwd torch eager: F.mse_loss(p, t)", F.mse_loss),
         ("fwd+bwd torch.compile: torch.mean((p - t) ** 2)", mse_compiled),
     ]

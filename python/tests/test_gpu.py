@@ -387,6 +387,26 @@ def test_value_op():
         torch.ops.lossjit.value(loss._id, [p, t])
 
 
+def test_value_and_grad_op_and_the_traced_function():
+    """lossjit::value_and_grad (what a compiled call with gradients runs: no autograd formula of its own)
+    gives lossjit::reduce's value and gradient, refuses to be differentiated, and torch.compile's forward
+    and backward through it match torch's (one result, two inputs of which one differentiated, an
+    upstream gradient other than 1)."""
+    loss = example("mse")
+    p, t = torch.rand(1000, device=dev), torch.rand(1000, device=dev)
+    value, grad = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 1)
+    ref_value, ref_grad = torch.ops.lossjit.reduce(loss._id, [p, t], 1)
+    assert _max_rel(value, ref_value) == 0 and _max_rel(grad, ref_grad) == 0
+    q = p.clone().requires_grad_()
+    with pytest.raises(lossjit.UsageError, match="not differentiable itself"):
+        torch.ops.lossjit.value_and_grad(loss._id, [q, t], 1)
+    compiled = torch.compile(lambda a, b: loss(a, b) * 3.0, fullgraph=True)
+    (g,) = torch.autograd.grad(compiled(q, t), q)
+    (g_ref,) = torch.autograd.grad(torch.mean((q - t) ** 2) * 3.0, q)
+    assert _max_rel(g, g_ref) <= 1e-6
+    assert _max_rel(compiled(q, t).detach(), torch.mean((p - t) ** 2) * 3.0) <= 1e-6
+
+
 def test_threads_share_a_loss():
     import threading
     loss = example("mse")
