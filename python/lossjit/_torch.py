@@ -1,7 +1,8 @@
-"""lossjit on torch tensors: the ops (lossjit::reduce, lossjit::value, lossjit::map, lossjit::map_grad)
-with their fake (meta) kernels and autograd formulas, and the eager fast paths.
+"""lossjit on torch tensors: the ops (lossjit::reduce, lossjit::value, lossjit::value_and_grad,
+lossjit::map, lossjit::map_grad) with their fake (meta) kernels and autograd formulas, and the eager
+fast paths.
 
-Through lossjit::reduce (what torch.compile traces) a reduction's forward runs the fused
+Through lossjit::reduce (or, under torch.compile, _TracedReduce) a reduction's forward runs the fused
 value-and-gradient kernel when any input requires grad and saves the gradients; backward multiplies
 them by the upstream gradient (a torch elementwise op). An eager call (_EagerReduce) does the same on small
 inputs; on large ones it computes the value in forward and runs the fused kernel in backward with
@@ -379,11 +380,16 @@ class TorchLoss:
             self._retry(status, _evaluate, lay, stream, lay.result_address)
         return out
 
-    def _launch(self, call, lay, *args):
-        """call(handle, inputs, count, *args, exec) on the current stream of the layout's device."""
+    def _bind_stream(self, lay):
+        """The current stream of the layout's device, its scratch and result buffer selected."""
         stream = _raw_stream(lay.device)
         if stream != lay.stream or lay.generation != _scratch_generation:
             lay.bind(self.handle, stream)
+        return stream
+
+    def _launch(self, call, lay, *args):
+        """call(handle, inputs, count, *args, exec) on the current stream of the layout's device."""
+        stream = self._bind_stream(lay)
         status = call(self.handle, lay.address, lay.count, *args, lay.scratch[2])
         if status:
             self._retry(status, call, lay, stream, *args)
@@ -496,12 +502,8 @@ class TorchLoss:
         plan = lay.grad_plans.get(mask)
         if plan is None:
             plan = lay.grad_plans[mask] = _GradPlan(self.loss, tensors, mask, lay.out_code, self.results)
-        words = lay.words
-        for slot, t in zip(lay.slots, tensors):
-            words[slot] = t.data_ptr()
-        stream = _raw_stream(lay.device)
-        if stream != lay.stream or lay.generation != _scratch_generation:
-            lay.bind(self.handle, stream)
+        lay.set_data(tensors)
+        stream = self._bind_stream(lay)  # before the pooled value: the result buffer is the stream's
         device, plan_words = lay.torch_device, plan.words
         grads = []
         for slot, shape, dtype in plan.grads:
