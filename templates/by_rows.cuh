@@ -14,6 +14,25 @@ __device__ __forceinline__ long long load_index(int dt, const void* p, long long
 __device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 
+// Column j's offset along a row the walk writes (a map's output, gradients) or copies into the row
+// cache. A kernel that walks vectors (VW > 1) stores VW neighbouring elements at once, so the launch
+// gave those rows stride 1 (choose_by_rows): j itself, without the stride's load and the multiplies
+// by it, every vector. Element walks keep the stride (strided rows side by side). (The walks' loads
+// keep the multiply: with j alone ptxas spilled a warp's forward cross-entropy, kinds/by_rows_emit.cpp.)
+template <int VW>
+__device__ __forceinline__ long long along_row(long long j, long long stride) {
+    if constexpr (VW > 1) return j;
+    else return j * stride;
+}
+
+// Where index i lies among a tile's columns (j0 and the `span` after it) as an int, -1 outside: an
+// element's "my column is the index" (a take's gradient) then compares its offset in the tile, a
+// constant once unrolled, with one 32-bit compare, not its 64-bit column with two adds and two.
+__device__ __forceinline__ int offset_in_tile(long long i, long long j0, long long span) {
+    const long long d = i - j0;
+    return (unsigned long long)d < (unsigned long long)span ? (int)d : -1;
+}
+
 // A shifted row (KernelSpec::row_shift) starting at element `start` of its operands: the columns
 // before its first vector of 4 (at most the row's C).
 __device__ __forceinline__ long long row_shift(long long start, long long C) {

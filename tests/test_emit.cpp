@@ -198,6 +198,22 @@ TEST_CASE("a map's gradient kernel computes no value: no totals, no finish") {
     }
 }
 
+TEST_CASE("row kernels: whole tiles read the row cache without a load from memory; a take's gradient compares in 32 bits") {
+    // With a test per vector between the cache and memory, the compiler computed every vector's
+    // address in memory too, predicated off but issued; and `col == i_y` took four instructions an
+    // element (two 64-bit adds and compares). kinds/by_rows_emit.cpp (tile), templates/by_rows.cuh.
+    const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {8192, 1024}), TensorView{nullptr, DType::int64, {8192}, {}}};
+    const std::vector<std::string> wrt{"x"};
+    const std::string source = compile("mean(logsumexp(x, -1) - x[y])").cuda_source(shapes, wrt);
+    REQUIRE(source.find("row cache of 1 input") != std::string::npos);
+    CHECK(source.find("if (Team::template block_column<VW>(j0 + (long long)(U - 1) * Team::kTeam * VW) < cache_columns) {") !=
+          std::string::npos);
+    CHECK(source.find("const int tile_y = lj::offset_in_tile(i_y, j0, (long long)U * Team::kTeam * VW);") != std::string::npos);
+    CHECK(source.find("const bool hot_y = tile_y == (int)(u * Team::kTeam * VW + q);") != std::string::npos);
+    CHECK(source.find("col == i_y") == std::string::npos);  // (only x[k]'s scatter, after the walk, compares columns)
+    CHECK(compile_cuda(source, "sm_90").is_cubin());
+}
+
 TEST_CASE("the elements of amax and amin are computed without FMA contraction, in the value's kernel and the gradient's") {
     // Their gradient compares each element, evaluated again, with the largest: both evaluations must
     // give the same bits (ExpressionPrinter, uncontracted_nodes). Other reductions keep the FMAs.

@@ -84,8 +84,11 @@ public:
             if (named) printer_.name(static_cast<int>(id), fmt::format("n{}", id));
             // Derivatives' own nodes: the row's length, and "this element's column is the index".
             if (n.kind == ir::NodeKind::RowLength) printer_.name(static_cast<int>(id), "((Value)C)");
-            if (n.kind == ir::NodeKind::OneHot)
-                printer_.name(static_cast<int>(id), fmt::format("(col == {})", index_name(program.node(n.args[0]).slot)));
+            if (n.kind == ir::NodeKind::OneHot) {
+                const int slot = program.node(n.args[0]).slot;
+                printer_.name(static_cast<int>(id), hot_name(slot));
+                if (live_[id]) hot_slots_.insert(slot);
+            }
             // K, and what x[k] scatters back to a column: 0 where nothing is gathered, which is what
             // the element pass writes; the gathered columns are written again after it (k_scatter).
             if (n.kind == ir::NodeKind::TakeCount) printer_.name(static_cast<int>(id), "((Value)K)");
@@ -419,6 +422,12 @@ private:
         if (spec_.row_split) return fmt::format("lj::column_offset<R>(j, runs, {})", strides);
         return fmt::format("j * {}[R - 1]", strides);
     }
+    // Column j of a row the walk writes (output, gradients) or copies into the row cache (not a
+    // take's column): stride 1 where the kernel walks vectors (lj::along_row).
+    std::string walked_column(std::string_view strides) const {
+        if (spec_.row_split) return column(strides);
+        return fmt::format("lj::along_row<VW>(j, {}[R - 1])", strides);
+    }
 
     std::string value_type(int id) const { return program_.node(id).type == ValueType::Bool ? "bool" : "Value"; }
     std::string print(int id) const { return without_outer_parens(printer_.print(id)); }
@@ -482,6 +491,26 @@ private:
         return cuda_input_name(program_.inputs[static_cast<std::size_t>(slots_[static_cast<std::size_t>(kernel_index)])]);
     }
     std::string index_name(int slot) const { return "i_" + program_.inputs[static_cast<std::size_t>(slot)]; }
+    // "This element's column is index `slot`'s" (OneHot), a bool each place that prints element work
+    // declares (hot_columns): in a tile from the index's offset in it (tile_offsets), else from `col`.
+    std::string hot_name(int slot) const { return "hot_" + program_.inputs[static_cast<std::size_t>(slot)]; }
+    std::string tile_offset_name(int slot) const { return "tile_" + program_.inputs[static_cast<std::size_t>(slot)]; }
+    std::string tile_offsets(std::string_view indent, std::string_view vw, std::string_view tiles) const {
+        std::string out;
+        for (int slot : hot_slots_)
+            out += fmt::format("{}const int {} = lj::offset_in_tile({}, j0, (long long){} * Team::kTeam * {});\n", indent,
+                               tile_offset_name(slot), index_name(slot), tiles, vw);
+        return out;
+    }
+    std::string hot_columns(std::string_view indent, std::string_view tile_vw = {}) const {
+        std::string out;
+        for (int slot : hot_slots_) {
+            const std::string is = tile_vw.empty() ? fmt::format("col == {}", index_name(slot))
+                                                   : fmt::format("{} == (int)(u * Team::kTeam * {} + q)", tile_offset_name(slot), tile_vw);
+            out += fmt::format("{}const bool {} = {};\n{}(void){};\n", indent, hot_name(slot), is, indent, hot_name(slot));
+        }
+        return out;
+    }
 
     // Per-row values of stage `s`, in node order: takes, reduced values (`reduced` holds their
     // accumulators' names) and what is computed from them; those `only` allows, if given.
@@ -690,6 +719,7 @@ private:
         std::set<int> inputs, bindings;
         element_needs(roots, inputs, bindings);
         out += fmt::format("{}{{\n{}const long long j = at, col = j;\n", in1, in2);
+        out += hot_columns(in2);
         for (int i : inputs)
             out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {});\n", in2,
                                input_name(i), i, i, i, column(fmt::format("in.strides[{}]", i)));
@@ -747,15 +777,11 @@ private:
         const std::string in4 = in3 + "    ", in5 = in4 + "    ";
         std::string out;
         const auto [vw, tiles, end, cached] = walk;
-        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in3, in3, tiles);
-        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in4, vw);
-        const std::string& in_load = whole ? in4 : in5;
-        if (!whole) out += fmt::format("{}if (j < {}) {{\n", in4, end);
         // The row cache's index of column j: j itself (from the first aligned column in a shifted
         // row), unless blocks of a cluster share the row.
+        const std::string_view shifted = spec_.row_shift ? " - shift_" : "";
         auto cached_at = [&](std::string_view indent) {
-            return fmt::format("{}const long long jc = Team::template block_column<VW>(j{});\n", indent,
-                               spec_.row_shift ? " - shift_" : "");
+            return fmt::format("{}const long long jc = Team::template block_column<VW>(j{});\n", indent, shifted);
         };
         // The first walk to read a cached input keeps it in the cache, the later ones read it there;
         // with the row prefetch every walk reads it there (the previous row's last walk copied it in).
@@ -768,29 +794,70 @@ private:
             return walk.cached && cache_slot_.count(k) && !prefetch && first_pass_.at(k) == number;
         };
         const bool refills = cached && prefetch && number == refill_pass_;
-        if (std::any_of(loaded.begin(), loaded.end(), reads_cache)) {
-            out += cached_at(in_load);
-            // The row's first walk: this vector's copies (and those before it) have arrived.
-            if (prefetch && number == passes_.front().number)
-                out += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
-                                   in_load);
+        const bool any_cached = std::any_of(loaded.begin(), loaded.end(), reads_cache);
+        const bool any_kept = std::any_of(loaded.begin(), loaded.end(), keeps_in_cache);
+        out += tile_offsets(in3, vw, tiles);
+        // The tile's loads. `all_in_cache`: the whole tile's columns lie in the cache (tested once a
+        // tile), so a cached input is read there without a test per u — with the test, the compiler
+        // computed each u's address in memory too, predicated off but issued: 14 of the 81
+        // instructions a vector of cross-entropy's gradient walk (H200, round 154's SASS).
+        auto loads = [&](const std::string& at, bool all_in_cache) {
+            const std::string in_at = at + "    ", in_load = whole ? in_at : in_at + "    ";
+            // (walk's members, not the bindings: clang 14 does not capture structured bindings.)
+            std::string text = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", at, at, walk.u);
+            text += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in_at, walk.vw);
+            if (!whole) text += fmt::format("{}if (j < {}) {{\n", in_at, walk.end);
+            if (any_cached) {
+                text += cached_at(in_load);
+                // The row's first walk: this vector's copies (and those before it) have arrived.
+                if (prefetch && number == passes_.front().number)
+                    text += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
+                                        in_load);
+            }
+            for (std::size_t s = 0; s < loaded.size(); ++s) {
+                const int k = loaded[s];
+                const bool run_constant = spec_.inner_strides[static_cast<std::size_t>(k)] == 2;
+                // (column, not walked_column: with j alone ptxas spilled a warp's forward cross-entropy
+                // at unroll 8, 16 bytes, and it ran 8% slower on an H100, rounds 160-161.)
+                const std::string from_memory =
+                    fmt::format("lj::{}<{}>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
+                                run_constant ? "load_run_constant" : "load_row", walk.vw, k, k, k,
+                                column(fmt::format("in.strides[{}]", k)), s);
+                const std::string from_cache =
+                    reads_cache(k) ? fmt::format("lj::cache_load<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);",
+                                                 cache_slot_.at(k), s)
+                                   : std::string();
+                if (!reads_cache(k)) text += fmt::format("{}{}\n", in_load, from_memory);
+                else if (all_in_cache) text += fmt::format("{}{}\n", in_load, from_cache);
+                else text += fmt::format("{}if (jc < cache_columns) {}\n{}else {}\n", in_load, from_cache, in_load, from_memory);
+            }
+            if (!whole) text += fmt::format("{}}}\n", in_at);
+            text += fmt::format("{}}}\n", at);
+            if (!any_kept) return text;
+            // The first pass to read an input the row cache holds keeps its columns there, once they
+            // have arrived (the tile's element work waits for them all anyway): each thread later
+            // reads back the columns it wrote itself (the same j in every pass), so no barrier.
+            text += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", at, at, walk.u);
+            text += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in_at, walk.vw);
+            if (!whole) text += fmt::format("{}if (j < {}) {{\n", in_at, walk.end);
+            text += cached_at(in_load);
+            for (std::size_t s = 0; s < loaded.size(); ++s)
+                if (keeps_in_cache(loaded[s]))
+                    text += fmt::format("{}{}lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
+                                        in_load, all_in_cache ? "" : "if (jc < cache_columns) ", cache_slot_.at(loaded[s]), s);
+            if (!whole) text += fmt::format("{}}}\n", in_at);
+            return text + fmt::format("{}}}\n", at);
+        };
+        if (whole && (any_cached || any_kept)) {  // a thread's columns keep their order in the cache: its last is its largest
+            out += fmt::format("{}if (Team::template block_column<VW>(j0{} + (long long)({} - 1) * Team::kTeam * {}) < cache_columns) {{\n",
+                               in3, shifted, tiles, vw);
+            out += loads(in4, true);
+            out += fmt::format("{}}} else {{\n", in3);
+            out += loads(in4, false);
+            out += fmt::format("{}}}\n", in3);
+        } else {
+            out += loads(in3, false);
         }
-        for (std::size_t s = 0; s < loaded.size(); ++s) {
-            const int k = loaded[s];
-            const bool run_constant = spec_.inner_strides[static_cast<std::size_t>(k)] == 2;
-            const std::string from_memory =
-                fmt::format("lj::{}<{}>(dtype({}), in.ptr[{}], base[{}] + {}, v[u][{}]);",
-                            run_constant ? "load_run_constant" : "load_row", vw, k, k, k,
-                            column(fmt::format("in.strides[{}]", k)), s);
-            if (const auto slot = cache_slot_.find(k); reads_cache(k))
-                out += fmt::format("{}if (jc < cache_columns) lj::cache_load<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n"
-                                   "{}else {}\n",
-                                   in_load, slot->second, s, in_load, from_memory);
-            else
-                out += fmt::format("{}{}\n", in_load, from_memory);
-        }
-        if (!whole) out += fmt::format("{}}}\n", in4);
-        out += fmt::format("{}}}\n", in3);
         // Each reduction's argument at the VW columns, added as one group after them (add_group); in
         // a whole tile, kept for the tile's U x VW columns where the accumulator adds them at once
         // after the tile (add_tile; lj::add_tile_group adds the others' groups as before).
@@ -803,19 +870,14 @@ private:
                                             in4, end, in4, in4, in4);
             else out += fmt::format("{}if (j >= {}) continue;\n", in4, end);
         }
-        // The first pass to read an input the row cache holds keeps its columns there: each thread
-        // later reads back the columns it wrote itself (the same j in every pass), so no barrier.
-        if (std::any_of(loaded.begin(), loaded.end(), keeps_in_cache) || refills) out += cached_at(in4);
-        for (std::size_t s = 0; s < loaded.size(); ++s)
-            if (keeps_in_cache(loaded[s]))
-                out += fmt::format("{}if (jc < cache_columns) lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
-                                   in4, cache_slot_.at(loaded[s]), s);
+        if (refills) out += cached_at(in4);
         if (!whole)
             for (int id : reductions) out += fmt::format("{}Value e{}[{}];\n", in4, id, vw);
         if (map_elements) out += fmt::format("{}Value r[{}];\n", in4, vw);
         if (!grads.empty()) out += fmt::format("{}Value rg[{}][{}];\n", in4, grads.size(), vw);
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < {}; ++q) {{\n", in4, in4, vw);
         out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in5, in5);
+        out += hot_columns(in5, vw);
         for (std::size_t s = 0; s < loaded.size(); ++s)
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in5, input_name(loaded[s]), s);
         out += element_bindings(bindings, in5);
@@ -831,10 +893,10 @@ private:
             out += whole ? fmt::format("{}lj::add_tile_group(a{}, e{}[u], j);\n", in4, id, id)
                          : fmt::format("{}lj::add_group(a{}, e{}, j, 0);\n", in4, id, id);
         if (map_elements)
-            out += fmt::format("{}lj::store_row<{}>(kResultDType, out.ptr, out_base + {}, r);\n", in4, vw, column("out.strides"));
+            out += fmt::format("{}lj::store_row<{}>(kResultDType, out.ptr, out_base + {}, r);\n", in4, vw, walked_column("out.strides"));
         for (std::size_t i = 0; i < grads.size(); ++i)
             out += fmt::format("{}lj::store_row<{}>(grad_dtype({}), grads.ptr[{}], grad_base + {}, rg[{}]);\n", in4, vw,
-                               grads[i], grads[i], column("grads.strides"), i);
+                               grads[i], grads[i], walked_column("grads.strides"), i);
         // After the column's values are used (its stores wait for them): the next row's columns into
         // the slots they were read from.
         if (refills) {
@@ -842,7 +904,7 @@ private:
             for (const auto& [k, slot] : cache_slot_)
                 out += fmt::format("{}    lj::cache_prefetch<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), "
                                    "static_cast<const Value*>(in.ptr[{}]) + next_base_[{}] + {});\n",
-                                   in4, slot, k, k, column(fmt::format("in.strides[{}]", k)));
+                                   in4, slot, k, k, walked_column(fmt::format("in.strides[{}]", k)));
             out += fmt::format("{}}}\n{}lj::cache_prefetch_commit();  // a group a vector\n", in4, in4);
         }
         out += fmt::format("{}}}\n", in3);
@@ -1138,6 +1200,7 @@ private:
     std::vector<bool> index_;
     std::vector<RowTotal> totals_;
     std::map<int, int> kernel_index_;  // program input slot -> kernel input index
+    std::set<int> hot_slots_;          // the index inputs whose "this column is the index" (OneHot) the gradients use
     std::vector<bool> per_row_;
     std::vector<bool> k_input_;   // per input slot: K values per row (KernelSpec::inner_strides kKValues)
     std::vector<bool> k_level_;   // per node: K values per row (k_level_nodes)
