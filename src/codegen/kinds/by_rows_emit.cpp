@@ -803,15 +803,23 @@ private:
         // instructions a vector of cross-entropy's gradient walk (H200, round 154's SASS).
         auto loads = [&](const std::string& at, bool all_in_cache) {
             const std::string in_at = at + "    ", in_load = whole ? in_at : in_at + "    ";
+            // A loop over the tile's U vectors (each in the row, unless the tile is whole) around
+            // `body`, printed at in_load.
             // (walk's members, not the bindings: clang 14 does not capture structured bindings.)
-            std::string text = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", at, at, walk.u);
-            text += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in_at, walk.vw);
-            if (!whole) text += fmt::format("{}if (j < {}) {{\n", in_at, walk.end);
+            auto each_vector = [&](const std::string& body) {
+                std::string text = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", at, at, walk.u);
+                text += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in_at, walk.vw);
+                if (!whole) text += fmt::format("{}if (j < {}) {{\n", in_at, walk.end);
+                text += body;
+                if (!whole) text += fmt::format("{}}}\n", in_at);
+                return text + fmt::format("{}}}\n", at);
+            };
+            std::string body;
             if (any_cached) {
-                text += cached_at(in_load);
+                body += cached_at(in_load);
                 // The row's first walk: this vector's copies (and those before it) have arrived.
                 if (prefetch && number == passes_.front().number)
-                    text += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
+                    body += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
                                         in_load);
             }
             for (std::size_t s = 0; s < loaded.size(); ++s) {
@@ -827,26 +835,21 @@ private:
                     reads_cache(k) ? fmt::format("lj::cache_load<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);",
                                                  cache_slot_.at(k), s)
                                    : std::string();
-                if (!reads_cache(k)) text += fmt::format("{}{}\n", in_load, from_memory);
-                else if (all_in_cache) text += fmt::format("{}{}\n", in_load, from_cache);
-                else text += fmt::format("{}if (jc < cache_columns) {}\n{}else {}\n", in_load, from_cache, in_load, from_memory);
+                if (!reads_cache(k)) body += fmt::format("{}{}\n", in_load, from_memory);
+                else if (all_in_cache) body += fmt::format("{}{}\n", in_load, from_cache);
+                else body += fmt::format("{}if (jc < cache_columns) {}\n{}else {}\n", in_load, from_cache, in_load, from_memory);
             }
-            if (!whole) text += fmt::format("{}}}\n", in_at);
-            text += fmt::format("{}}}\n", at);
+            std::string text = each_vector(body);
             if (!any_kept) return text;
             // The first pass to read an input the row cache holds keeps its columns there, once they
             // have arrived (the tile's element work waits for them all anyway): each thread later
             // reads back the columns it wrote itself (the same j in every pass), so no barrier.
-            text += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", at, at, walk.u);
-            text += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in_at, walk.vw);
-            if (!whole) text += fmt::format("{}if (j < {}) {{\n", in_at, walk.end);
-            text += cached_at(in_load);
+            std::string stores = cached_at(in_load);
             for (std::size_t s = 0; s < loaded.size(); ++s)
                 if (keeps_in_cache(loaded[s]))
-                    text += fmt::format("{}{}lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
-                                        in_load, all_in_cache ? "" : "if (jc < cache_columns) ", cache_slot_.at(loaded[s]), s);
-            if (!whole) text += fmt::format("{}}}\n", in_at);
-            return text + fmt::format("{}}}\n", at);
+                    stores += fmt::format("{}{}lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), v[u][{}]);\n",
+                                          in_load, all_in_cache ? "" : "if (jc < cache_columns) ", cache_slot_.at(loaded[s]), s);
+            return text + each_vector(stores);
         };
         if (whole && (any_cached || any_kept)) {  // a thread's columns keep their order in the cache: its last is its largest
             out += fmt::format("{}if (Team::template block_column<VW>(j0{} + (long long)({} - 1) * Team::kTeam * {}) < cache_columns) {{\n",
