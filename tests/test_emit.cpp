@@ -210,6 +210,11 @@ TEST_CASE("row kernels: whole tiles read the row cache without a load from memor
           std::string::npos);
     CHECK(source.find("const int tile_y = lj::offset_in_tile(i_y, j0, (long long)U * Team::kTeam * VW);") != std::string::npos);
     CHECK(source.find("const bool hot_y = tile_y == (int)(u * Team::kTeam * VW + q);") != std::string::npos);
+    // Only the gradient's walk (its whole tiles and its last) finds the index in the tile, not the logsumexp's.
+    std::size_t offsets = 0;
+    for (std::size_t at = source.find("const int tile_y ="); at != std::string::npos; at = source.find("const int tile_y =", at + 1))
+        ++offsets;
+    CHECK(offsets == 2);
     CHECK(source.find("col == i_y") == std::string::npos);  // (only x[k]'s scatter, after the walk, compares columns)
     CHECK(compile_cuda(source, "sm_90").is_cubin());
 }

@@ -254,6 +254,7 @@ private:
         bool map_elements = false;
         std::vector<std::size_t> grads;
         std::vector<std::size_t> element_totals;
+        std::set<int> hot;  // the index inputs whose "this column is the index" its work at a column uses
     };
 
     // The passes over the row, in order, and which of their inputs more than one reads (the row
@@ -274,7 +275,11 @@ private:
                     plan.reductions.push_back(static_cast<int>(id));
             if (plan.reductions.empty() && !plan.elements) continue;
             std::set<int> inputs;
-            element_needs(pass_roots(plan.reductions, plan.elements), inputs, plan.bindings);
+            const std::vector<int> roots = pass_roots(plan.reductions, plan.elements);
+            element_needs(roots, inputs, plan.bindings);
+            walk_uses(roots, false, [&](int id) {
+                if (program_.node(id).kind == ir::NodeKind::OneHot) plan.hot.insert(program_.node(program_.node(id).args[0]).slot);
+            });
             plan.loaded.assign(inputs.begin(), inputs.end());
             if (plan.elements) {
                 plan.map_elements = program_.is_map() && !per_row_[static_cast<std::size_t>(program_.body)];
@@ -495,16 +500,16 @@ private:
     // declares (hot_columns): in a tile from the index's offset in it (tile_offsets), else from `col`.
     std::string hot_name(int slot) const { return "hot_" + program_.inputs[static_cast<std::size_t>(slot)]; }
     std::string tile_offset_name(int slot) const { return "tile_" + program_.inputs[static_cast<std::size_t>(slot)]; }
-    std::string tile_offsets(std::string_view indent, std::string_view vw, std::string_view tiles) const {
+    std::string tile_offsets(const std::set<int>& slots, std::string_view indent, std::string_view vw, std::string_view tiles) const {
         std::string out;
-        for (int slot : hot_slots_)
+        for (int slot : slots)
             out += fmt::format("{}const int {} = lj::offset_in_tile({}, j0, (long long){} * Team::kTeam * {});\n", indent,
                                tile_offset_name(slot), index_name(slot), tiles, vw);
         return out;
     }
-    std::string hot_columns(std::string_view indent, std::string_view tile_vw = {}) const {
+    std::string hot_columns(const std::set<int>& slots, std::string_view indent, std::string_view tile_vw = {}) const {
         std::string out;
-        for (int slot : hot_slots_) {
+        for (int slot : slots) {
             const std::string is = tile_vw.empty() ? fmt::format("col == {}", index_name(slot))
                                                    : fmt::format("{} == (int)(u * Team::kTeam * {} + q)", tile_offset_name(slot), tile_vw);
             out += fmt::format("{}const bool {} = {};\n{}(void){};\n", indent, hot_name(slot), is, indent, hot_name(slot));
@@ -719,7 +724,7 @@ private:
         std::set<int> inputs, bindings;
         element_needs(roots, inputs, bindings);
         out += fmt::format("{}{{\n{}const long long j = at, col = j;\n", in1, in2);
-        out += hot_columns(in2);
+        out += hot_columns(hot_slots_, in2);
         for (int i : inputs)
             out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {});\n", in2,
                                input_name(i), i, i, i, column(fmt::format("in.strides[{}]", i)));
@@ -796,7 +801,7 @@ private:
         const bool refills = cached && prefetch && number == refill_pass_;
         const bool any_cached = std::any_of(loaded.begin(), loaded.end(), reads_cache);
         const bool any_kept = std::any_of(loaded.begin(), loaded.end(), keeps_in_cache);
-        out += tile_offsets(in3, vw, tiles);
+        out += tile_offsets(plan.hot, in3, vw, tiles);
         // The tile's loads. `all_in_cache`: the whole tile's columns lie in the cache (tested once a
         // tile), so a cached input is read there without a test per u — with the test, the compiler
         // computed each u's address in memory too, predicated off but issued: 14 of the 81
@@ -880,7 +885,7 @@ private:
         if (!grads.empty()) out += fmt::format("{}Value rg[{}][{}];\n", in4, grads.size(), vw);
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < {}; ++q) {{\n", in4, in4, vw);
         out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in5, in5);
-        out += hot_columns(in5, vw);
+        out += hot_columns(plan.hot, in5, vw);
         for (std::size_t s = 0; s < loaded.size(); ++s)
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in5, input_name(loaded[s]), s);
         out += element_bindings(bindings, in5);
@@ -1203,7 +1208,7 @@ private:
     std::vector<bool> index_;
     std::vector<RowTotal> totals_;
     std::map<int, int> kernel_index_;  // program input slot -> kernel input index
-    std::set<int> hot_slots_;          // the index inputs whose "this column is the index" (OneHot) the gradients use
+    std::set<int> hot_slots_;          // the index inputs whose "this column is the index" (OneHot) is live (PassPlan::hot: a pass's)
     std::vector<bool> per_row_;
     std::vector<bool> k_input_;   // per input slot: K values per row (KernelSpec::inner_strides kKValues)
     std::vector<bool> k_level_;   // per node: K values per row (k_level_nodes)
