@@ -11,6 +11,12 @@ __device__ __forceinline__ long long load_index(int dt, const void* p, long long
     }
 }
 
+// Asks L2 for element i of an input of dtype dt (the row prefetch's next row's own values).
+__device__ __forceinline__ void prefetch_l2(int dt, const void* p, long long i) {
+    const char* at = static_cast<const char*>(p) + i * dtype_size(dt);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+}
+
 __device__ __forceinline__ float shuffle_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ double shuffle_xor(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 

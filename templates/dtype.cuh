@@ -29,6 +29,16 @@ __device__ __forceinline__ unsigned int float_to_f16(float f) {
     return h;
 }
 
+// The bytes of one element of type `dt`.
+__device__ __forceinline__ int dtype_size(int dt) {
+    switch (dt) {
+        case kFloat64: case kInt64: return 8;
+        case kFloat32: case kInt32: return 4;
+        case kBFloat16: case kFloat16: return 2;
+        default: return 1;
+    }
+}
+
 // Element i of `p`, of type `dt`, as a T (float or double). Integers convert with rounding to
 // nearest, bools to 0 or 1.
 template <class T>

@@ -41,6 +41,15 @@ Planned plan(const char* text, const std::vector<std::string>& wrt_names, const 
     return p;
 }
 
+// An H100 as the driver describes it (the shared memory a block may opt in to, threads an SM).
+const GpuFacts kH100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
+                     .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+
+// Row programs several cases plan.
+constexpr const char* kCrossEntropy = "mean(logsumexp(x, -1) - x[y])";
+constexpr const char* kCosine = "mean(1 - sum(x * z, -1) / sqrt(sum(x * x, -1) * sum(z * z, -1)))";
+constexpr const char* kSoftmax = "exp(x - logsumexp(x, -1))";
+
 // The launch gives the row cache the columns kept of each input for each of the block's teams (rows).
 void check_cache_bytes(const KernelSpec& spec, long long columns, int inputs) {
     CHECK(spec.row_cache_columns == columns);
@@ -167,13 +176,14 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
     };
     const Row rows[] = {
         // Cross-entropy's value and gradient: logits read by the value's walk and the gradient's.
-        // One block an SM: its own 512 threads keep 64 KB of loads in flight (ByRowCachedBytesInFlight).
-        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 32768, 1, "", 512, 8},
+        // One block an SM: its own threads keep 64 KB of loads in flight (ByRowCachedBytesInFlight),
+        // 1024 of them (the block alone on its SM, exp at each element: ByRowAloneGradientThreads).
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 32768, 1, "", 1024, 4},
         // Asked for, two blocks of a cluster take each row, 64 KB each, so that two fit an SM, each of
         // 512 threads keeping 32 KB of loads in flight (ByRowCachedBytesInFlight / 2).
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, std::nullopt, 16384, 1, "", 512, 4, DType::float32, 2, 2},
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100_no_clusters, std::nullopt, 32768, 1,
-         "a row cluster of 2 blocks was asked for", 512, 8, DType::float32, 1, 2},
+         "a row cluster of 2 blocks was asked for", 1024, 4, DType::float32, 1, 2},
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, h100, false, 0, 0, ""},
         // Any GPU: 40 KB of the portable 48, a quarter of a 128 KB row at least.
         {"mean(logsumexp(x, -1) - x[y])", {"x"}, 32768, {}, std::nullopt, 10240, 1, ""},
@@ -190,7 +200,7 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
         {"exp(x - logsumexp(x, -1))", {}, 4095, h100, true, 3504, 1, "", 32, 8},
         // GPT-2's vocabulary: cross-entropy's value and gradient keep the whole row (in whole vectors
         // of 4), as at 32768.
-        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 50257, h100, std::nullopt, 50260, 1, "", 512, 8},
+        {"mean(logsumexp(x, -1) - x[y])", {"x"}, 50257, h100, std::nullopt, 50260, 1, "", 1024, 4},
         // Where the warps would keep less than half their rows (3504 of 8192), the block takes each
         // row and keeps all of it, with the fewest threads (from 128, ByRowBlockTeamMinThreads) whose
         // blocks keep 64 KB in flight an SM: 128 x unroll 8 x 16 bytes, 6 blocks of 32 KB an SM.
@@ -292,14 +302,68 @@ TEST_CASE("the row cache: the inputs a later walk reads again, as much of the ro
     }
 }
 
+TEST_CASE("a fused value-and-gradient kernel whose block keeps a row alone on its SM, exp or log at each element, takes 1024 threads") {
+    const GpuFacts& h100 = kH100;
+    const char* cross_entropy = kCrossEntropy;
+    const char* cosine = kCosine;
+    const char* triplet = "mean(max(sqrt(sum((x - s)^2, -1)) - sqrt(sum((x - z)^2, -1)) + 1, 0))";
+    const char* distill = "q = z / 2 - logsumexp(z / 2, -1); p = x / 2 - logsumexp(x / 2, -1); "
+                          "batchmean(sum(exp(q) * (q - p), -1)) * 4";
+    const char* z_loss = "lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); "
+                         "acc = mean(argmax(x, -1) == y); loss, z, acc";
+    const char* softmax = kSoftmax;
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long columns;
+        int threads;
+        int unroll;
+        std::optional<int> block_knob = std::nullopt;
+    };
+    const Row table[] = {
+        // 125-128 KB of the row: one block an SM.
+        {cross_entropy, {"x"}, 32768, 1024, 4},
+        {cross_entropy, {"x"}, 32000, 1024, 4},
+        {z_loss, {"x"}, 32000, 1024, 4},
+        {distill, {"x"}, 16384, 1024, 2},
+        {"lp = x - logsumexp(x, -1); mean(-(1 - 0.1) * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 32000, 1024, 4},
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", {"x"}, 32000, 1024, 4},
+        // Light element work (no exp or log), a centered accumulator (layer norm's backward).
+        {cosine, {"x", "z"}, 16384, 512, 4},
+        {"x / sqrt(mean(x^2, -1) + 1e-6)", {"x"}, 32768, 512, 4},
+        {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", {"x"}, 32768, 512, 4},
+        // Two blocks an SM (triplet's 96 KB, 64 KB), warps, a cluster's blocks, no gradients, asked for.
+        {triplet, {"x", "s", "z"}, 8192, 512, 2},
+        {cross_entropy, {"x"}, 16384, 256, 8},
+        {cross_entropy, {"x"}, 4096, 512, 8},
+        {cross_entropy, {"x"}, 131072, 512, 4},
+        {cross_entropy, {}, 32768, 256, 2},
+        // A map's backward is the gradient of the sum of upstream x its output, a reduction's: the
+        // same rule (x and the upstream gradient kept).
+        {softmax, {"x"}, 32768, 1024, 2},
+        {cross_entropy, {"x"}, 32768, 512, 8, 512},
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        Knobs knobs;
+        if (row.block_knob) knobs.block_threads = *row.block_knob;
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, DType::float32, h100);
+        CAPTURE(program.nodes.size());
+        CAPTURE(spec.signature());
+        CHECK(spec.block_threads == row.threads);
+        CHECK(spec.unroll == row.unroll);
+        if (row.threads == 1024) CHECK(compile_cuda(emit_cuda(program, spec), "sm_90").is_cubin());
+    }
+}
+
 TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, on sm_80 or later") {
-    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
-                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts& h100 = kH100;
     const GpuFacts a100{.arch = 80, .multiprocessors = 108, .shared_bytes_per_block = 163 * 1024, .threads_per_sm = 2048};
     const GpuFacts volta{.arch = 70, .multiprocessors = 80, .shared_bytes_per_block = 96 * 1024, .threads_per_sm = 2048};
-    const char* cross_entropy = "mean(logsumexp(x, -1) - x[y])";
-    const char* cosine = "mean(1 - sum(x * z, -1) / sqrt(sum(x * x, -1) * sum(z * z, -1)))";
-    const char* softmax = "exp(x - logsumexp(x, -1))";
+    const char* cross_entropy = kCrossEntropy;
+    const char* cosine = kCosine;
+    const char* softmax = kSoftmax;
     const char* layer_norm = "m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)";
     struct Row {
         const char* program;
@@ -374,6 +438,9 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
         CHECK(source.find("lj::prefetch_row<Team, VW>") != std::string::npos);
         CHECK(source.find("lj::cache_prefetch<VW>") != std::string::npos);
         CHECK(source.find("lj::cache_prefetch_wait();") != std::string::npos);
+        // The next row's index (x[y]'s y), loaded at that row's start, is asked of L2 beforehand.
+        CHECK((source.find("lj::prefetch_l2(dtype(") != std::string::npos) ==
+              (std::string_view(row.program).find("[y]") != std::string_view::npos));
         CHECK(compile_cuda(source, row.gpu.arch >= 90 ? "sm_90" : "sm_80").is_cubin());
         // Teams take rows in turn: a resident grid, not a block a row.
         const Occupancy occupancy{.fits_per_sm = 1, .multiprocessors = 132};
@@ -382,8 +449,7 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
 }
 
 TEST_CASE("the row cache of rows side by side: whole rows where the SM still holds threads enough") {
-    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
-                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts& h100 = kH100;
     const char* rms = "x / sqrt(mean(x^2, 1) + 1e-5)";
     const char* cross_entropy = "mean(logsumexp(x, 1) - x[y])";  // K-dimensional: classes along dimension 1
     const char* cosine = "mean(1 - sum(x * z, 1) / sqrt(sum(x * x, 1) * sum(z * z, 1)))";
@@ -477,8 +543,7 @@ TEST_CASE("a thread alone on its row keeps 8 loads in flight, 4 where it compare
 }
 
 TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or without a row cache") {
-    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
-                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts& h100 = kH100;
     const GpuFacts h100_no_clusters{.arch = 80, .multiprocessors = 132, .shared_bytes_per_block = 227 * 1024};
     const char* layer_norm = "m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)";
     const char* cross_entropy = "mean(logsumexp(x, -1) - x[y])";
@@ -542,8 +607,7 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
 }
 
 TEST_CASE("a row team asked for where no team takes a row is noted, not silently dropped") {
-    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
-                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts& h100 = kH100;
     struct Row {
         const char* program;
         Shape shape;
@@ -567,8 +631,7 @@ TEST_CASE("a row team asked for where no team takes a row is noted, not silently
 
 TEST_CASE("the row cache: one source for every row length; a tuning record's knobs replay the kernel it timed") {
     const auto softmax = check(parse("exp(x - logsumexp(x, -1))", "expr"), {});
-    const GpuFacts h100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
-                        .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+    const GpuFacts& h100 = kH100;
     auto spec_for = [&](long long columns, const Knobs& knobs) {
         const OperandShape x{"x", {4096, columns}, {}};
         return KernelSpec::choose(softmax, plan_program_layout(softmax, std::vector{x}, nullptr),

@@ -177,10 +177,8 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
                          UsageError);
     // The help names the ranges validate_knobs checks.
     REQUIRE(knob_help().size() == 11);
-    CHECK(knob_help()[0].values == "threads per block: a multiple of 32 in [32, 1024]; default 256, 512 for reductions over 16-bit inputs or "
-                                      "with logs (KL), 128 for "
-          "maps, 1024 for small fused gradient kernels (512 when summing over rows, and along rows except on an "
-          "H100); per GPU in src/codegen/kinds/defaults.cpp");
+    CHECK(knob_help()[0].values.starts_with("threads per block: a multiple of 32 in [32, 1024]; default 256, "));
+    CHECK(knob_help()[0].values.ends_with("per GPU in src/codegen/kinds/defaults.cpp"));
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);
 }
 

@@ -104,6 +104,14 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     spec = std::move(cached);
 }
 
+// Whether the walks call a transcendental function (exp, log, ...) at each element, not once a row.
+bool transcendental_elements(const ir::Program& program, const std::vector<bool>& input_per_row) {
+    const std::vector<bool> per_row = per_row_nodes(program, input_per_row);
+    for (std::size_t i = 0; i < program.nodes.size(); ++i)
+        if (!per_row[i] && transcendental_call(program, program.nodes[i])) return true;
+    return false;
+}
+
 // The row cache (KernelSpec::row_cache_columns): where the program walks its rows more than once
 // and reads an input again, the first walk keeps it in shared memory. With the cache, a block holds
 // most of an SM's shared memory: often one block an SM, whose own threads must keep the bytes in
@@ -116,10 +124,11 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
 // blocks of a thread-block cluster share each row a block would take, each walking and keeping its
 // part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
 // that an SM keeps several rows under way. Rows side by side: choose_side_cache.
-// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each.
+// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each;
+// `transcendental_elements`: the walks call exp, log or the like at each element.
 void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
-                      bool warp_per_row, long long element_inputs, long long element_bytes, const Knobs& knobs,
-                      const GpuFacts& gpu) {
+                      bool warp_per_row, long long element_inputs, long long element_bytes, bool transcendental_elements,
+                      const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
     const int inputs = static_cast<int>(row_walks(program, spec).read_again.size());
@@ -180,10 +189,12 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
     const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
     const long long enough_in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu);
-    auto sm_in_flight = [&](const KernelSpec& c) {
+    auto sm_blocks = [&](const KernelSpec& c) {
         const long long block_shared = static_cast<long long>(c.dynamic_shared_bytes()) + kStaticReserve;
-        const long long blocks_per_sm = std::max(1LL, std::min(threads_per_sm / c.block_threads, (budget + kStaticReserve) / block_shared));
-        return blocks_per_sm * c.block_threads * c.unroll * c.vector_width * element_bytes;
+        return std::max(1LL, std::min(threads_per_sm / c.block_threads, (budget + kStaticReserve) / block_shared));
+    };
+    auto sm_in_flight = [&](const KernelSpec& c) {
+        return sm_blocks(c) * c.block_threads * c.unroll * c.vector_width * element_bytes;
     };
     KernelSpec cached = with_cache(warp_per_row, 1);
     // (A block size set by hand or by a tuning record decides the team as the automatic one does,
@@ -204,6 +215,21 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
                 break;
             }
         }
+    }
+    // A fused value-and-gradient kernel whose block keeps a row the SM has room for once (no second
+    // block beside it) and whose element work calls exp, log or the like: ByRowAloneGradientThreads
+    // threads, whose warps hide the arithmetic and the row's merges where half as many, with twice
+    // the registers, did not (H100 and H200, docs/tuning.md "A block alone on its SM"). Not where the
+    // elements' work is light (cosine: 1.5-2% slower on an H200, equal on an H100) or a walk merges a
+    // centered accumulator (layer norm's backward: 3-4% slower on an H200). Programs past
+    // SmallGradientProgramNodes keep the default: 1024 threads leave 64 registers a thread.
+    const bool alone = sm_blocks(cached) == 1 && cached.team == cached.block_threads && cached.row_cluster == 1;
+    if (alone && knobs.block_threads == 0 && !program.derivatives.empty() && transcendental_elements &&
+        !row_walks(program, cached).centered &&
+        program.nodes.size() <= static_cast<std::size_t>(default_value(Default::SmallGradientProgramNodes, gpu))) {
+        KernelSpec more = with_cache(false, 1, default_value(Default::ByRowAloneGradientThreads, gpu));
+        if (more.block_threads > cached.block_threads && more.row_cache_columns >= cached.row_cache_columns)
+            cached = std::move(more);
     }
     // Blocks of a cluster share a row a block takes where asked for (knob row_cluster), and where a
     // block would keep less than 1 / ByRowClusterLongRowShare of its row: the smallest cluster whose
@@ -566,7 +592,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
-    choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes, knobs, gpu);
+    choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes,
+                     transcendental_elements(program, per_row), knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     choose_row_prefetch(spec, program, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;

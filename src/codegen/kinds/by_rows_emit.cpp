@@ -1041,6 +1041,16 @@ private:
         out += fmt::format("{}long long next_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, next_row_, next_c);\n", in1, in1);
         for (const auto& [k, slot] : cache_slot_)
             out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
+        // The next row's own values (an index, an [N, 1] input) are loaded at its start, where the
+        // walk that follows waits on nothing else (its vectors come from the cache): asked of L2
+        // now, the load there waits on L2, not on memory.
+        for (std::size_t k = 0; k < slots_.size(); ++k) {
+            const auto slot = static_cast<std::size_t>(slots_[k]);
+            if (k_input_[slot] || cache_slot_.count(static_cast<int>(k)) > 0) continue;
+            if (spec_.inner_strides[k] == 0 || index_[slot])
+                out += fmt::format("{}lj::prefetch_l2(dtype({}), in.ptr[{}], lj::offset<R - 1>(next_c, in.strides[{}]));\n",
+                                   in1, k, k, k);
+        }
         out += fmt::format("{}}}\n{}if (row == Team::first_row()) {{\n", kIndent, kIndent);
         for (const auto& [k, slot] : cache_slot_)
             out += fmt::format("{}lj::prefetch_row<Team, VW>(Team::cache_at(row_cache, {}, cache_columns, 0), cache_columns, "

@@ -25,6 +25,7 @@ constexpr std::string_view kLongRowClusters = "docs/results/issue-31/stop53/READ
 constexpr std::string_view kUnrollH200 = "docs/results/issue-31/stop53/round132/h200/unroll.txt";
 constexpr std::string_view kUnrollH100 = "docs/results/issue-31/stop53/round132/h100/unroll.txt";
 constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
+constexpr std::string_view kAloneBlock = "docs/results/issue-31/stop57/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -148,6 +149,13 @@ constexpr std::array kTable = {
                "(unroll 4), 46.7% at 1024; cross-entropy 16384 x 32768 71.6% at 512 (unroll 8), 64.4% at 256; "
                "softmax 32768 x 4096 89.3% at 512 (unroll 8), 72.9% at 256",
                kRowCache},
+    DefaultRow{D::ByRowAloneGradientThreads, G::Any, 1024,
+               "value + gradient, % of the floor at 512 / 1024 threads: H100 cross-entropy 16384 x 32000 62.6-87.6 / "
+               "85.4-94.0, with z-loss and accuracy 62.4-64.5 / 91.7-92.7, focal 77.2-77.6 / 85.8-87.0, distillation "
+               "24.2-24.7 / 58.5-58.8, 16384 x 32768 92.8 / 92.9; H200 cross-entropy 16384 x 32000 67.2-69.3 / "
+               "77.4-77.9, 16384 x 32768 73.6-77.4 / 80.8-81.4; not with light element work: cosine H200 81.8-82.8 / "
+               "79.7-81.2",
+               kAloneBlock},
     DefaultRow{D::ByRowCachedBytesInFlight, G::Any, 65536,
                "H100, float32 in vectors of 4 (16 bytes): cross-entropy 32768 x 4096 value + gradient 83.1% at 512 "
                "threads x unroll 8 x 1 input (64 KB), 79.9% at 512 x 4; cosine 96.4% at 512 x 4 x 2 inputs (64 KB), "
@@ -292,6 +300,7 @@ std::string_view to_string(Default what) {
         case D::ByRowUnrollOneInput: return "by-row unroll, one input";
         case D::ByRowWarpUnrollOneInput: return "by-row unroll, one input, a warp a row";
         case D::ByRowCachedThreads: return "by-row threads with a row cache";
+        case D::ByRowAloneGradientThreads: return "by-row value-and-gradient threads of a block alone on its SM";
         case D::ByRowBlockTeamMinThreads: return "by-row fewest threads of a block a row with a row cache";
         case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";
         case D::ByRowCachedValuesPerThread: return "by-row loaded values a thread with a row cache";

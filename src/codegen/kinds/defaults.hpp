@@ -74,6 +74,7 @@ enum class Default : unsigned char {
     ByRowSideAloneUnroll,           // ... where each row has one thread (it steps through its rows alone)
     ByRowSideAloneCompareUnroll,    // ... the same for a program with amax, amin, argmax or argmin (compares)
     ByRowCachedThreads,             // by rows with a row cache: threads per block (one block an SM, mostly)
+    ByRowAloneGradientThreads,      // ... a fused value-and-gradient kernel's block alone on its SM (its cache fills it)
     ByRowCachedBytesInFlight,       // ... bytes its loads keep in flight (threads x unroll x vector x input bytes)
     ByRowCachedValuesPerThread,     // ... at most this many loaded values a thread (unroll x vector x inputs)
     ByRowCacheMinShare,             // ... automatic where at least 1 / this of the row fits

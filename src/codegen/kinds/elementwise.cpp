@@ -32,10 +32,19 @@ bool small_gradient_program(const ir::Program& program, const GpuFacts& gpu) {
            program.nodes.size() <= static_cast<std::size_t>(default_value(Default::SmallGradientProgramNodes, gpu));
 }
 
+bool transcendental_call(const ir::Program& program, const ir::Node& node) {
+    if (node.kind != ir::NodeKind::Apply || builtin_info(node.fn).cost != Cost::Transcendental) return false;
+    // x^2, x^-0.5 and the other powers printed exactly (lj_square, rsqrt, ...) are not pow.
+    if (node.fn == Builtin::Pow) {
+        const ir::Node& exponent = program.node(node.args[1]);
+        return exponent.kind != ir::NodeKind::Constant || !exact_power(exponent.value);
+    }
+    return true;
+}
+
 int transcendental_calls(const ir::Program& program) {
     int calls = 0;
-    for (const auto& node : program.nodes)
-        calls += node.kind == ir::NodeKind::Apply && builtin_info(node.fn).cost == Cost::Transcendental;
+    for (const auto& node : program.nodes) calls += transcendental_call(program, node);
     return calls;
 }
 

@@ -47,7 +47,9 @@ LaunchGrid elementwise_grid(const ir::Program& program, const KernelSpec& spec, 
 std::string emit_elementwise(const ir::Program& program, const KernelSpec& spec);
 // A program small enough for 1024 threads a block with gradients (SmallGradientThreads).
 bool small_gradient_program(const ir::Program& program, const GpuFacts& gpu);
-// Transcendental function calls (Cost::Transcendental) per element.
+// An application of exp, log, pow (not by an exponent printed exactly: x^2) or another function of
+// Cost::Transcendental; and how many the program makes.
+bool transcendental_call(const ir::Program& program, const ir::Node& node);
 int transcendental_calls(const ir::Program& program);
 // Every input the spec reads is of 16 bits or fewer.
 bool sixteen_bit_inputs(const KernelSpec& spec);
