@@ -131,7 +131,8 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
                       const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
-    const int inputs = static_cast<int>(row_walks(program, spec).read_again.size());
+    const RowWalks walks = row_walks(program, spec);  // the program's walks: the same for every spec below
+    const int inputs = static_cast<int>(walks.read_again.size());
     if (inputs == 0) {
         if (asked) spec.notes.push_back("a row cache was asked for, but no input is read by more than one walk over the row");
         return;
@@ -225,7 +226,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // SmallGradientProgramNodes keep the default: 1024 threads leave 64 registers a thread.
     const bool alone = sm_blocks(cached) == 1 && cached.team == cached.block_threads && cached.row_cluster == 1;
     if (alone && knobs.block_threads == 0 && !program.derivatives.empty() && transcendental_elements &&
-        !row_walks(program, cached).centered &&
+        !walks.centered &&
         program.nodes.size() <= static_cast<std::size_t>(default_value(Default::SmallGradientProgramNodes, gpu))) {
         KernelSpec more = with_cache(false, 1, default_value(Default::ByRowAloneGradientThreads, gpu));
         if (more.block_threads > cached.block_threads && more.row_cache_columns >= cached.row_cache_columns)
