@@ -74,22 +74,24 @@ __device__ __forceinline__ double lj_log_common(double a, bool&) { return log(a)
 // term a log(a / b), where the two logarithms cost about 17 instructions each and bound KL by
 // arithmetic on the H200.
 //
-// q = a * rcp(b), rcp.approx (at most 1 ulp), so q = (a / b)(1 + d) with |d| < 2^-22.4; the
-// residual r = a - q b (one fma) gives d back: log(a / b) = log(q) - log1p(d), and
-// -log1p(d) = r / (q b) + O(d^2) = r * rcp(a) + O(2^-44), the last from rcp's ulp and q b for a.
-// So the term is a (lj_log(q) + c): lj_log's 0.95 ulp of log(a / b), the add and the product's
-// roundings, and 2^-43 a; in ulp of the term (a's mantissa can halve the product's ulp) at most
-// 3.5, measured 2.5 (tests/test_lj_log.cpp, on the host with rcp one ulp off; the GPU test with
-// the instruction itself). The two-log form rounds a log(a) and a log(b) apart, which cancel where
-// a is near b: thousands of ulp of the term there.
+// q = a * rcp(b), rcp.approx (at most 1 ulp), so q b = a (1 + d) with |d| < 2^-22.4; the residual
+// r = a - q b (one fma) is -a d, and log(a / b) = log(q) - log1p(d), so
+//   a log(a / b) = a log(q) - a log1p(d) = a log(q) + r + O(a d^2 / 2),
+// the last under 2^-45.8 a. The term is fma(a, lj_log(q), r): lj_log's 0.95 ulp of log(q), r's and
+// the fma's roundings, and 2^-43 a; in ulp of the term (a's mantissa can halve the product's ulp) at
+// most 3.5, measured 2.0 (tests/test_lj_log.cpp, on the host with rcp one ulp off; the GPU test with
+// the instruction itself). No reciprocal of a (an earlier form added r / a to the log: 2.5 ulp, and
+// 38 instructions an element against 32.5 on the H200, 90% of the read roofline against 96%). The two-log form rounds a log(a)
+// and a log(b) apart, which cancel where a is near b: thousands of ulp of the term there.
 //
-// Its common path takes a in [2^-126, 2^126) or a = 0 (one-hot targets: 0 for any positive normal
-// b, as the two-log form gives), b a positive normal float, and q normal; anything else (zeros of
-// b, subnormals, inf, nan, negatives, a ratio out of range) takes the two-log form, whose special
-// values are the language's. Under fast math the two-log form with CUDA's fast log, as before.
+// Its common path takes b a positive normal float and either a = 0 (one-hot targets: 0, as the
+// two-log form gives) or q a positive normal float (so a is positive and finite: subnormal or
+// huge a included, whose products the fma rounds once); anything else (zeros of b, subnormals, inf,
+// nan, negatives, a ratio out of range) takes the two-log form, whose special values are the
+// language's. Under fast math the two-log form with CUDA's fast log, as before.
 #if defined(__CUDA_ARCH__)
-// The .ftz form is one MUFU.RCP; the inputs are normal on the common path, and a reciprocal that
-// flushes to 0 (b >= 2^126) makes q 0, which the path's check sends to the two-log form.
+// The .ftz form is one MUFU.RCP; b is normal on the common path, and a reciprocal that flushes to 0
+// (b >= 2^126) makes q 0, which the path's check sends to the two-log form.
 __device__ __forceinline__ float lj_rcp_approx(float x) {
     float r;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
@@ -106,13 +108,13 @@ __device__ __forceinline__ float lj_kl_term_common(float a, float b, bool& rare)
     return lj_kl_term_two_logs(a, b);
 #else
     const float q = a * lj_rcp_approx(b);
-    const float c = fmaf(-q, b, a) * lj_rcp_approx(a);
-    const unsigned ua = (unsigned)__float_as_int(a), ub = (unsigned)__float_as_int(b), uq = (unsigned)__float_as_int(q);
+    const float r = fmaf(-q, b, a);
+    const unsigned ub = (unsigned)__float_as_int(b), uq = (unsigned)__float_as_int(q);
     const bool b_normal = ub - 0x00800000u < 0x7f000000u;  // positive normal
+    const bool q_normal = uq - 0x00800000u < 0x7f000000u;
     const bool zero = a == 0.0f;                            // +0 or -0
-    const bool common = b_normal & (zero | ((ua - 0x00800000u < 0x7e000000u) & (uq - 0x00800000u < 0x7f000000u)));
-    rare |= !common;
-    const float term = a * (lj_log_core((int)uq, 0) + c);
+    rare |= !(b_normal & (zero | q_normal));
+    const float term = fmaf(a, lj_log_core((int)uq, 0), r);
     return zero | (a == b) ? 0.0f : term;  // a == b: exactly 0, as two logs give (rcp's q need not be 1)
 #endif
 }
