@@ -45,6 +45,10 @@ Planned plan(const char* text, const std::vector<std::string>& wrt_names, const 
 const GpuFacts kH100{.arch = 90, .multiprocessors = 132, .memory_bytes_per_second = 3.35e12,
                      .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
 
+// An H200: an H100's SMs with HBM3e (GpuClass::HopperHbm3e, whose defaults differ in places).
+const GpuFacts kH200{.arch = 90, .multiprocessors = 132, .memory_bytes = 141LL << 30, .memory_bytes_per_second = 4.8e12,
+                     .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048};
+
 // Row programs several cases plan.
 constexpr const char* kCrossEntropy = "mean(logsumexp(x, -1) - x[y])";
 constexpr const char* kCosine = "mean(1 - sum(x * z, -1) / sqrt(sum(x * x, -1) * sum(z * z, -1)))";
@@ -412,6 +416,21 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
         {layer_norm, {}, 16384, {}, std::nullopt, false},
         {cross_entropy, {"x"}, 32768, h100, std::nullopt, false},
         {softmax, {}, 32768, h100, std::nullopt, false},
+        // On an H200 also where a block alone on its SM keeps its whole row (ByRowPrefetchAlone):
+        // cross-entropy's value and gradient at 32768 and 49152 columns, cosine's over 16384, softmax
+        // over 32768 (its forward walks twice too); not softmax over 16384 (three blocks an SM),
+        // triplet (three inputs of 8192: two blocks), distillation over 32000 (two inputs: 250 KB of a
+        // row, kept in part), warps' rows (4096), cross-entropy's forward (one walk: no cache).
+        {cross_entropy, {"x"}, 32768, kH200, std::nullopt, true},
+        {cross_entropy, {"x"}, 49152, kH200, std::nullopt, true},
+        {cosine, {"x", "z"}, 16384, kH200, std::nullopt, true},
+        {softmax, {}, 32768, kH200, std::nullopt, true},
+        {softmax, {}, 16384, kH200, std::nullopt, false},
+        {"mean(max(sqrt(sum((x - s)^2, -1)) - sqrt(sum((x - z)^2, -1)) + 1, 0))", {"x", "s", "z"}, 8192, kH200, std::nullopt, false},
+        {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)",
+         {"x"}, 32000, kH200, std::nullopt, false},
+        {cross_entropy, {"x"}, 4096, kH200, std::nullopt, false},
+        {cross_entropy, {}, 32768, kH200, std::nullopt, false},
     };
     for (const Row& row : table) {
         CAPTURE(std::string(row.program));

@@ -41,7 +41,7 @@ const std::vector<KnobHelp>& knobs() {
                          "cache as it goes (cp.async, sm_80), and teams take rows in turn; only where the cache keeps "
                          "the inputs as they are (of the compute type, rows not shifted, not in clusters); default on "
                          "where a block takes each row and a walk merges a mean and the squared deviations from it "
-                         "(layer norm), else off"},
+                         "(layer norm), and on an H200 where a block alone on its SM keeps its whole row, else off"},
         {"row_team", "warp or block: programs that reduce along rows take a row with a warp or with the whole block; "
                      "default a warp while rows are short (or, with the row cache, while the warps keep half their "
                      "rows), else the block, with the fewest threads that keep the SM's loads in flight where the "

@@ -26,6 +26,21 @@ constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_
 // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
 // a block may have kPortableShared where the GPU is not known.
 constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
+constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
+
+// The blocks of `spec` an SM holds at once, by its threads and its shared memory (the row cache's).
+long long cached_blocks_per_sm(const KernelSpec& spec, const GpuFacts& gpu) {
+    const std::int64_t shared = gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared;
+    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
+    const long long block_shared = static_cast<long long>(spec.dynamic_shared_bytes()) + kStaticReserve;
+    return std::max(1LL, std::min(threads_per_sm / spec.block_threads, shared / block_shared));
+}
+
+// A block a row whose row cache leaves no room for a second block on its SM: its own threads are all
+// that keep the SM's loads in flight, and nothing overlaps its row's merges.
+bool block_alone_on_sm(const KernelSpec& spec, const GpuFacts& gpu) {
+    return spec.team == spec.block_threads && spec.row_cluster == 1 && cached_blocks_per_sm(spec, gpu) == 1;
+}
 // A side-by-side team of several threads a row merges its accumulators through shared memory
 // (lj::SideTeam::all_reduce: kMergeAccumulatorBytes at most for each thread and kind of
 // accumulator), at most kSideMergeBudget (choose_by_rows keeps it there).
@@ -83,7 +98,7 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     }
     // The blocks an SM holds with their shares of the cache (the driver keeps kBlockReserve of an SM's
     // shared memory a block; a team of one thread a row has no static shared memory to speak of).
-    constexpr long long kAssumedThreadsPerSm = 2048, kBlockReserve = 1024;
+    constexpr long long kBlockReserve = 1024;
     const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
     const long long block_bytes = cached.row_cache_columns * per_column * rows_per_block + kBlockReserve + merge;
     const long long blocks_per_sm =
@@ -187,15 +202,9 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
         return cached;
     };
     // The bytes an SM's blocks keep in flight: as many blocks as its shared memory and threads hold.
-    constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
-    const long long threads_per_sm = gpu.threads_per_sm > 0 ? gpu.threads_per_sm : kAssumedThreadsPerSm;
     const long long enough_in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu);
-    auto sm_blocks = [&](const KernelSpec& c) {
-        const long long block_shared = static_cast<long long>(c.dynamic_shared_bytes()) + kStaticReserve;
-        return std::max(1LL, std::min(threads_per_sm / c.block_threads, (budget + kStaticReserve) / block_shared));
-    };
     auto sm_in_flight = [&](const KernelSpec& c) {
-        return sm_blocks(c) * c.block_threads * c.unroll * c.vector_width * element_bytes;
+        return cached_blocks_per_sm(c, gpu) * c.block_threads * c.unroll * c.vector_width * element_bytes;
     };
     KernelSpec cached = with_cache(warp_per_row, 1);
     // (A block size set by hand or by a tuning record decides the team as the automatic one does,
@@ -224,8 +233,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // elements' work is light (cosine: 1.5-2% slower on an H200, equal on an H100) or a walk merges a
     // centered accumulator (layer norm's backward: 3-4% slower on an H200). Programs past
     // SmallGradientProgramNodes keep the default: 1024 threads leave 64 registers a thread.
-    const bool alone = sm_blocks(cached) == 1 && cached.team == cached.block_threads && cached.row_cluster == 1;
-    if (alone && knobs.block_threads == 0 && !program.derivatives.empty() && transcendental_elements &&
+    if (block_alone_on_sm(cached, gpu) && knobs.block_threads == 0 && !program.derivatives.empty() && transcendental_elements &&
         !walks.centered &&
         program.nodes.size() <= static_cast<std::size_t>(default_value(Default::SmallGradientProgramNodes, gpu))) {
         KernelSpec more = with_cache(false, 1, default_value(Default::ByRowAloneGradientThreads, gpu));
@@ -309,8 +317,9 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
 // The row prefetch (KernelSpec::row_prefetch): where a team keeps its row in the cache (not side by
 // side, not shifted, not of two strides) and the cache keeps each input's own bits (inputs of the
 // compute type: a copy, no conversion), on sm_80 or later; automatic per GPU (ByRowPrefetch,
-// ByRowPrefetchCentered).
-void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Knobs& knobs, const GpuFacts& gpu) {
+// ByRowPrefetchCentered, ByRowPrefetchAlone).
+void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, long long columns, const Knobs& knobs,
+                         const GpuFacts& gpu) {
     if (knobs.row_prefetch == false) return;
     const bool asked = knobs.row_prefetch == true;
     std::string why_not;
@@ -344,11 +353,17 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Kno
     }
     // Automatic where a block takes each row and the first walk's work at each element is heavy (a
     // centered accumulator's float64 updates): its loads then wait on the arithmetic, where the
-    // copies do not. Elsewhere the next row's copies, waited for after the last walk's stores, cost
-    // more than the merges they would overlap (cross-entropy, cosine, softmax; layer norm's warp rows
-    // on an H100: docs/tuning.md, "The row prefetch").
+    // copies do not. On an H200 also where a block alone on its SM keeps its whole row: nothing else
+    // on the SM reads while its row's merges and its last walk's stores run, and the copies keep
+    // the faster memory busy then (cross-entropy, softmax's backward). Elsewhere the next row's
+    // copies, waited for after the last walk's stores, cost more than the merges they would overlap
+    // (warps' rows; two blocks an SM, as triplet's; rows kept in part, as distillation's; the H100:
+    // docs/tuning.md, "The row prefetch").
     const bool block_team = spec.team == spec.block_threads;
-    const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered : Default::ByRowPrefetch;
+    const bool whole_row_alone = block_alone_on_sm(spec, gpu) && spec.row_cache_columns >= (columns + 3) / 4 * 4;
+    const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered
+                         : whole_row_alone             ? Default::ByRowPrefetchAlone
+                                                       : Default::ByRowPrefetch;
     spec.row_prefetch = asked || default_value(rule, gpu) != 0;
 }
 
@@ -596,7 +611,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes,
                      transcendental_elements(program, per_row), knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
-    choose_row_prefetch(spec, program, knobs, gpu);
+    choose_row_prefetch(spec, program, columns, knobs, gpu);
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }

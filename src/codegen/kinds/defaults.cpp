@@ -26,6 +26,7 @@ constexpr std::string_view kUnrollH200 = "docs/results/issue-31/stop53/round132/
 constexpr std::string_view kUnrollH100 = "docs/results/issue-31/stop53/round132/h100/unroll.txt";
 constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
 constexpr std::string_view kAloneBlock = "docs/results/issue-31/stop57/README.md";
+constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -211,6 +212,19 @@ constexpr std::array kTable = {
                "8192 x 16384 H100 86.3 / 88.9-89.3, H200 67.9-68.1 / 77.5; forward + backward from Python "
                "8192 x 16384 H100 1.173-1.174 / 1.104-1.107 ms",
                kPrefetch},
+    DefaultRow{D::ByRowPrefetchAlone, G::Any, 0,
+               "H100 value + gradient, % of the floor without / with (round 163): cross-entropy 16384 x 32768 at 1024 "
+               "threads 95.4-95.6 / 92.0-92.1, at 512 95.1-95.4 / 85.8-86.1; cosine 95.3-96.2 / 92.1-92.6",
+               kAloneBlock},
+    DefaultRow{D::ByRowPrefetchAlone, G::HopperHbm3e, 1,
+               "H200, % of the floor without / with (round 169): value + gradient cross-entropy 16384 x 32000 78.9 / "
+               "84.2, 16384 x 32768 80.2-82.2 / 80.7-83.7, 8192 x 49152 77.9 / 83.2; class weights 65.7-68.0 / "
+               "81.6-83.7; z-loss and accuracy 74.3 / 79.3; focal 70.2-72.0 / 70.8-75.5; cosine 82.2 / 83.3-84.5; "
+               "forward + backward ms 16384 x 32768: softmax 3.476 / 3.225, log_softmax 3.352 / 2.943, RMS norm "
+               "3.291 / 2.961 (8192 x 49152: 2.663 / 2.729, 2.595 / 2.595, 2.611 / 2.540); not where two blocks "
+               "share an SM (triplet 32768 x 8192 91.0 / 84.4) or a row is kept in part (distillation 42.0-42.4 / "
+               "40.2-42.6)",
+               kPrefetchAlone},
     DefaultRow{D::ByRowSideCachedThreads, G::Any, 64,
                "H100, RMS norm over the 64 features of [8, 64, 512, 512] with the cache, unroll 8: 89.0% of the copy "
                "rate at 64 threads (13 blocks an SM), 88.0% at 128, 88.8% at 256; 63.9% without the cache",
@@ -312,6 +326,7 @@ std::string_view to_string(Default what) {
         case D::ByRowClusterMinTiles: return "by-row row clusters, least tiles a block";
         case D::ByRowPrefetch: return "by-row row cache, next row prefetched";
         case D::ByRowPrefetchCentered: return "by-row row cache, next row prefetched with a centered accumulator";
+        case D::ByRowPrefetchAlone: return "by-row row cache, next row prefetched by a block alone on its SM";
         case D::ByRowSideCachedThreads: return "by-row side-by-side threads with a row cache";
         case D::ByRowSideCachedUnroll: return "by-row side-by-side unroll with a row cache";
         case D::ByRowSideCachedMinThreadsPerSm: return "by-row side-by-side row cache, least threads an SM";
@@ -322,6 +337,8 @@ std::string_view to_string(Default what) {
     throw InternalError("to_string: invalid Default");
 }
 
-bool is_switch(Default what) { return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered; }
+bool is_switch(Default what) {
+    return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered || what == D::ByRowPrefetchAlone;
+}
 
 }  // namespace lossjit
