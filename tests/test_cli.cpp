@@ -229,6 +229,31 @@ TEST_CASE("emit, compile and warm show and build a program's statistics' kernels
     CHECK(warm.output.find("statistic 0 sm_90") != std::string::npos);
 }
 
+TEST_CASE("emit, compile and warm --gpu choose kernels as that GPU would; other names and architectures are refused") {
+    TempDir dir;
+    const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();
+    // The row prefetch is the H200's default for a block alone on its SM, not the H100's.
+    const std::string ce = "emit " + example("cross_entropy.loss") + " -i x=512x32768 -i y=512:integers[0,9]:i64 --grad x";
+    const auto h200 = run(ce + " --gpu h200"), h100 = run(ce + " --gpu h100");
+    CHECK(h200.status == 0);
+    CHECK(h100.status == 0);
+    CHECK(h200.output.find("next row prefetched") != std::string::npos);
+    CHECK(h100.output.find("next row prefetched") == std::string::npos);
+    const auto unknown = run(ce + " --gpu a100");
+    CHECK(unknown.status == 2);
+    CHECK(unknown.output.find("unknown GPU 'a100'") != std::string::npos);
+    CHECK(unknown.output.find("h200") != std::string::npos);
+    const auto other_arch = run("compile 'mean(x^2)' -i x=64x32 --gpu h100 --arch sm_80", env);
+    CHECK(other_arch.status == 2);
+    CHECK(other_arch.output.find("chosen for h100 (sm_90)") != std::string::npos);
+    const auto file = dir.path / "programs.txt";
+    std::ofstream(file) << "mean(x^2)\n";
+    CHECK(run("warm " + file.string() + " --arch sm_90 --gpu h200", env).status == 0);
+    const auto warm_other = run("warm " + file.string() + " --arch sm_80 --gpu h200", env);
+    CHECK(warm_other.status == 2);
+    CHECK(warm_other.output.find("compiled") == std::string::npos);  // refused before compiling anything
+}
+
 TEST_CASE("two processes compiling the same loss compile once (shared disk cache)") {
     TempDir dir;
     const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();

@@ -13,8 +13,10 @@
 #include <tuple>
 #include <vector>
 
+#include "codegen/kinds/defaults.hpp"
 #include "lossjit/lossjit.hpp"
 #include "gpu_support.hpp"
+#include "runtime/kernels.hpp"
 #include "tools/host.hpp"
 
 using namespace lossjit;
@@ -1020,6 +1022,67 @@ TEST_CASE("row programs: takes of K indices per row (x[k]): values, and gradient
         dx.download(gx.bytes.data(), gx.bytes.size());
         const Spread sg = spread(gx, want[0].values);
         CHECK(sg.worst <= 1e-5 * sg.largest);
+    }
+}
+
+// Options::gpu (`lossjit emit --gpu`, `warm --gpu`): on a GPU lossjit knows by name, a call runs the
+// kernel chosen without a GPU for that name, so that a cache warmed for the name serves the GPU. The
+// named facts must be what this GPU's driver reports; a GPU known by none of the names is reported.
+TEST_CASE("row programs: a GPU known by name runs the kernels chosen for its name without it" * doctest::skip(!have_gpu())) {
+    const DeviceFacts device = open_device(0);
+    const NamedGpu* named = nullptr;
+    for (const NamedGpu& g : named_gpus())
+        if (g.facts.arch == device.gpu.arch && g.facts.multiprocessors == device.gpu.multiprocessors &&
+            g.facts.shared_bytes_per_block == device.gpu.shared_bytes_per_block &&
+            g.facts.threads_per_sm == device.gpu.threads_per_sm && gpu_class(g.facts) == gpu_class(device.gpu))
+            named = &g;
+    if (!named) {
+        MESSAGE("this GPU (" << device.tuning_text << ") is none of the GPUs lossjit knows by name: nothing to compare");
+        return;
+    }
+    MESSAGE("this GPU is " << named->name << " (" << device.tuning_text << ")");
+    struct Case {
+        const char* program;
+        const char* x;
+        std::string second;  // the second input: "y" (an index), "s" (logits as x) or none
+        bool grad;
+    };
+    const Case cases[] = {
+        {"mean(logsumexp(x, -1) - x[y])", "256x32768:normal", "y", true},   // a block alone: the H200's prefetch
+        {"mean(logsumexp(x, -1) - x[y])", "4096x4096:normal", "y", false},  // warps: each GPU's unroll
+        {"mean(1 - sum(x * s, -1) / sqrt(sum(x * x, -1) * sum(s * s, -1)))", "256x16384:normal", "s", true},
+        {"exp(x - logsumexp(x, -1))", "256x32768:normal", "", false},       // a map walking its rows twice
+    };
+    for (const Case& c : cases) {
+        CAPTURE(std::string(c.program));
+        CAPTURE(std::string(c.x));
+        const Typed x(c.x, DType::float32, 5);
+        const bool indexed = c.second == "y";
+        const Typed second(indexed ? std::to_string(x.host.shape[0]) + ":integers[0,9]" : std::string(c.x),
+                           indexed ? DType::int64 : DType::float32, 6);
+        Options options;
+        options.inputs = {"x"};
+        if (!c.second.empty()) options.inputs.push_back(c.second);
+        Loss loss = compile(c.program, options);
+        std::vector<TensorView> views{x.view()};
+        if (!c.second.empty()) views.push_back(second.view());
+        const std::vector<std::string> wrt{"x"};
+        if (loss.kind() == Kind::Map) {
+            DeviceBuffer out(x.host.bytes.size());
+            loss.map(views, OutputView{out.data(), DType::float32, x.host.shape, {}});
+        } else if (c.grad) {
+            DeviceBuffer grad(x.host.bytes.size()), value(sizeof(float));
+            const std::vector<OutputView> grads{OutputView{grad.data(), DType::float32, x.host.shape, {}}};
+            loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
+        } else {
+            (void)loss(views);
+        }
+        synchronize();
+        const std::string ran = loss.kernel_info()->signature;
+        options.gpu = std::string(named->name);
+        const Loss chosen = compile(c.program, options);
+        const std::string source = c.grad ? chosen.cuda_source(views, wrt) : chosen.cuda_source(views);
+        CHECK_MESSAGE(source.find("// Kernel variant: " + ran + ".\n") != std::string::npos, "ran: " << ran);
     }
 }
 

@@ -48,6 +48,12 @@ struct Options {
     std::vector<Param> params;         // parameters and their defaults (override `param x = v;`); one the
                                        // program never reads, or also in `inputs`, is a UsageError
     int device = 0;                    // CUDA device ordinal
+    // The GPU the stages that need none (cuda_source, compile_kernel, ptx, the statistics' and
+    // factors' kernels; `lossjit emit`, `compile`, `warm --gpu`) choose kernels for: "h100" or "h200",
+    // whose own defaults and shared memory then shape them as on that GPU (docs/cache.md). Empty: as
+    // for no GPU in particular. Calls on a GPU choose for the GPU they run on, whatever this says.
+    // Checked by compile() (UsageError); compile_kernel for another architecture is a UsageError.
+    std::string gpu;
 
     // Kernel variant knobs (docs/tuning.md), all automatic by default. Checked by compile()
     // (UsageError). Automatic ones take what `lossjit tune` stored for this program, input shapes

@@ -75,6 +75,7 @@ Command add_emit_command(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("emit", "print the CUDA C++ generated for a program");
     add_common(cmd, args->common);
+    add_gpu_option(cmd, args->common.gpu);
     cmd->add_option("--grad", args->grads, "print the fused value-and-gradient kernel for these inputs")
         ->allow_extra_args(false);
     return {cmd, [args] { return emit_command(args->common, args->grads); }};
@@ -90,6 +91,7 @@ Command add_compile_command(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand("compile", "compile a program's kernel into the cache (no GPU needed)");
     add_common(cmd, args->common);
+    add_gpu_option(cmd, args->common.gpu);
     cmd->add_option("--grad", args->grads, "compile the fused value-and-gradient kernel for these inputs")
         ->allow_extra_args(false);
     cmd->add_option("--arch", args->arch, "sm_XX for CUBIN, compute_XX for PTX")->capture_default_str();

@@ -12,6 +12,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/program.hpp"
+#include "codegen/kinds/defaults.hpp"
 #include "jit/cache.hpp"
 #include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
@@ -29,6 +31,7 @@ struct CacheCommands {
     bool json = false;
     std::string max_bytes;  // prune --max-bytes; empty: the configured bound
     std::string warm_file;
+    std::string warm_gpu;  // --gpu: Options::gpu
     std::vector<std::string> archs;
 };
 
@@ -174,10 +177,13 @@ std::string trim(const std::string& text) {
     return text.substr(first, last - first + 1);
 }
 
-int warm_command(const std::string& file, std::vector<std::string> archs) {
-    // Check every architecture before compiling anything: a typo should not cost a run.
+int warm_command(const std::string& file, std::vector<std::string> archs, const std::string& gpu) {
+    // Check every architecture (and the GPU's name) before compiling anything: a typo should not cost a run.
     if (archs.empty()) archs.push_back("sm_90");
-    for (auto& arch : archs) arch = normalize_target(arch);
+    for (auto& arch : archs) {
+        arch = normalize_target(arch);
+        require_target_of(gpu, arch);
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) throw UsageError(fmt::format("cannot read warm file '{}'", file));
     require_writable_cache("warm");
@@ -192,6 +198,7 @@ int warm_command(const std::string& file, std::vector<std::string> archs) {
         try {
             Options options;
             options.source_name = file;
+            options.gpu = gpu;
             const Loss loss = compile(program, options);
             for (const auto& arch : archs) {
                 // No inputs: the kernel for inputs that all share one contiguous shape (see --help),
@@ -281,6 +288,7 @@ std::shared_ptr<CacheCommands> add_cache_commands(CLI::App& app) {
     c.warm->add_option("file", c.warm_file, "the file of programs")->required();
     c.warm->add_option("--arch", c.archs, "sm_XX (CUBIN) or compute_XX (PTX); repeat for several (default sm_90)")
         ->allow_extra_args(false);
+    add_gpu_option(c.warm, c.warm_gpu);
     return commands;
 }
 
@@ -290,7 +298,7 @@ std::optional<int> run_cache_commands(const CacheCommands& c) {
     if (c.verify->parsed()) return verify_command();
     if (c.prune->parsed()) return prune_command(c.max_bytes);
     if (c.clear->parsed()) return clear_command();
-    if (c.warm->parsed()) return warm_command(c.warm_file, c.archs);
+    if (c.warm->parsed()) return warm_command(c.warm_file, c.archs, c.warm_gpu);
     return std::nullopt;
 }
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "codegen/kinds/defaults.hpp"
 #include "tools/host.hpp"
 #include "tuning/knobs.hpp"
 
@@ -48,6 +49,7 @@ ProgramOptions program_options(const CommonArgs& args) {
     for (const auto& p : args.params) options.params.push_back(parse_param_arg(p));
     for (const auto& k : args.knobs) lossjit::set_knob(options.knobs, k);
     options.use_tuning = !args.no_tuning;
+    options.gpu = args.gpu;
     return {std::move(text), std::move(options), std::move(given)};
 }
 
@@ -108,6 +110,15 @@ void add_common(CLI::App* cmd, CommonArgs& args) {
                                 fmt::join(knob_names, ", ")))
         ->allow_extra_args(false);
     cmd->add_flag("--no-tuning", args.no_tuning, "ignore knobs stored by `lossjit tune`");
+}
+
+void add_gpu_option(CLI::App* cmd, std::string& gpu) {
+    std::vector<std::string> names;
+    for (const auto& g : named_gpus()) names.push_back(fmt::format("{} ({})", g.name, g.description));
+    cmd->add_option("--gpu", gpu,
+                    fmt::format("choose the kernels as this GPU would (its defaults and shared memory): {}; default: "
+                                "as for no GPU in particular (docs/cache.md)",
+                                fmt::join(names, ", ")));
 }
 
 

@@ -23,10 +23,13 @@ struct CommonArgs {
     int device = 0;
     std::vector<std::string> knobs;  // KNOB=VALUE (docs/tuning.md)
     bool no_tuning = false;
+    std::string gpu;  // Options::gpu: only the commands that need no GPU offer it (add_gpu_option)
 };
 
 // Adds the program argument and the options above to a subcommand.
 void add_common(CLI::App* cmd, CommonArgs& args);
+// Adds --gpu NAME (Options::gpu) to a command that builds kernels without a GPU.
+void add_gpu_option(CLI::App* cmd, std::string& gpu);
 
 struct Prepared {
     lossjit::Loss loss;

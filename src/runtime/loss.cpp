@@ -162,21 +162,24 @@ struct Loss::State {
     }
 
     // The kernel a call would run, without a GPU: no tuning record is looked up for a GPU that was
-    // not asked for, and the defaults are those for any GPU (a GPU with defaults of its own,
-    // kinds/defaults.cpp, may run another variant), so the source does not depend on the machine.
+    // not asked for, and the defaults are those of the GPU named by Options::gpu, else those for any
+    // GPU (a GPU with defaults of its own, kinds/defaults.cpp, may run another variant), so the
+    // source does not depend on the machine.
     KernelSpec spec_for(const ir::Program& prog, const Layout& layout, const CallViews& views, bool tunable) const {
-        return choose_variant(options, prog, tunable, layout, views, "", GpuFacts{}).spec;
+        return choose_variant(options, prog, tunable, layout, views, "", named_gpu_facts(options.gpu)).spec;
     }
 
     struct Emitted {
         std::string source;
         bool fast_math = false;
     };
-    // An emitted kernel compiled through the cache for `target` ("sm_90", "compute_90"); no GPU needed.
-    static KernelBuild build_kernel(const Emitted& emitted, const std::string& target) {
+    // An emitted kernel compiled through the cache for `target` ("sm_90", "compute_90"); no GPU
+    // needed. A kernel chosen for a named GPU is built for its architecture only.
+    KernelBuild build_kernel(const Emitted& emitted, const std::string& target) const {
         KernelBuild build;
         build.source = emitted.source;
         build.target = normalize_target(target);
+        require_target_of(options.gpu, build.target);
         const CacheLookup lookup = KernelCache::process().get(build.source, build.target, emitted.fast_math);
         build.key = lookup.key;
         build.cache = lookup.outcome;
@@ -694,6 +697,7 @@ Loss::~Loss() = default;
 
 Loss compile(std::string_view source, Options options) {
     validate_knobs(options.knobs);
+    named_gpu_facts(options.gpu);  // an unknown name is refused here, not at the first emit
     auto compiled = std::make_shared<Loss::Compiled>();
 
     util::Stopwatch watch;
@@ -1080,7 +1084,7 @@ std::vector<KernelBuild> Loss::compile_statistics(std::span<const TensorView> in
     check_count(state_->program.inputs, shapes.size());
     std::vector<KernelBuild> builds;
     for (std::size_t i = 0; i < state_->program.statistics.size(); ++i)
-        builds.push_back(State::build_kernel(state_->emit_statistic_for(i, shapes), target));
+        builds.push_back(state_->build_kernel(state_->emit_statistic_for(i, shapes), target));
     return builds;
 }
 
@@ -1136,7 +1140,7 @@ std::optional<KernelBuild> Loss::compile_factor(std::span<const TensorView> inpu
                                                 const std::string& target) const {
     const ShapesOrDefaults given(inputs, state_->program.inputs.size());
     const auto emitted = state_->emit_factor_for(given.views, wrt);
-    return emitted ? std::optional<KernelBuild>(State::build_kernel(*emitted, target)) : std::nullopt;
+    return emitted ? std::optional<KernelBuild>(state_->build_kernel(*emitted, target)) : std::nullopt;
 }
 
 std::string Loss::cuda_source() const { return cuda_source(ShapesOrDefaults({}, state_->program.inputs.size()).defaults); }
@@ -1149,11 +1153,12 @@ KernelBuild Loss::compile_kernel(std::span<const TensorView> inputs, std::span<c
                                  const std::string& target) const {
     const ShapesOrDefaults given(inputs, state_->program.inputs.size());
     const auto shapes = given.views;
-    return State::build_kernel(wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt), target);
+    return state_->build_kernel(wrt.empty() ? state_->emit_for(shapes) : state_->emit_gradient_for(shapes, wrt), target);
 }
 
 std::string Loss::ptx(std::span<const TensorView> inputs, const std::string& arch) const {
     std::string target = normalize_target(arch);
+    require_target_of(state_->options.gpu, target);
     if (target.rfind("sm_", 0) == 0) target = "compute_" + target.substr(3);
     const State::Emitted emitted = state_->emit_for(ShapesOrDefaults(inputs, state_->program.inputs.size()).views);
     return KernelCache::process().get(emitted.source, target, emitted.fast_math).image->data;

@@ -297,7 +297,7 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
         if (knobs.row_cluster > 1)
             spec.notes.push_back(fmt::format("a row cluster of {} blocks was asked for, but clusters take a row with whole "
                                              "blocks (not warps, not rows side by side), on GPUs with clusters (sm_90 or "
-                                             "later; none is known to `lossjit emit`)",
+                                             "later; none is known to `lossjit emit` without --gpu)",
                                              knobs.row_cluster));
         return;
     }
@@ -333,7 +333,8 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, long long
     else if (spec.row_cluster > 1) why_not = "blocks of a cluster take each row together";
     else if (gpu.arch < kFirstAsyncCopyArch)
         why_not = gpu.arch > 0 ? fmt::format("its copies need sm_{} or later (this GPU is sm_{})", kFirstAsyncCopyArch, gpu.arch)
-                               : fmt::format("its copies need sm_{} or later (no GPU is known to `lossjit emit`)", kFirstAsyncCopyArch);
+                               : fmt::format("its copies need sm_{} or later (no GPU is known to `lossjit emit` without --gpu)",
+                                             kFirstAsyncCopyArch);
     const RowWalks walks = why_not.empty() ? row_walks(program, spec) : RowWalks{};
     if (why_not.empty()) {
         const auto slots = read_inputs(program);

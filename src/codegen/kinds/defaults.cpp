@@ -2,6 +2,9 @@
 #include "codegen/kinds/defaults.hpp"
 
 #include <array>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "lossjit/errors.hpp"
 
@@ -253,6 +256,41 @@ GpuClass gpu_class(const GpuFacts& gpu) {
     const bool hbm3e = gpu.memory_bytes_per_second > 0 ? gpu.memory_bytes_per_second >= kHbm3eBytesPerSecond
                                                        : gpu.memory_bytes >= kHbm3eMemoryBytes;
     return hbm3e ? GpuClass::HopperHbm3e : GpuClass::HopperHbm3;
+}
+
+std::span<const NamedGpu> named_gpus() {
+    // What the driver reports (CU_DEVICE_ATTRIBUTE_*; runtime/kernels.cpp, open_device): 227 KB of
+    // shared memory a block may opt in to, 2048 threads an SM; the bandwidth from the memory clock
+    // and bus width (any value on the right side of 4 TB/s gives the same class).
+    static constexpr std::array kGpus = {
+        NamedGpu{"h100", "NVIDIA H100 SXM: sm_90, 132 SMs, 80 GB of HBM3",
+                 GpuFacts{.arch = 90, .multiprocessors = 132, .l2_bytes = 50LL << 20, .memory_bytes = 80LL << 30,
+                          .memory_bytes_per_second = 3.35e12, .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048}},
+        NamedGpu{"h200", "NVIDIA H200 SXM: sm_90, 132 SMs, 141 GB of HBM3e",
+                 GpuFacts{.arch = 90, .multiprocessors = 132, .l2_bytes = 50LL << 20, .memory_bytes = 141LL << 30,
+                          .memory_bytes_per_second = 4.8e12, .shared_bytes_per_block = 227 * 1024, .threads_per_sm = 2048}},
+    };
+    return kGpus;
+}
+
+GpuFacts named_gpu_facts(std::string_view name) {
+    if (name.empty()) return {};
+    std::string known;
+    for (const NamedGpu& gpu : named_gpus()) {
+        if (gpu.name == name) return gpu.facts;
+        known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", gpu.name, gpu.description);
+    }
+    throw UsageError(fmt::format("unknown GPU '{}': lossjit chooses kernels without a GPU for {}", name, known));
+}
+
+void require_target_of(std::string_view name, std::string_view target) {
+    if (name.empty()) return;
+    const int arch = named_gpu_facts(name).arch;
+    const auto underscore = target.find('_');
+    const std::string_view number = underscore == std::string_view::npos ? target : target.substr(underscore + 1);
+    if (number != std::to_string(arch))
+        throw UsageError(fmt::format("the kernels are chosen for {} (sm_{}): build them for sm_{} or compute_{}, not {}",
+                                     name, arch, arch, arch, target));
 }
 
 std::string_view to_string(GpuClass gpu) {
