@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "lossjit/lossjit.hpp"
+#include "jit/compile.hpp"
+#include "runtime/kernels.hpp"
 #include "runtime/plans.hpp"
 #include "runtime/scratch.hpp"
 
@@ -203,6 +205,16 @@ TEST_CASE("without a GPU, many threads on many streams each fail on their own; n
     CHECK(usage_errors == kThreads / 2 * 20);  // one input for two: caught before the device is asked
     CHECK(other == 0);
     CHECK(loss.cuda_source(good).find("lossjit_kernel") != std::string::npos);  // still usable
+}
+
+TEST_CASE("kernels chosen for a GPU known by name are built for its architecture only") {
+    CHECK_NOTHROW(require_target_of("h200", "sm_90"));
+    CHECK_NOTHROW(require_target_of("h200", "compute_90"));
+    CHECK_NOTHROW(require_target_of("", "sm_80"));
+    CHECK_THROWS_WITH_AS(require_target_of("h100", "sm_80"), doctest::Contains("chosen for h100 (sm_90)"), UsageError);
+    CHECK_THROWS_WITH_AS(require_target_of("h100", "compute_80"), doctest::Contains("not compute_80"), UsageError);
+    CHECK(target_arch("sm_90") == 90);
+    CHECK(target_arch("compute_80") == 80);
 }
 
 TEST_CASE("lent scratch: a ScratchScope lends its buffer to this thread's calls, scopes nest, other threads see none") {

@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/program.hpp"
-#include "codegen/kinds/defaults.hpp"
 #include "jit/cache.hpp"
 #include "jit/compile.hpp"
 #include "lossjit/lossjit.hpp"
+#include "runtime/kernels.hpp"
 #include "tools/json_text.hpp"
 
 namespace lossjit::cli {

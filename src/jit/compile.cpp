@@ -70,6 +70,11 @@ std::string normalize_target(const std::string& text) {
     return prefix + digits;
 }
 
+int target_arch(const std::string& text) {
+    const std::string target = normalize_target(text);
+    return std::stoi(target.substr(target.find('_') + 1));
+}
+
 bool fast_compile_requested() {
     static const bool requested = [] {
         const char* value = std::getenv("LOSSJIT_FAST_COMPILE");

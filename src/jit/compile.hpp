@@ -25,6 +25,8 @@ std::string target_for(int major, int minor);
 
 // "sm_90" / "compute_90" / "90" -> a target NVRTC accepts; throws UsageError otherwise.
 std::string normalize_target(const std::string& text);
+// The compute capability x 10 of a target normalize_target accepts: 90 for "sm_90" or "compute_90".
+int target_arch(const std::string& text);
 
 // LOSSJIT_FAST_COMPILE=1 (read once per process) adds --Ofast-compile=mid: faster cold starts,
 // possibly slower kernels. `fast_math` (the kernel knob) adds --use_fast_math.

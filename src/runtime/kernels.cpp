@@ -11,6 +11,14 @@
 
 namespace lossjit {
 
+void require_target_of(const std::string& gpu, const std::string& target) {
+    if (gpu.empty()) return;
+    const int arch = named_gpu_facts(gpu).arch;
+    if (target_arch(target) != arch)
+        throw UsageError(fmt::format("the kernels are chosen for {} (sm_{}): build them for sm_{} or compute_{}, not {}",
+                                     gpu, arch, arch, arch, target));
+}
+
 DeviceFacts open_device(int ordinal) {
     DeviceFacts facts;
     facts.context = cuda::Context::for_device(ordinal);

@@ -15,6 +15,11 @@
 
 namespace lossjit {
 
+// UsageError where `target` (a target normalize_target accepts) is not the architecture of the GPU
+// lossjit knows by the name `gpu` (Options::gpu: kernels chosen for one GPU are not built for
+// another); nothing for an empty name.
+void require_target_of(const std::string& gpu, const std::string& target);
+
 // The device's facts a launch needs, read once.
 struct DeviceFacts {
     std::shared_ptr<cuda::Context> context;

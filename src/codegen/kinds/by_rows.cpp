@@ -28,6 +28,9 @@ constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_
 constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
 constexpr long long kAssumedThreadsPerSm = 2048;  // A100, H100, H200, where the GPU is not known
 
+// A row's columns in whole vectors of 4: what the row cache keeps of a row it keeps whole.
+long long vector_row(long long columns) { return (columns + 3) / 4 * 4; }
+
 // The blocks of `spec` an SM holds at once, by its threads and its shared memory (the row cache's).
 long long cached_blocks_per_sm(const KernelSpec& spec, const GpuFacts& gpu) {
     const std::int64_t shared = gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared;
@@ -85,7 +88,7 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     const long long merge = side_merge_bytes(program, cached.block_threads, cached.team);
     const std::int64_t sm_shared = gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared;
     const std::int64_t budget = sm_shared - kStaticReserve - merge;
-    const long long row = (columns + 3) / 4 * 4;
+    const long long row = vector_row(columns);
     const long long per_column = static_cast<long long>(inputs) * static_cast<long long>(size_of(cached.compute));
     cached.row_cache_columns = std::max<long long>(0, std::min<long long>(row, budget / (per_column * rows_per_block) / 4 * 4));
     cached.row_cache_inputs = inputs;
@@ -154,7 +157,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     }
     if (spec.side_by_side) return choose_side_cache(spec, program, rows, columns, sms, inputs, asked, knobs, gpu);
     const std::int64_t budget = (gpu.shared_bytes_per_block > 0 ? gpu.shared_bytes_per_block : kPortableShared) - kStaticReserve;
-    const long long row = (columns + 3) / 4 * 4;
+    const long long row = vector_row(columns);
     element_inputs = std::max(element_inputs, 1LL);
     element_bytes = std::max(element_bytes, 1LL);
     // Rows read an element at a time keep too few bytes in flight for one block an SM (an L2
@@ -361,7 +364,7 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, long long
     // (warps' rows; two blocks an SM, as triplet's; rows kept in part, as distillation's; the H100:
     // docs/tuning.md, "The row prefetch").
     const bool block_team = spec.team == spec.block_threads;
-    const bool whole_row_alone = block_alone_on_sm(spec, gpu) && spec.row_cache_columns >= (columns + 3) / 4 * 4;
+    const bool whole_row_alone = block_alone_on_sm(spec, gpu) && spec.row_cache_columns >= vector_row(columns);
     const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered
                          : whole_row_alone             ? Default::ByRowPrefetchAlone
                                                        : Default::ByRowPrefetch;

@@ -283,16 +283,6 @@ GpuFacts named_gpu_facts(std::string_view name) {
     throw UsageError(fmt::format("unknown GPU '{}': lossjit chooses kernels without a GPU for {}", name, known));
 }
 
-void require_target_of(std::string_view name, std::string_view target) {
-    if (name.empty()) return;
-    const int arch = named_gpu_facts(name).arch;
-    const auto underscore = target.find('_');
-    const std::string_view number = underscore == std::string_view::npos ? target : target.substr(underscore + 1);
-    if (number != std::to_string(arch))
-        throw UsageError(fmt::format("the kernels are chosen for {} (sm_{}): build them for sm_{} or compute_{}, not {}",
-                                     name, arch, arch, arch, target));
-}
-
 std::string_view to_string(GpuClass gpu) {
     switch (gpu) {
         case GpuClass::Any: return "any GPU";

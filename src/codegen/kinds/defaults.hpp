@@ -45,9 +45,6 @@ std::span<const NamedGpu> named_gpus();
 // The facts of the GPU called `name`; all zero (no GPU in particular) for an empty name; UsageError
 // naming the known GPUs for any other.
 GpuFacts named_gpu_facts(std::string_view name);
-// UsageError where `target` ("sm_90", "compute_90", normalized) is not the architecture of the GPU
-// called `name` (kernels chosen for one GPU are not built for another); nothing for an empty name.
-void require_target_of(std::string_view name, std::string_view target);
 
 // What a default is for. The kinds ask for these by name (kinds/*.cpp); the table says the value.
 enum class Default : unsigned char {
