@@ -223,8 +223,8 @@ constexpr std::array kTable = {
                "H200, % of the floor without / with (round 169): value + gradient cross-entropy 16384 x 32000 78.9 / "
                "84.2, 16384 x 32768 80.2-82.2 / 80.7-83.7, 8192 x 49152 77.9 / 83.2; class weights 65.7-68.0 / "
                "81.6-83.7; z-loss and accuracy 74.3 / 79.3; focal 70.2-72.0 / 70.8-75.5; cosine 82.2 / 83.3-84.5; "
-               "forward + backward ms 16384 x 32768: softmax 3.476 / 3.225, log_softmax 3.352 / 2.943, RMS norm "
-               "3.291 / 2.961 (8192 x 49152: 2.663 / 2.729, 2.595 / 2.595, 2.611 / 2.540); not where two blocks "
+               "the rule against the library before it (round 170): cross-entropy 16384 x 32768 81.2-81.3 / "
+               "83.2-83.8, cosine 82.0-82.4 / 84.0-85.6; not where two blocks "
                "share an SM (triplet 32768 x 8192 91.0 / 84.4) or a row is kept in part (distillation 42.0-42.4 / "
                "40.2-42.6)",
                kPrefetchAlone},
