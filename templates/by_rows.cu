@@ -23,9 +23,11 @@ lossjit_kernel({{PARAMETER_LIST}})
     long long rows = 1;
 #pragma unroll
     for (int d = 0; d < {{RANK}} - 1; ++d) rows *= extents.dims[d];
+    typename RowProgram::template Ahead<{{UNROLL}}, {{VECTOR}}> ahead;  // what a row leaves for the next
+    program.template first_walk<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, columns, ahead);
     lj::for_each_row<Team>(rows, columns, [&](long long row, long long C, bool active) {
         program.template row<Team, {{RANK}}, {{VECTOR}}, {{UNROLL}}>(extents, in, row, C, active, totals, row_totals, out,
-                                                                    {{GRADS}});
+                                                                    {{GRADS}}, ahead);
     });
     if constexpr (!Team::kSideBySide) {
         __syncthreads();  // every team's last row added

@@ -641,6 +641,8 @@ TEST_CASE("row programs: the row prefetch gives the reference's values and gradi
         {"mean(1 - sum(x * s, -1) / (max(sqrt(sum(x * x, -1)), 1e-8) * max(sqrt(sum(s * s, -1)), 1e-8)))", false, {"x", "s"}},
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", true, {"x"}},  // three walks backward
         {"exp(x - logsumexp(x, -1))", true, {"x"}},
+        // A row's own values loaded by the row before, walked ahead (the index, then a take of s at it).
+        {"mean(s[y] * (logsumexp(x, -1) - x[y]))", false, {"x", "s", "y"}},
     };
     for (const Run& run : runs) {
         const Problem& problem = run.problem;
@@ -659,10 +661,10 @@ TEST_CASE("row programs: the row prefetch gives the reference's values and gradi
                 options.inputs = c.inputs;
                 auto loss = compile(c.program, options);
                 std::vector<TensorView> views{x.view()}, host{x.host.view()};
-                if (c.inputs.size() > 1) {
-                    const Typed& second = c.inputs[1] == "y" ? y : s;
-                    views.push_back(second.view());
-                    host.push_back(second.host.view());
+                for (std::size_t i = 1; i < c.inputs.size(); ++i) {
+                    const Typed& next = c.inputs[i] == "y" ? y : s;
+                    views.push_back(next.view());
+                    host.push_back(next.host.view());
                 }
                 const std::vector<std::string> wrt{"x"};
                 HostTensor got(x.host.shape, dtype);

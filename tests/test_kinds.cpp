@@ -464,8 +464,9 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
             CHECK(spec.notes.empty());
         }
         if (row.cluster) CHECK(spec.row_cluster == row.cluster);
-        CHECK((spec.signature().find("next row prefetched") != std::string::npos) == row.prefetch);
-        if (!row.prefetch) continue;
+        CHECK((spec.signature().find(spec.row_walk_ahead ? "next row walked ahead" : "next row prefetched") !=
+               std::string::npos) == row.prefetch);
+        if (!row.prefetch || spec.row_walk_ahead) continue;  // (walked ahead: the next test case)
         // Every walk reads the cache (none keeps it: the copies do), and one pass copies the next row in.
         const std::string source = emit_cuda(program, spec);
         CHECK(source.find("lj::cache_store<VW>") == std::string::npos);
@@ -480,6 +481,65 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
         // Teams take rows in turn: a resident grid, not a block a row.
         const Occupancy occupancy{.fits_per_sm = 1, .multiprocessors = 132};
         CHECK(kinds::by_rows_grid(program, spec, layout, occupancy).blocks <= 132u);
+    }
+}
+
+TEST_CASE("the row prefetch walks the next row ahead where the first walk only reduces the kept inputs") {
+    // KernelSpec::row_walk_ahead: the last walk reads the next row itself, does the first walk's work on
+    // it and keeps it in the cache, instead of copying it in; its first tile is loaded before the merges.
+    const GpuFacts& h100 = kH100;
+    const char* layer_norm = "m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long columns;
+        GpuFacts gpu;
+        std::optional<bool> knob;
+        bool ahead;
+    };
+    const Row table[] = {
+        // Automatic on an H200 where the prefetch is (a block alone on its SM keeping its whole row)
+        // for a fused value and gradient of at most 512 threads (ByRowWalkAheadMaxThreads): cosine.
+        {kCosine, {"x", "z"}, 16384, kH200, std::nullopt, true},
+        // Not cross-entropy's 1024 threads (nor class weights'), nor a map (softmax): copied.
+        {kCrossEntropy, {"x"}, 32768, kH200, std::nullopt, false},
+        {"mean(w[y] * (logsumexp(x, -1) - x[y]))", {"x"}, 32768, kH200, std::nullopt, false},
+        {kSoftmax, {}, 32768, kH200, std::nullopt, false},
+        // Asked for: warps' rows, two kept inputs (distillation), cosine on an H100.
+        {kCrossEntropy, {"x"}, 4096, h100, true, true},
+        {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)",
+         {"x"}, 8192, h100, true, true},
+        {kCosine, {"x", "z"}, 8192, h100, true, true},
+        {kCrossEntropy, {"x"}, 32768, h100, true, false},  // (1024 threads)
+        // Copied instead: a first walk that needs a value of its row (x[y]) or compares its columns with
+        // the row's index (the gradient of log_softmax's mean sums one there), one that reads an input
+        // the cache does not keep (amax(s) walks s once), a mean and its squared deviations in one
+        // accumulator (layer norm: the accumulator is not the first walk's alone).
+        {"mean(logsumexp(x - x[y], -1))", {"x"}, 8192, h100, true, false},
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 8192, h100, true, false},
+        {"a = amax(s, -1); b = mean(x - a, -1); mean(sum((x - b)^2, -1))", {"x", "s"}, 8192, h100, true, false},
+        {layer_norm, {"x"}, 16384, h100, std::nullopt, false},
+        // No prefetch, no walk ahead: the H100's defaults.
+        {kCosine, {"x", "z"}, 16384, h100, std::nullopt, false},
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        Knobs knobs;
+        knobs.row_prefetch = row.knob;
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, DType::float32, row.gpu);
+        CHECK(spec.row_walk_ahead == row.ahead);
+        if (!spec.row_prefetch) continue;
+        CHECK(spec.signature().find(row.ahead ? "next row walked ahead" : "next row prefetched") != std::string::npos);
+        const std::string source = emit_cuda(program, spec);
+        // Walked ahead: no copies; the team's first row keeps its row as without the prefetch, the
+        // last walk loads the next row into the carried registers and adds its first walk there.
+        CHECK((source.find("lj::cache_prefetch<VW>") == std::string::npos) == row.ahead);
+        CHECK((source.find("ahead.w[u]") != std::string::npos) == row.ahead);
+        CHECK((source.find("lj::add_tile_group(ahead.a") != std::string::npos) == row.ahead);
+        CHECK((source.find("after_next_base_") != std::string::npos) == row.ahead);
+        CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
     }
 }
 

@@ -62,7 +62,7 @@ std::string KernelSpec::signature() const {
     // Not the columns kept: the source reads them from the launch, one source for every row length.
     if (row_cache_columns > 0) knobs += fmt::format(", row cache of {} input{}", row_cache_inputs, row_cache_inputs == 1 ? "" : "s");
     if (row_cluster > 1) knobs += fmt::format(", clusters of {} blocks a row", row_cluster);
-    if (row_prefetch) knobs += ", next row prefetched";
+    if (row_prefetch) knobs += row_walk_ahead ? ", next row walked ahead" : ", next row prefetched";
     if (row_split) knobs += ", rows of two strides";
     if (row_shift) knobs += ", vectors from each row's first aligned column";
     // Types other than float32 name themselves: an all-float32 kernel's signature is what it was.

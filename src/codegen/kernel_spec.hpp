@@ -97,6 +97,12 @@ struct KernelSpec {
     // read the cache copies the team's next row into it as it goes (cp.async, sm_80), and the
     // grid is resident, each team taking rows in turn; the first walk reads the cache too.
     bool row_prefetch = false;
+    // With the row prefetch, where the first walk only reduces the cached inputs at each column (no
+    // per-row value, no element work): the last walk reads the team's next row from memory itself,
+    // does the first walk's work on it and keeps it in the cache, so that the next row starts at its
+    // merges; and the first tile of the row after is loaded before those merges (into registers
+    // carried from row to row, RowProgram::Ahead), so that memory stays busy across them. No copies.
+    bool row_walk_ahead = false;
     std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
     // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).

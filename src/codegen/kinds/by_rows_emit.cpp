@@ -119,14 +119,63 @@ public:
             out += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
                                per_index(grad_dtypes, "lj::kFloat32", "g"));
         }
+        out += ahead_struct();
+        out += first_walk();
         out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
         out += "    __device__ __forceinline__ void row(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long row,\n";
         out += "                                       long long C, bool active, double (&totals)[kTotals],\n";
         out += "                                       double (&row_totals)[kTotals], const Out& out,\n";
-        out += "                                       const Grads& grads) const {\n";
+        out += "                                       const Grads& grads, Ahead<U, VW>& ahead) const {\n";
         out += row_body();
         out += "    }\n};";
         return out;
+    }
+
+    // What a row's last walk leaves for the team's next row (KernelSpec::row_walk_ahead), carried in
+    // registers from row to row: the next row's first-walk accumulators, and a first tile of the
+    // cached inputs loaded before the merges that come before the walk that uses it. Empty otherwise.
+    std::string ahead_struct() const {
+        std::string out = "    template <int U, int VW>\n    struct Ahead {";
+        if (!spec_.row_walk_ahead) return out + "};\n";
+        out += "  // (KernelSpec::row_walk_ahead)\n";
+        for (int id : passes_.front().reductions)
+            out += fmt::format("        {} a{};\n", accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
+        out += fmt::format("        Value w[U][{}][VW];\n", cache_slot_.size());
+        return out + "    };\n";
+    }
+
+    // The team's first row's first walk (KernelSpec::row_walk_ahead), before its rows: the walk the
+    // row before does for every other row; it keeps the row in the cache, leaves its accumulators in
+    // Ahead and loads the next row's first tile. Empty otherwise.
+    std::string first_walk() {
+        std::string out = "    template <class Team, int R, int VW, int U>\n";
+        out += "    __device__ __forceinline__ void first_walk(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long C,\n";
+        out += "                                               Ahead<U, VW>& ahead) const {\n";
+        if (!spec_.row_walk_ahead) return out + "    }\n";
+        const std::string in1 = std::string(kIndent) + "    ";
+        out += fmt::format("{}const long long row = Team::first_row();\n{}long long rows_ = 1;\n", kIndent, kIndent);
+        out += fmt::format("{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n{}if (row >= rows_) return;\n",
+                           kIndent, kIndent, kIndent);
+        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);\n", kIndent, kIndent);
+        out += fmt::format("{}long long base[{}];\n{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
+                           kIndent, std::max<std::size_t>(slots_.size(), 1), kIndent, kIndent);
+        out += fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n", kIndent,
+                           cache_slot_.size());
+        out += fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
+                           kIndent, cache_slot_.size());
+        const PassPlan& first = passes_.front();
+        for (int id : first.reductions)
+            out += fmt::format("{}{} a{};\n", kIndent, accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
+        out += walk(first, first.reductions, std::string(kIndent));
+        for (int id : first.reductions) out += fmt::format("{}ahead.a{} = a{};\n", kIndent, id, id);
+        out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n", kIndent);
+        out += fmt::format("{}if (next_row_ < rows_) {{  // the next row's first tile, in flight across this row's merges\n", kIndent);
+        out += fmt::format("{}long long next_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, next_row_, next_c);\n", in1, in1);
+        out += fmt::format("{}long long next_base_[{}] = {{}};\n", in1, std::max<std::size_t>(slots_.size(), 1));
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
+        out += ahead_first_tile("next_base_", in1);
+        return out + fmt::format("{}}}\n    }}\n", kIndent);
     }
 
     std::size_t totals() const { return totals_.size(); }
@@ -136,6 +185,29 @@ public:
 
     // Whether a mean and the squared deviations from it share an accumulator (find_centered).
     bool centered() const { return !centered_.empty(); }
+
+    // Whether the row before can do the first walk (KernelSpec::row_walk_ahead): it reduces exactly
+    // the inputs the cache keeps (so its values are the ones the last walk reads for the cache) with
+    // accumulators of their own, and its work at a column needs nothing of the row but the column's
+    // values (no per-row value, no K values, no "this column is the index", no element work), so that
+    // the row before can do it without the next row's start.
+    bool walks_ahead() const {
+        if (passes_.size() < 2 || spec_.side_by_side || spec_.row_split || spec_.row_shift || spec_.row_cluster > 1) return false;
+        const PassPlan& first = passes_.front();
+        if (first.elements || !first.hot.empty() || first.loaded != read_again_) return false;
+        const AccumulatorSharing shares = sharing(first.reductions);
+        if (!shares.first_of.empty() || !shares.second_of.empty()) return false;
+        // Of what is one value per row only constants, parameters and the row's length, which the
+        // printer writes out (first_walk, before the rows, has nothing of a row defined).
+        bool of_the_row = false;
+        walk_uses(pass_roots(first.reductions, false), true, [&](int id) {
+            const ir::NodeKind kind = program_.node(id).kind;
+            of_the_row = of_the_row || k_level_[static_cast<std::size_t>(id)] ||
+                         (per_row_[static_cast<std::size_t>(id)] && kind != ir::NodeKind::Constant &&
+                          kind != ir::NodeKind::Param && kind != ir::NodeKind::RowLength);
+        });
+        return !of_the_row;
+    }
 
 private:
     // Live: what the outputs (a map's body, the totals' arguments) need, through bindings.
@@ -314,6 +386,8 @@ private:
         } else if (spec_.row_prefetch) {
             throw InternalError("a row prefetch without a row cache");
         }
+        if (spec_.row_walk_ahead && (!spec_.row_prefetch || !walks_ahead()))
+            throw InternalError("a walk ahead where the row before cannot do the first walk");
     }
 
     // What a pass evaluates at each column: its reductions' arguments and, with the element work,
@@ -789,19 +863,25 @@ private:
             return fmt::format("{}const long long jc = Team::template block_column<VW>(j{});\n", indent, shifted);
         };
         // The first walk to read a cached input keeps it in the cache, the later ones read it there;
-        // with the row prefetch every walk reads it there (the previous row's last walk copied it in).
-        const bool prefetch = !cache_slot_.empty() && spec_.row_prefetch;
+        // with the row prefetch's copies every walk reads it there (the previous row's last walk
+        // copied it in). A walk ahead (KernelSpec::row_walk_ahead) runs the first walk only in the
+        // team's first row, which keeps the row as without the prefetch.
+        const bool copies = !cache_slot_.empty() && spec_.row_prefetch && !spec_.row_walk_ahead;
         // (walk.cached, not the binding: clang 14 does not capture structured bindings.)
         const auto reads_cache = [&](int k) {
-            return walk.cached && cache_slot_.count(k) && (prefetch || first_pass_.at(k) != number);
+            return walk.cached && cache_slot_.count(k) && (copies || first_pass_.at(k) != number);
         };
         const auto keeps_in_cache = [&](int k) {
-            return walk.cached && cache_slot_.count(k) && !prefetch && first_pass_.at(k) == number;
+            return walk.cached && cache_slot_.count(k) && !copies && first_pass_.at(k) == number;
         };
-        const bool refills = cached && prefetch && number == refill_pass_;
+        const bool refills = cached && copies && number == refill_pass_;
+        const bool walks_ahead_here = cached && spec_.row_walk_ahead && number == refill_pass_;
         const bool any_cached = std::any_of(loaded.begin(), loaded.end(), reads_cache);
         const bool any_kept = std::any_of(loaded.begin(), loaded.end(), keeps_in_cache);
         out += tile_offsets(plan.hot, in3, vw, tiles);
+        // A whole tile's loads of the next row before its own work; the row's last tile (tested per u)
+        // after it: its own loads' tests and the next row's held together cost the kernel registers.
+        if (walks_ahead_here && whole) out += ahead_loads(whole, in3);
         // The tile's loads. `all_in_cache`: the whole tile's columns lie in the cache (tested once a
         // tile), so a cached input is read there without a test per u — with the test, the compiler
         // computed each u's address in memory too, predicated off but issued: 14 of the 81
@@ -823,7 +903,7 @@ private:
             if (any_cached) {
                 body += cached_at(in_load);
                 // The row's first walk: this vector's copies (and those before it) have arrived.
-                if (prefetch && number == passes_.front().number)
+                if (copies && number == passes_.front().number)
                     body += fmt::format("{}lj::cache_prefetch_wait_for((C - 1 - j0) / ((long long)Team::kTeam * VW * U) * U + (U - 1 - u));\n",
                                         in_load);
             }
@@ -918,20 +998,83 @@ private:
         out += fmt::format("{}}}\n", in3);
         if (whole)
             for (int id : reductions) out += fmt::format("{}lj::add_tile<(long long)Team::kTeam * VW>(a{}, e{}, j0);\n", in3, id, id);
+        if (walks_ahead_here && !whole) out += ahead_loads(whole, in3);
+        if (walks_ahead_here) out += ahead_work(whole, in3);
         return out;
     }
 
-    // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
-    std::string pass(const PassPlan& plan, std::map<int, std::string>& reduced) {
-        const std::vector<int>& reductions = plan.reductions;
-        const std::size_t slots = std::max<std::size_t>(plan.loaded.size(), 1);
+    // The walk ahead (KernelSpec::row_walk_ahead) in the last walk's tile: its start loads the next
+    // row's columns of the tile (all but its first tile's, loaded before this row's merges) into
+    // RowProgram::Ahead's registers, so that they are in flight while this row's work runs.
+    std::string ahead_loads(bool whole, const std::string& in3) const {
+        const std::string in4 = in3 + "    ", in5 = in4 + "    ", in_load = whole ? in5 : in5 + "    ";
+        // (A thread's first tile, where whole, came before the merges: ahead_first_tile.)
+        std::string out = whole ? fmt::format("{}if (refill_ && j0 != (long long)Team::lane() * VW) {{  // the next row's columns\n", in3)
+                                : fmt::format("{}if (refill_) {{  // the next row's columns\n", in3);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in4, in4);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in5);
+        if (!whole) out += fmt::format("{}if (j < C) {{\n", in5);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], next_base_[{}] + {}, ahead.w[u][{}]);\n", in_load, k, k,
+                               k, column(fmt::format("in.strides[{}]", k)), slot);
+        if (!whole) out += fmt::format("{}}}\n", in5);
+        return out + fmt::format("{}}}\n{}}}\n", in4, in3);
+    }
+    // Its end: the next row's first walk at the tile's columns, into Ahead's accumulators, and its
+    // values into the cache (each slot after this row's read of it, in program order: a thread's own).
+    std::string ahead_work(bool whole, const std::string& in3) const {
+        const PassPlan& first = passes_.front();
+        const std::string in4 = in3 + "    ", in5 = in4 + "    ", in6 = in5 + "    ";
+        std::string out = fmt::format("{}if (refill_) {{  // the next row's first walk, and the next row into the cache\n", in3);
+        if (whole)
+            for (int id : first.reductions) out += fmt::format("{}Value e{}[U][VW];\n", in4, id);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in4, in4);
+        out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in5);
+        if (!whole) out += fmt::format("{}if (j >= C) continue;\n", in5);
+        out += fmt::format("{}const long long jc = Team::template block_column<VW>(j);\n{}if (jc < cache_columns) {{\n", in5, in5);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}lj::cache_store<VW>(Team::cache_at(row_cache, {}, cache_columns, jc), ahead.w[u][{}]);\n", in6,
+                               slot, slot);
+        out += fmt::format("{}}}\n", in5);
+        if (!whole)
+            for (int id : first.reductions) out += fmt::format("{}Value e{}[VW];\n", in5, id);
+        out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in5, in5);
+        out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in6, in6);
+        for (int k : first.loaded) out += fmt::format("{}const Value {} = ahead.w[u][{}][q];\n", in6, input_name(k), cache_slot_.at(k));
+        out += element_bindings(first.bindings, in6);
+        for (int id : first.reductions)
+            out += fmt::format("{}e{}{}[q] = (Value)({});\n", in6, id, whole ? "[u]" : "", print(program_.node(id).args[0]));
+        out += fmt::format("{}}}\n", in5);
+        for (int id : first.reductions)
+            out += whole ? fmt::format("{}lj::add_tile_group(ahead.a{}, e{}[u], j);\n", in5, id, id)
+                         : fmt::format("{}lj::add_group(ahead.a{}, e{}, j, 0);\n", in5, id, id);
+        out += fmt::format("{}}}\n", in4);
+        if (whole)
+            for (int id : first.reductions) out += fmt::format("{}lj::add_tile<(long long)Team::kTeam * VW>(ahead.a{}, e{}, j0);\n", in4, id, id);
+        return out + fmt::format("{}}}\n", in3);
+    }
+    // A row's first tile of the cached inputs into Ahead's registers, from the row at `base`: the next
+    // row's (after the team's first row's first walk), or the one after it (after the last walk),
+    // in flight across the merges that come before the walk that uses them. Only a whole tile: the
+    // row's last tile loads its own (a partial tile that might find its values in Ahead kept them
+    // live through the whole walk's last tile, 17 more registers).
+    std::string ahead_first_tile(std::string_view base, std::string_view indent) const {
+        const std::string in1 = std::string(indent) + "    ", in2 = in1 + "    ";
+        std::string out = fmt::format("{}if ((long long)Team::lane() * VW + (long long)(U - 1) * Team::kTeam * VW < C) {{  // a whole tile\n",
+                                      indent);
+        out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in1, in1);
+        out += fmt::format("{}const long long j = (long long)Team::lane() * VW + (long long)u * Team::kTeam * VW;\n", in2);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], {}[{}] + {}, ahead.w[u][{}]);\n", in2, k, k, base, k,
+                               column(fmt::format("in.strides[{}]", k)), slot);
+        return out + fmt::format("{}}}\n{}}}\n", in1, indent);
+    }
 
-        std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, plan.number, kIndent);
-        const std::string in1 = std::string(kIndent) + "    ";
-        // Reductions of one argument that share an accumulator (shared_accumulators): the second's
-        // value comes from the first's. Not side by side: a shared accumulator is larger than the
-        // 16 bytes a side-by-side team's shared memory is budgeted for (choose_by_rows).
-        // A mean and the squared deviations from it (centered_) share one the same way.
+    // Reductions of one argument that share an accumulator (shared_accumulators): the second's
+    // value comes from the first's. Not side by side: a shared accumulator is larger than the
+    // 16 bytes a side-by-side team's shared memory is budgeted for (choose_by_rows).
+    // A mean and the squared deviations from it (centered_) share one the same way.
+    struct AccumulatorSharing {
         struct First {
             std::string_view accumulator, result;
         };
@@ -939,8 +1082,13 @@ private:
             int first;
             std::string result;
         };
-        std::map<int, Second> second_of;
         std::map<int, First> first_of;
+        std::map<int, Second> second_of;
+    };
+    AccumulatorSharing sharing(const std::vector<int>& reductions) const {
+        AccumulatorSharing out;
+        auto& first_of = out.first_of;
+        auto& second_of = out.second_of;
         for (const auto& shared : spec_.side_by_side ? std::span<const SharedAccumulator>{} : shared_accumulators())
             for (int a : reductions)
                 for (int b : reductions) {
@@ -963,6 +1111,48 @@ private:
                 second_of[id] = {mean->second, divided ? fmt::format("(Value)({} / (double)C)", centered.squares_result)
                                                        : fmt::format("(Value){}", centered.squares_result)};
             }
+        return out;
+    }
+
+    // A pass's walk over the row (its tiles; a shifted row's edges), at indent in1; the pass's
+    // accumulators (those of `accumulated`) and the row's bases, cache and C are in scope.
+    std::string walk(const PassPlan& plan, const std::vector<int>& accumulated, const std::string& in1) const {
+        const std::size_t slots = std::max<std::size_t>(plan.loaded.size(), 1);
+        const std::string in2 = in1 + "    ";
+        const std::string in3 = in2 + "    ";
+        // A shifted row's edges, a column a lane: the first columns before the vectors, the last after
+        // them, so that each lane still adds its columns in increasing order (argmax's first column).
+        const Walk vectors{"VW", "U", spec_.row_shift ? "Cb_" : "C", true}, edge{"1", "1", "C", false};
+        auto edge_columns = [&](std::string_view count, std::string_view first) {
+            return fmt::format("{}if ((long long)Team::lane() < {}) {{  // a shifted row's edge\n"
+                               "{}const long long j0 = {} + (long long)Team::lane();\n{}Value v[1][{}][1];\n{}{}}}\n",
+                               in1, count, in2, first, in2, slots, tile(plan, false, in2, accumulated, edge), in1);
+        };
+        std::string out;
+        if (spec_.row_shift) out += edge_columns("shift_", "0");
+        out += fmt::format("{}for (long long j0 = {}(long long)Team::lane() * VW; j0 < {}; j0 += (long long)Team::kTeam * VW * U) {{\n",
+                           in1, spec_.row_shift ? "shift_ + " : "", vectors.end);
+        out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
+        // A whole tile (every u in the row: all but a row's last) is written without a test per u, so
+        // that the compiler interleaves its U x VW elements' arithmetic (and an accumulator that adds
+        // a whole tile at once, lj::add_tile, tests its reference once a tile); the row's last tile tests each.
+        out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < {}) {{  // a whole tile\n", in2, vectors.end);
+        out += tile(plan, true, in3, accumulated, vectors);
+        out += fmt::format("{}}} else {{\n", in2);
+        out += tile(plan, false, in3, accumulated, vectors);
+        out += fmt::format("{}}}\n{}}}\n", in2, in1);
+        if (spec_.row_shift) out += edge_columns("C - Cb_", "Cb_");
+        return out;
+    }
+
+    // One pass over the row: the row reductions `reductions` and, if `elements`, the element work.
+    std::string pass(const PassPlan& plan, std::map<int, std::string>& reduced) {
+        const std::vector<int>& reductions = plan.reductions;
+        std::string out = fmt::format("{}// pass {} over the row\n{}{{\n", kIndent, plan.number, kIndent);
+        const std::string in1 = std::string(kIndent) + "    ";
+        const AccumulatorSharing shares = sharing(reductions);
+        const std::map<int, AccumulatorSharing::First>& first_of = shares.first_of;
+        const std::map<int, AccumulatorSharing::Second>& second_of = shares.second_of;
         auto own = [&](int id) { return !second_of.count(id); };
         std::vector<int> accumulated;  // the reductions with accumulators of their own
         std::copy_if(reductions.begin(), reductions.end(), std::back_inserter(accumulated), own);
@@ -977,31 +1167,24 @@ private:
                                acc);
         }
         const std::string in2 = in1 + "    ";
-        const std::string in3 = in2 + "    ";
-        // A shifted row's edges, a column a lane: the first columns before the vectors, the last after
-        // them, so that each lane still adds its columns in increasing order (argmax's first column).
-        const Walk vectors{"VW", "U", spec_.row_shift ? "Cb_" : "C", true}, edge{"1", "1", "C", false};
-        auto edge_columns = [&](std::string_view count, std::string_view first) {
-            return fmt::format("{}if ((long long)Team::lane() < {}) {{  // a shifted row's edge\n"
-                               "{}const long long j0 = {} + (long long)Team::lane();\n{}Value v[1][{}][1];\n{}{}}}\n",
-                               in1, count, in2, first, in2, slots, tile(plan, false, in2, accumulated, edge), in1);
-        };
-        if (spec_.row_shift) out += edge_columns("shift_", "0");
-        out += fmt::format("{}for (long long j0 = {}(long long)Team::lane() * VW; j0 < {}; j0 += (long long)Team::kTeam * VW * U) {{\n",
-                           in1, spec_.row_shift ? "shift_ + " : "", vectors.end);
-        out += fmt::format("{}Value v[U][{}][VW];\n", in2, slots);
-        // A whole tile (every u in the row: all but a row's last) is written without a test per u, so
-        // that the compiler interleaves its U x VW elements' arithmetic (and an accumulator that adds
-        // a whole tile at once, lj::add_tile, tests its reference once a tile); the row's last tile tests each.
-        out += fmt::format("{}if (j0 + (long long)(U - 1) * Team::kTeam * VW < {}) {{  // a whole tile\n", in2, vectors.end);
-        out += tile(plan, true, in3, accumulated, vectors);
-        out += fmt::format("{}}} else {{\n", in2);
-        out += tile(plan, false, in3, accumulated, vectors);
-        out += fmt::format("{}}}\n{}}}\n", in2, in1);
-        if (spec_.row_shift) out += edge_columns("C - Cb_", "Cb_");
+        if (spec_.row_walk_ahead && plan.number == refill_pass_)
+            for (int id : passes_.front().reductions)
+                out += fmt::format("{}ahead.a{} = {{}};  // the next row's first walk starts\n", in1, id);
+        const bool first_pass = &plan == &passes_.front();
+        // The row before did the first walk (KernelSpec::row_walk_ahead); the team's first row's,
+        // first_walk before the rows (a branch for it here cost registers the whole loop long).
+        if (spec_.row_walk_ahead && first_pass)
+            for (int id : accumulated) out += fmt::format("{}a{} = ahead.a{};\n", in1, id, id);
+        else
+            out += walk(plan, accumulated, in1);
+        if (spec_.row_walk_ahead && plan.number == refill_pass_) {
+            // The next row's walks start at its merges: its first tile for the last walk is the row after's.
+            out += fmt::format("{}if (after_next_row_ < rows_) {{  // the row after next's first tile, in flight across the next row's merges\n{}{}}}\n",
+                               in1, ahead_first_tile("after_next_base_", in2), in1);
+        }
         // Every copy of the row has arrived (the first walk waited for each; this for the walks after).
-        if (spec_.row_prefetch && &plan == &passes_.front()) out += fmt::format("{}lj::cache_prefetch_wait();\n", in1);
-        if (&plan == &passes_.front())
+        if (spec_.row_prefetch && !spec_.row_walk_ahead && first_pass) out += fmt::format("{}lj::cache_prefetch_wait();\n", in1);
+        if (first_pass)
             for (int id : deferred_takes_) out += take_fill(id, in1);
         for (int id : reductions)
             if (own(id)) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
@@ -1030,8 +1213,11 @@ private:
     // rows after it arrive while the first walk runs (it waits for each vector's copy group, tile).
     std::string row_prefetch_start() const {
         const std::string in1 = std::string(kIndent) + "    ";
-        std::string out = fmt::format("{}// The row prefetch: pass {} copies the team's next row into the cache.\n", kIndent,
-                                      refill_pass_);
+        std::string out =
+            spec_.row_walk_ahead
+                ? fmt::format("{}// The walk ahead: pass {} reads the team's next row, does its first walk and keeps it in the cache.\n",
+                              kIndent, refill_pass_)
+                : fmt::format("{}// The row prefetch: pass {} copies the team's next row into the cache.\n", kIndent, refill_pass_);
         out += fmt::format("{}long long rows_ = 1;\n{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n",
                            kIndent, kIndent, kIndent);
         out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n{}const bool refill_ = next_row_ < rows_;\n",
@@ -1042,8 +1228,8 @@ private:
         for (const auto& [k, slot] : cache_slot_)
             out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
         // The next row's own values (an index, an [N, 1] input) are loaded at its start, where the
-        // walk that follows waits on nothing else (its vectors come from the cache): asked of L2
-        // now, the load there waits on L2, not on memory.
+        // walk that follows waits on nothing else (its vectors come from the cache or, walked ahead,
+        // it has none): asked of L2 now, the load there waits on L2, not on memory.
         for (std::size_t k = 0; k < slots_.size(); ++k) {
             const auto slot = static_cast<std::size_t>(slots_[k]);
             if (k_input_[slot] || cache_slot_.count(static_cast<int>(k)) > 0) continue;
@@ -1051,7 +1237,17 @@ private:
                 out += fmt::format("{}lj::prefetch_l2(dtype({}), in.ptr[{}], lj::offset<R - 1>(next_c, in.strides[{}]));\n",
                                    in1, k, k, k);
         }
-        out += fmt::format("{}}}\n{}if (row == Team::first_row()) {{\n", kIndent, kIndent);
+        out += fmt::format("{}}}\n", kIndent);
+        if (spec_.row_walk_ahead) {
+            out += fmt::format("{}const long long after_next_row_ = next_row_ + Team::row_step();\n", kIndent);
+            out += fmt::format("{}long long after_next_base_[{}] = {{}};\n{}if (after_next_row_ < rows_) {{\n", kIndent,
+                               std::max<std::size_t>(slots_.size(), 1), kIndent);
+            out += fmt::format("{}long long after_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, after_next_row_, after_c);\n", in1, in1);
+            for (const auto& [k, slot] : cache_slot_)
+                out += fmt::format("{}after_next_base_[{}] = lj::offset<R - 1>(after_c, in.strides[{}]);\n", in1, k, k);
+            return out + fmt::format("{}}}\n", kIndent);
+        }
+        out += fmt::format("{}if (row == Team::first_row()) {{\n", kIndent);
         for (const auto& [k, slot] : cache_slot_)
             out += fmt::format("{}lj::prefetch_row<Team, VW>(Team::cache_at(row_cache, {}, cache_columns, 0), cache_columns, "
                                "static_cast<const Value*>(in.ptr[{}]) + base[{}], in.strides[{}][R - 1], C);\n",
@@ -1240,8 +1436,9 @@ kinds::RowWalks kinds::row_walks(const ir::Program& program, const KernelSpec& s
     KernelSpec without = spec;
     without.row_cache_columns = 0;
     without.row_prefetch = false;
+    without.row_walk_ahead = false;
     const RowEmitter emitter(program, without);
-    return {emitter.inputs_read_again(), emitter.centered()};
+    return {emitter.inputs_read_again(), emitter.centered(), emitter.walks_ahead()};
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

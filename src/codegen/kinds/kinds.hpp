@@ -74,6 +74,7 @@ std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
 struct RowWalks {
     std::vector<int> read_again;
     bool centered = false;
+    bool walks_ahead = false;  // the first walk could be done ahead, by the row before (KernelSpec::row_walk_ahead)
 };
 RowWalks row_walks(const ir::Program& program, const KernelSpec& spec);
 
