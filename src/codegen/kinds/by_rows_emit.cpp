@@ -147,7 +147,7 @@ public:
     // The team's first row's first walk (KernelSpec::row_walk_ahead), before its rows: the walk the
     // row before does for every other row; it keeps the row in the cache, leaves its accumulators in
     // Ahead and loads the next row's first tile. Empty otherwise.
-    std::string first_walk() {
+    std::string first_walk() const {
         std::string out = "    template <class Team, int R, int VW, int U>\n";
         out += "    __device__ __forceinline__ void first_walk(const lj::Extents& e, const lj::Inputs<kInputs>& in, long long C,\n";
         out += "                                               Ahead<U, VW>& ahead) const {\n";
