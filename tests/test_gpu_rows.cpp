@@ -641,8 +641,9 @@ TEST_CASE("row programs: the row prefetch gives the reference's values and gradi
         {"mean(1 - sum(x * s, -1) / (max(sqrt(sum(x * x, -1)), 1e-8) * max(sqrt(sum(s * s, -1)), 1e-8)))", false, {"x", "s"}},
         {"m = mean(x, -1); (x - m) / sqrt(mean((x - m)^2, -1) + 1e-5)", true, {"x"}},  // three walks backward
         {"exp(x - logsumexp(x, -1))", true, {"x"}},
-        // A row's own values loaded by the row before, walked ahead (the index, then a take of s at it).
-        {"mean(s[y] * (logsumexp(x, -1) - x[y]))", false, {"x", "s", "y"}},
+        // A take of a second input at the index (a class weight's pattern; exp keeps the weights
+        // positive, so that the mean of a few rows does not cancel to nothing).
+        {"mean(exp(s[y]) * (logsumexp(x, -1) - x[y]))", false, {"x", "s", "y"}},
     };
     for (const Run& run : runs) {
         const Problem& problem = run.problem;
