@@ -230,7 +230,7 @@ constexpr std::array kTable = {
                "40.2-42.6)",
                kPrefetchAlone},
     DefaultRow{D::ByRowWalkAheadMaxThreads, G::Any, 512,
-               "H200, % of the floor with the copies / walked ahead (rounds 176-178): 1 - cosine 16384 x 16384 at 512 "
+               "H200, % of the floor with the copies / walked ahead (rounds 177-178): 1 - cosine 16384 x 16384 at 512 "
                "threads 83.5-85.0 / 90.2-91.7; at 1024 threads cross-entropy 16384 x 32768 83.2-83.4 / 82.1-83.3, "
                "16384 x 32000 84.8 / 79.4, class weights 16384 x 32768 83.5-83.7 / 69.8-72.4, focal 70.2-71.5 / "
                "65.5-66.6 (a hand-written kernel of that schedule: 93.8% of the copy rate; the printed walk needs 81 "
