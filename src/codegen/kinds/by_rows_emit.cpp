@@ -144,6 +144,46 @@ public:
         return out + "    };\n";
     }
 
+    // Pieces of a row's start that row_body, row_prefetch_start and first_walk all print.
+    // rows_: how many rows there are (every dimension but the last).
+    static std::string rows_count(std::string_view indent) {
+        return fmt::format("{}long long rows_ = 1;\n{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n",
+                           indent, indent, indent);
+    }
+    // c and base[k]: the row's coordinates and each input's offset of its first element.
+    std::string row_bases(std::string_view indent) const {
+        return fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);  // the row's coordinates: every dim but the last\n",
+                           indent, indent) +
+               (spec_.row_split
+                    ? fmt::format("{}const lj::RunDivider runs((unsigned)e.dims[R]);  // the row's runs (templates/row_runs.cuh)\n", indent)
+                    : std::string()) +
+               fmt::format("{}long long base[{}];\n{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
+                           indent, std::max<std::size_t>(slots_.size(), 1), indent, indent);
+    }
+    // cache_columns and row_cache: this team's share of the block's row cache.
+    std::string row_cache_declarations(std::string_view indent) const {
+        return fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n", indent,
+                           cache_slot_.size()) +
+               fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
+                           indent, cache_slot_.size());
+    }
+    // Another row's coordinates (`coords`, of row `row`) and the offsets of its cached inputs (into
+    // `bases`, declared before): the next row's, the one after it.
+    std::string cached_bases(std::string_view coords, std::string_view row, std::string_view bases, std::string_view indent) const {
+        std::string out = fmt::format("{}long long {}[lj::kMaxRank];\n{}lj::coords<R - 1>(e, {}, {});\n", indent, coords, indent, row, coords);
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}{}[{}] = lj::offset<R - 1>({}, in.strides[{}]);\n", indent, bases, k, coords, k);
+        return out;
+    }
+    // One vector of every cached input into Ahead's registers at u, from the row at `base`, column j.
+    std::string ahead_load(std::string_view base, std::string_view indent) const {
+        std::string out;
+        for (const auto& [k, slot] : cache_slot_)
+            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], {}[{}] + {}, ahead.w[u][{}]);\n", indent, k, k, base, k,
+                               column(fmt::format("in.strides[{}]", k)), slot);
+        return out;
+    }
+
     // The team's first row's first walk (KernelSpec::row_walk_ahead), before its rows: the walk the
     // row before does for every other row; it keeps the row in the cache, leaves its accumulators in
     // Ahead and loads the next row's first tile. Empty otherwise.
@@ -153,16 +193,9 @@ public:
         out += "                                               Ahead<U, VW>& ahead) const {\n";
         if (!spec_.row_walk_ahead) return out + "    }\n";
         const std::string in1 = std::string(kIndent) + "    ";
-        out += fmt::format("{}const long long row = Team::first_row();\n{}long long rows_ = 1;\n", kIndent, kIndent);
-        out += fmt::format("{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n{}if (row >= rows_) return;\n",
-                           kIndent, kIndent, kIndent);
-        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);\n", kIndent, kIndent);
-        out += fmt::format("{}long long base[{}];\n{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
-                           kIndent, std::max<std::size_t>(slots_.size(), 1), kIndent, kIndent);
-        out += fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n", kIndent,
-                           cache_slot_.size());
-        out += fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
-                           kIndent, cache_slot_.size());
+        out += fmt::format("{}const long long row = Team::first_row();\n", kIndent) + rows_count(kIndent);
+        out += fmt::format("{}if (row >= rows_) return;\n", kIndent);
+        out += row_bases(kIndent) + row_cache_declarations(kIndent);
         const PassPlan& first = passes_.front();
         for (int id : first.reductions)
             out += fmt::format("{}{} a{};\n", kIndent, accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
@@ -170,10 +203,8 @@ public:
         for (int id : first.reductions) out += fmt::format("{}ahead.a{} = a{};\n", kIndent, id, id);
         out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n", kIndent);
         out += fmt::format("{}if (next_row_ < rows_) {{  // the next row's first tile, in flight across this row's merges\n", kIndent);
-        out += fmt::format("{}long long next_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, next_row_, next_c);\n", in1, in1);
         out += fmt::format("{}long long next_base_[{}] = {{}};\n", in1, std::max<std::size_t>(slots_.size(), 1));
-        for (const auto& [k, slot] : cache_slot_)
-            out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
+        out += cached_bases("next_c", "next_row_", "next_base_", in1);
         out += ahead_first_tile("next_base_", in1);
         return out + fmt::format("{}}}\n    }}\n", kIndent);
     }
@@ -1014,9 +1045,7 @@ private:
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in4, in4);
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * VW;\n", in5);
         if (!whole) out += fmt::format("{}if (j < C) {{\n", in5);
-        for (const auto& [k, slot] : cache_slot_)
-            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], next_base_[{}] + {}, ahead.w[u][{}]);\n", in_load, k, k,
-                               k, column(fmt::format("in.strides[{}]", k)), slot);
+        out += ahead_load("next_base_", in_load);
         if (!whole) out += fmt::format("{}}}\n", in5);
         return out + fmt::format("{}}}\n{}}}\n", in4, in3);
     }
@@ -1064,9 +1093,7 @@ private:
                                       indent);
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in1, in1);
         out += fmt::format("{}const long long j = (long long)Team::lane() * VW + (long long)u * Team::kTeam * VW;\n", in2);
-        for (const auto& [k, slot] : cache_slot_)
-            out += fmt::format("{}lj::load_row<VW>(dtype({}), in.ptr[{}], {}[{}] + {}, ahead.w[u][{}]);\n", in2, k, k, base, k,
-                               column(fmt::format("in.strides[{}]", k)), slot);
+        out += ahead_load(base, in2);
         return out + fmt::format("{}}}\n{}}}\n", in1, indent);
     }
 
@@ -1218,15 +1245,12 @@ private:
                 ? fmt::format("{}// The walk ahead: pass {} reads the team's next row, does its first walk and keeps it in the cache.\n",
                               kIndent, refill_pass_)
                 : fmt::format("{}// The row prefetch: pass {} copies the team's next row into the cache.\n", kIndent, refill_pass_);
-        out += fmt::format("{}long long rows_ = 1;\n{}#pragma unroll\n{}for (int d = 0; d < R - 1; ++d) rows_ *= e.dims[d];\n",
-                           kIndent, kIndent, kIndent);
+        out += rows_count(kIndent);
         out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n{}const bool refill_ = next_row_ < rows_;\n",
                            kIndent, kIndent);
         out += fmt::format("{}long long next_base_[{}] = {{}};\n{}if (refill_) {{\n", kIndent,
                            std::max<std::size_t>(slots_.size(), 1), kIndent);
-        out += fmt::format("{}long long next_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, next_row_, next_c);\n", in1, in1);
-        for (const auto& [k, slot] : cache_slot_)
-            out += fmt::format("{}next_base_[{}] = lj::offset<R - 1>(next_c, in.strides[{}]);\n", in1, k, k);
+        out += cached_bases("next_c", "next_row_", "next_base_", in1);
         // The next row's own values (an index, an [N, 1] input) are loaded at its start, where the
         // walk that follows waits on nothing else (its vectors come from the cache or, walked ahead,
         // it has none): asked of L2 now, the load there waits on L2, not on memory.
@@ -1242,9 +1266,7 @@ private:
             out += fmt::format("{}const long long after_next_row_ = next_row_ + Team::row_step();\n", kIndent);
             out += fmt::format("{}long long after_next_base_[{}] = {{}};\n{}if (after_next_row_ < rows_) {{\n", kIndent,
                                std::max<std::size_t>(slots_.size(), 1), kIndent);
-            out += fmt::format("{}long long after_c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, after_next_row_, after_c);\n", in1, in1);
-            for (const auto& [k, slot] : cache_slot_)
-                out += fmt::format("{}after_next_base_[{}] = lj::offset<R - 1>(after_c, in.strides[{}]);\n", in1, k, k);
+            out += cached_bases("after_c", "after_next_row_", "after_next_base_", in1);
             return out + fmt::format("{}}}\n", kIndent);
         }
         out += fmt::format("{}if (row == Team::first_row()) {{\n", kIndent);
@@ -1263,13 +1285,7 @@ private:
 
     std::string row_body() {
         std::string out;
-        out += fmt::format("{}long long c[lj::kMaxRank];\n{}lj::coords<R - 1>(e, row, c);  // the row's coordinates: every dim but the last\n", kIndent, kIndent);
-        if (spec_.row_split)
-            out += fmt::format("{}const lj::RunDivider runs((unsigned)e.dims[R]);  // the row's runs (templates/row_runs.cuh)\n", kIndent);
-        const std::size_t n = std::max<std::size_t>(slots_.size(), 1);
-        out += fmt::format("{}long long base[{}];\n", kIndent, n);
-        out += fmt::format("{}#pragma unroll\n{}for (int k = 0; k < kInputs; ++k) base[k] = lj::offset<R - 1>(c, in.strides[k]);\n",
-                           kIndent, kIndent);
+        out += row_bases(kIndent);
         if (std::any_of(k_input_.begin(), k_input_.end(), [](bool k) { return k; }))
             out += fmt::format("{}const long long K = e.dims[R];  // values per row of x[k] (plans.cpp)\n", kIndent);
         const bool map = program_.is_map();
@@ -1357,10 +1373,7 @@ private:
         out += stage_definitions(0, reduced, needed_first);
         if (!cache_slot_.empty()) {
             out += fmt::format("{}// The row cache: this team's share of the block's (templates/by_rows.cuh).\n", kIndent);
-            out += fmt::format("{}const long long cache_columns = lj::row_cache_columns<Value, {}, Team::kPerBlock>();\n",
-                               kIndent, cache_slot_.size());
-            out += fmt::format("{}Value* const row_cache = Team::template team_cache<{}>(lj::row_cache<Value>(), cache_columns);\n",
-                               kIndent, cache_slot_.size());
+            out += row_cache_declarations(kIndent);
             if (spec_.row_prefetch) out += row_prefetch_start();
         }
         for (const PassPlan& plan : passes_) {
