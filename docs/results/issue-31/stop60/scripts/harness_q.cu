@@ -1,5 +1,6 @@
-// Standalone: lossjit's emitted CE value+grad kernel (A) against a hand-fused pipeline (B):
-// the gradient walk of row r also reads row r+1 from memory, adds its logsumexp and keeps it in the cache.
+// Standalone (round 181): the printed copies kernel of the fused cross-entropy (A, ce_emitted.cuh) beside
+// the printed walk ahead at 1024 threads (P0) and its patches Q1 and Q2 (scripts/q*.patch), and stop 59's
+// hand-written B and C.
 #include "ce_emitted.cuh"
 using Launch = void (*)(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out, const lj::Grads<1>& gr);
 #define DECL(n) void launch_##n(int, int, size_t, const lj::Extents&, const lj::Inputs<2>&, const lj::RowsOut&, const lj::Grads<1>&);
