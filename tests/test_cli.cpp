@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tools/host.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
@@ -227,6 +229,23 @@ TEST_CASE("emit, compile and warm show and build a program's statistics' kernels
     const auto warm = run("warm " + file.string() + " --arch sm_90", env);
     CHECK(warm.status == 0);
     CHECK(warm.output.find("statistic 0 sm_90") != std::string::npos);
+}
+
+TEST_CASE("compile says a CUBIN's registers and local memory; for PTX neither") {
+    TempDir dir;
+    const std::string env = "LOSSJIT_CACHE_DIR=" + dir.path.string();
+    const auto cubin = run("compile 'mean((p - t)^2)' -i p=64x32 -i t=64x32 --arch sm_90", env);
+    CHECK(cubin.status == 0);
+    CHECK(cubin.output.find(" registers a thread, no local memory\n") != std::string::npos);
+    const auto json = nlohmann::json::parse(run("compile 'mean((p - t)^2)' -i p=64x32 -i t=64x32 --arch sm_90 --json", env).output);
+    CHECK(json["registers"].get<int>() > 0);
+    CHECK(json["local_bytes"].get<int>() == 0);
+    const auto ptx = run("compile 'mean((p - t)^2)' -i p=64x32 -i t=64x32 --arch compute_90 --json", env);
+    CHECK(ptx.status == 0);
+    const auto ptx_json = nlohmann::json::parse(ptx.output);
+    CHECK(ptx_json["registers"].is_null());
+    CHECK(ptx_json["local_bytes"].is_null());
+    CHECK(run("compile 'mean((p - t)^2)' -i p=64x32 -i t=64x32 --arch compute_90", env).output.find("registers") == std::string::npos);
 }
 
 TEST_CASE("emit, compile and warm --gpu choose kernels as that GPU would; other names and architectures are refused") {

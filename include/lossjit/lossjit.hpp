@@ -145,6 +145,10 @@ struct KernelBuild {
     std::size_t image_bytes = 0;
     double nvrtc_ms = 0;
     std::string warning;
+    // Read from the CUBIN, no GPU needed (the numbers KernelInfo gets from the driver); empty for
+    // PTX, which ptxas has not seen yet.
+    std::optional<int> registers;    // per thread
+    std::optional<int> local_bytes;  // per thread: the stack frame, register spills and local arrays
 };
 
 // A compiled program and the GPU state that runs it.

@@ -25,15 +25,28 @@ int emit_command(const CommonArgs& args, const std::vector<std::string>& grads) 
     return 0;
 }
 
+// "; 64 registers a thread, no local memory": what ptxas gave the kernel, from its CUBIN.
+std::string describe_resources(const KernelBuild& build) {
+    if (!build.registers) return "";
+    return fmt::format("; {} registers a thread, {}", *build.registers,
+                       *build.local_bytes == 0 ? std::string("no local memory")
+                                               : fmt::format("{} bytes of local memory a thread (spills or arrays)", *build.local_bytes));
+}
+
 std::string describe(const KernelBuild& build) {
-    return fmt::format("{}: {} bytes for {}, key {} ({}{})", build.target, build.image_bytes,
+    return fmt::format("{}: {} bytes for {}, key {} ({}{}){}", build.target, build.image_bytes,
                        build.target.rfind("sm_", 0) == 0 ? "CUBIN" : "PTX", build.key, lossjit::to_string(build.cache),
-                       build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "");
+                       build.cache == lossjit::CacheOutcome::Compiled ? fmt::format(", NVRTC {:.1f} ms", build.nvrtc_ms) : "",
+                       describe_resources(build));
 }
 
 nlohmann::json to_json(const KernelBuild& build) {
-    return nlohmann::json{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
-                          {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}};
+    nlohmann::json out{{"target", build.target}, {"key", build.key}, {"cache", std::string(lossjit::to_string(build.cache))},
+                       {"bytes", build.image_bytes}, {"nvrtc_ms", build.nvrtc_ms}};
+    // null for PTX: ptxas has not run
+    out["registers"] = build.registers ? nlohmann::json(*build.registers) : nlohmann::json(nullptr);
+    out["local_bytes"] = build.local_bytes ? nlohmann::json(*build.local_bytes) : nlohmann::json(nullptr);
+    return out;
 }
 
 int compile_command(const CommonArgs& args, const std::vector<std::string>& grads, const std::string& arch, bool json) {
@@ -89,7 +102,7 @@ Command add_compile_command(CLI::App& app) {
         bool json = false;
     };
     auto args = std::make_shared<Args>();
-    auto* cmd = app.add_subcommand("compile", "compile a program's kernel into the cache (no GPU needed)");
+    auto* cmd = app.add_subcommand("compile", "compile a program's kernel into the cache and say its registers and local memory (no GPU needed)");
     add_common(cmd, args->common);
     add_gpu_option(cmd, args->common.gpu);
     cmd->add_option("--grad", args->grads, "compile the fused value-and-gradient kernel for these inputs")

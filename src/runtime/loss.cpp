@@ -29,6 +29,7 @@
 #include "cuda/driver.hpp"
 #include "jit/cache.hpp"
 #include "jit/compile.hpp"
+#include "jit/resources.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 #include "runtime/kernels.hpp"
@@ -186,6 +187,10 @@ struct Loss::State {
         build.image_bytes = lookup.image->data.size();
         build.nvrtc_ms = lookup.compile_ms;
         build.warning = lookup.warning;
+        if (const auto resources = read_resources(*lookup.image)) {
+            build.registers = resources->registers;
+            build.local_bytes = resources->local_bytes;
+        }
         return build;
     }
     // The kernel a call with these inputs would run (tuned knobs included where the GPU is known).
