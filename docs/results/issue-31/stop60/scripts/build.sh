@@ -1,6 +1,5 @@
 #!/bin/bash
-# Builds round 180's harness, round 181's harness_q and round 182's bisect in exp60/ from the
-# repository root. The walk ahead at 1024 threads is printed only with ByRowWalkAheadMaxThreads'
+# Builds the harness (rounds 180-182) and round 182's bisect in exp60/ from the repository root. The walk ahead at 1024 threads is printed only with ByRowWalkAheadMaxThreads'
 # row (src/codegen/kinds/defaults.cpp) set to 1024 in the build that prints it: AHEAD=that lossjit;
 # COPIES=the committed lossjit (the copies kernel, A).
 set -e
@@ -28,7 +27,6 @@ void launch_$v(int grid, int block, size_t smem, const lj::Extents& ex, const lj
 TU
 done
 flags="-O3 -arch=sm_90 -std=c++17 -DLJ_NVCC_DEVICE -Xcompiler -fpermissive"
-cp $S/harness.cu $S/harness_q.cu $S/bisect.cu .
-nvcc $flags -o harness harness.cu tu_p0.cu tu_p1.cu tu_p2.cu tu_p3.cu tu_p4.cu
-nvcc $flags -o harness_q harness_q.cu tu_p0.cu tu_q1.cu tu_q2.cu
+cp $S/harness.cu $S/bisect.cu .
+nvcc $flags -o harness harness.cu tu_p0.cu tu_p1.cu tu_p2.cu tu_p3.cu tu_p4.cu tu_q1.cu tu_q2.cu
 nvcc $flags -o bisect bisect.cu

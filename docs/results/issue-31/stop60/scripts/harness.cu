@@ -1,10 +1,12 @@
 // Standalone (rounds 180-181): the printed copies kernel of the fused cross-entropy (A, ce_emitted.cuh)
-// beside variants of the printed walk ahead at 1024 threads (P0 as printed; P1-P3 and Q1-Q2: the patches
-// here; P4 added after round 180) and the hand-written B and C of stop 59 (docs/results/issue-31/stop59/scripts/harness.cu).
+// beside variants of the printed walk ahead at 1024 threads (P0 as printed; P1-P4, Q1-Q2: the patches
+// here) and the hand-written B and C of stop 59 (docs/results/issue-31/stop59/scripts/harness.cu).
+// Round 180 ran P0-P3, round 181 P0, Q1 and Q2 (the same program with those variants only); P4 is
+// round 182's.
 #include "ce_emitted.cuh"
 using Launch = void (*)(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out, const lj::Grads<1>& gr);
 #define DECL(n) void launch_##n(int, int, size_t, const lj::Extents&, const lj::Inputs<2>&, const lj::RowsOut&, const lj::Grads<1>&);
-DECL(p0) DECL(p1) DECL(p2) DECL(p3) DECL(p4)
+DECL(p0) DECL(p1) DECL(p2) DECL(p3) DECL(p4) DECL(q1) DECL(q2)
 struct AheadLauncher {};
 #include <cstdio>
 #include <vector>
@@ -290,7 +292,9 @@ int main(int argc, char** argv) {
         struct Variant { const char* name; Launch launch; int block; };
         for (const Variant& var : {Variant{"P0 printed walk ahead (HEAD)", launch_p0, 1024}, Variant{"P1 last tile rolled", launch_p1, 1024},
                                    Variant{"P2 last tile a vector at a time", launch_p2, 1024}, Variant{"P3 no last tile path", launch_p3, 1024},
-                                   Variant{"P4 next row's loads after the gradient", launch_p4, 1024}}) {
+                                   Variant{"P4 next row's loads after the gradient", launch_p4, 1024},
+                                   Variant{"Q1 P0, no runtime inner stride", launch_q1, 1024},
+                                   Variant{"Q2 Q1, the cache indexed by column", launch_q2, 1024}}) {
             if (var.launch == launch_p3 && C % 16384 != 0) continue;
             cudaEvent_t a0, b0;
             cudaEventCreate(&a0);

@@ -4,6 +4,7 @@
 # first the harness's printed walk-ahead variants Q1 (no run-time inner stride), Q2 (and the cache
 # indexed by column) beside P0 and C, at one shape.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH LOSSJIT_SOURCE_DIR=$PWD
+# harness_q: harness.cu with the variants P0, Q1 and Q2 only (scripts/build.sh now builds them all in harness)
 (cd exp60 && timeout 60 ./harness_q 16384 32768) > $OUT/harness.txt 2>&1
 n=$(build/tests/lossjit_tests -ltc --no-skip 2>/dev/null | grep -c .)
 first=236; last=$n  # 240 with --no-skip here; two tests skip on an H200
