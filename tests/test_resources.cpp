@@ -2,9 +2,7 @@
 #include <doctest/doctest.h>
 #include <nvrtc.h>
 
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "jit/resources.hpp"
 #include "lossjit/lossjit.hpp"
 #include "paths.hpp"
+#include "support.hpp"
 
 using namespace lossjit;
 
@@ -50,12 +49,7 @@ PtxasReport ptxas_report(const std::string& source, const std::string& function,
     return r;
 }
 
-std::string example(const std::string& name) {
-    std::ifstream in(source_dir() + "/examples/" + name);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string example(const std::string& name) { return lossjit_test::read_text(source_dir() + "/examples/" + name); }
 
 }  // namespace
 
