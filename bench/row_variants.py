@@ -8,6 +8,9 @@ bytes of the inputs read along the rows once and of the gradients written once, 
 rate (the maps: milliseconds of torch.autograd.grad of the output, forward and backward kernels).
 
     python3 bench/row_variants.py --shape 16384x32768 --variant default --variant block=1024,row_prefetch=on
+    python3 bench/row_variants.py --dtype bfloat16 --only cross-entropy --variant default --variant block=1024,unroll=4,row_cache=on
+
+--dtype bfloat16 makes the logits x bfloat16 (their gradient too); the other inputs stay float32.
 """
 import json
 import pathlib
@@ -46,7 +49,7 @@ def program_text(source):
 
 
 def main():
-    ap = row_options(dtypes=False)
+    ap = row_options()
     ap.add_argument("--variant", action="append", default=None, help="KNOB=VALUE,...; 'default' for none (repeatable)")
     ap.add_argument("--only", action="append", default=None, help="program names (repeatable)")
     args = ap.parse_args()
