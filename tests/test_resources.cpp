@@ -129,8 +129,8 @@ TEST_CASE("the examples' default kernels keep within their registers: no local m
     // The shapes the benchmarks run (bench/, docs/performance.md); value and fused value + gradient.
     // Float32 only: the bfloat16 fused kernels of a block alone on its SM (1024 threads, the unroll
     // its bytes in flight give) keep 16-416 bytes a thread in local memory today (cross-entropy,
-    // focal, label smoothing, z-loss, distillation, cosine at 16384 x 32768 / 16384^2; issue 31's
-    // stop 60): which kernel replaces them waits for a GPU to time them (bench/row_variants.py
+    // focal, label smoothing, z-loss, distillation at 16384 x 32768; and cosine 16384^2 at 256
+    // threads; issue 31's stop 60): which kernel replaces them waits for a GPU to time them (bench/row_variants.py
     // --dtype bfloat16, docs/results/issue-31/stop60/scripts/r182.sh).
     struct Row {
         const char* file;
