@@ -156,8 +156,8 @@ TEST_SUITE("repl") {
             {":ptx mean(p)", ".entry lossjit_kernel", true},
             {":time",
              "error: :time times the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
-            {":regs",
-             "error: :regs reads the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
+            {":regs", "(a CPU session: the sm_90 CUBIN, as no GPU in particular chooses the kernel)\n", true},
+            {":regs mean(p)", " registers per thread, 0 bytes of local memory (spills)\n", true},
             {":sweep", "error: :sweep needs knobs to vary, e.g. :sweep block=128,256,512 items=4,8,16", true},
             {":sweep block=128,256",
              "error: :sweep times the GPU kernel, and this session uses the CPU reference (:device gpu switches)\n"},
@@ -286,7 +286,8 @@ TEST_SUITE("repl") {
         for (std::size_t at = g[7].find(" float64 "); at != std::string::npos; at = g[7].find(" float64 ", at + 1)) ++rows;
         CHECK(rows == 5);
         CHECK(g[7].find("default") != std::string::npos);
-        CHECK(c[6].find("error: :regs reads the GPU kernel") != std::string::npos);
+        CHECK(c[6].find("(a CPU session: the ") != std::string::npos);  // the CUBIN's, not a launch's
+        CHECK(c[6].find(" registers per thread, ") != std::string::npos);
     }
 
     TEST_CASE("the walkthrough's REPL session prints what docs/walkthrough.md shows") {

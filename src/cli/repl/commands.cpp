@@ -45,7 +45,8 @@ const std::vector<Command>& Repl::commands() {
         {":checked", "[EXPR]", "the checked program", &Repl::cmd_checked},
         {":cuda", "[EXPR]", "the CUDA C++ generated for the current input shapes", &Repl::cmd_cuda},
         {":ptx", "[EXPR]", "the PTX NVRTC makes of it (for this GPU; sm_90 without one)", &Repl::cmd_ptx},
-        {":regs", "[EXPR]", "the kernel's registers, spills and occupancy (runs it once on the GPU)", &Repl::cmd_regs},
+        {":regs", "[EXPR]", "the kernel's registers, spills and occupancy (runs it once on the GPU; without one, its CUBIN's)",
+         &Repl::cmd_regs},
         {":time", "[EXPR]", "time the kernel on the GPU", &Repl::cmd_time},
         {":sweep", "KNOB=V1,V2... ...", "time the last expression's kernel across knob values (as `lossjit bench --sweep`)",
          &Repl::cmd_sweep},
@@ -190,8 +191,18 @@ void Repl::cmd_ptx(const std::string& arg) {
 }
 
 void Repl::cmd_regs(const std::string& arg) {
-    if (force_cpu_) throw UsageError(":regs reads the GPU kernel, and this session uses the CPU reference (:device gpu switches)");
-    if (!gpu_present()) throw UsageError(fmt::format(":regs needs a CUDA device ({})", why_no_gpu_));
+    if (force_cpu_ || !gpu_present()) {
+        // No kernel runs here: what ptxas gave the kernel, read from its CUBIN (occupancy and the
+        // grid need a GPU's numbers).
+        Compiled c = compile_for(arg, ":regs");
+        const KernelBuild build = c.entry->loss.compile_kernel(shape_views(c), arch());
+        if (!build.registers) throw InternalError("repl: no registers in the kernel's CUBIN");
+        std::cout << fmt::format("({}: the {} CUBIN, as no GPU in particular chooses the kernel)\n",
+                                 force_cpu_ ? "a CPU session" : "no CUDA device", build.target);
+        std::cout << fmt::format("{} registers per thread, {} bytes of local memory (spills)\n", *build.registers,
+                                 *build.local_bytes);
+        return;
+    }
     Compiled c = compile_for(arg, ":regs");
     Loss& loss = c.entry->loss;
     const std::vector<TensorView> views = device_views(c);
