@@ -15,6 +15,8 @@ namespace {
 constexpr std::uint8_t kFormatNoValue = 0x01, kFormatByte = 0x02, kFormatHalf = 0x03, kFormatSized = 0x04;
 // Sized attributes whose payload is (symbol index: u32, value: u32).
 constexpr std::uint8_t kAttributeFrameSize = 0x11, kAttributeRegisterCount = 0x2f;
+// Past this a frame size is not one ptxas could have given a thread (local memory is 512 KB a thread).
+constexpr std::uint32_t kMaxFrameBytes = 512 * 1024;
 
 // Bounds-checked reads from the image: every offset comes from the file itself.
 class Bytes {
@@ -98,7 +100,8 @@ std::optional<KernelResources> read_resources(const KernelImage& image, std::str
         at += half;
     }
     const auto registers = values.find(kAttributeRegisterCount), frame = values.find(kAttributeFrameSize);
-    if (registers == values.end() || frame == values.end() || registers->second == 0 || registers->second > 255)
+    if (registers == values.end() || frame == values.end() || registers->second == 0 || registers->second > 255 ||
+        frame->second > kMaxFrameBytes)
         return std::nullopt;
     return KernelResources{static_cast<int>(registers->second), static_cast<int>(frame->second)};
 }

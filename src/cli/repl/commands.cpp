@@ -196,7 +196,8 @@ void Repl::cmd_regs(const std::string& arg) {
         // grid need a GPU's numbers).
         Compiled c = compile_for(arg, ":regs");
         const KernelBuild build = c.entry->loss.compile_kernel(shape_views(c), arch());
-        if (!build.registers) throw InternalError("repl: no registers in the kernel's CUBIN");
+        if (!build.registers)  // PTX (a GPU this NVRTC does not know), or a CUBIN whose attributes are not read
+            throw UsageError(fmt::format(":regs: the kernel's {} image says no registers without a GPU to load it", build.target));
         std::cout << fmt::format("({}: the {} CUBIN, as no GPU in particular chooses the kernel)\n",
                                  force_cpu_ ? "a CPU session" : "no CUDA device", build.target);
         std::cout << fmt::format("{} registers per thread, {} bytes of local memory (spills)\n", *build.registers,
