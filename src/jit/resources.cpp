@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <string>
 
 namespace lossjit {
@@ -83,7 +82,7 @@ std::optional<KernelResources> read_resources(const KernelImage& image, std::str
     }
     if (!symbol || !info) return std::nullopt;
 
-    std::map<std::uint8_t, std::uint32_t> values;  // attribute -> value, for `symbol`
+    std::optional<std::uint32_t> registers, frame;  // for `symbol`
     for (std::uint64_t at = info->sh_offset, end = info->sh_offset + info->sh_size; at < end;) {
         std::uint8_t format, attribute;
         std::uint16_t half;
@@ -95,15 +94,14 @@ std::optional<KernelResources> read_resources(const KernelImage& image, std::str
         std::uint32_t owner, value;
         if ((attribute == kAttributeFrameSize || attribute == kAttributeRegisterCount) && half == 8 && bytes.read(at, owner) &&
             bytes.read(at + 4, value) && owner == *symbol) {
-            if (!values.emplace(attribute, value).second) return std::nullopt;  // said twice: not the layout known
+            auto& slot = attribute == kAttributeRegisterCount ? registers : frame;
+            if (slot) return std::nullopt;  // said twice: not the layout known
+            slot = value;
         }
         at += half;
     }
-    const auto registers = values.find(kAttributeRegisterCount), frame = values.find(kAttributeFrameSize);
-    if (registers == values.end() || frame == values.end() || registers->second == 0 || registers->second > 255 ||
-        frame->second > kMaxFrameBytes)
-        return std::nullopt;
-    return KernelResources{static_cast<int>(registers->second), static_cast<int>(frame->second)};
+    if (!registers || !frame || *registers == 0 || *registers > 255 || *frame > kMaxFrameBytes) return std::nullopt;
+    return KernelResources{static_cast<int>(*registers), static_cast<int>(*frame)};
 }
 
 }  // namespace lossjit
