@@ -180,9 +180,15 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
             const long long per_unroll = static_cast<long long>(cached.block_threads) * cached.vector_width * element_bytes;
             const long long in_flight = default_value(Default::ByRowCachedBytesInFlight, gpu) / blocks_per_sm;
             // Each load's values stay in registers until the row's walk uses them: past
-            // ByRowCachedValuesPerThread, 512 threads spill.
+            // ByRowCachedValuesPerThread, ByRowCachedThreads threads (512) spill; more threads a
+            // block have fewer registers each, so as many fewer values. (1024 threads x unroll 8 of
+            // bfloat16, the bytes in flight of float32's unroll 4: 168-192 bytes a thread of local
+            // memory, fused cross-entropy and focal, stop 60; without the cache, which those bytes
+            // then do not earn, 1.35-1.7x faster on an H200: docs/results/issue-31/stop61.)
             const long long values_per_unroll = static_cast<long long>(cached.vector_width) * element_inputs;
-            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu) / blocks_per_sm;
+            const long long full_threads = default_value(Default::ByRowCachedThreads, gpu);
+            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu) / blocks_per_sm *
+                                     std::min<long long>(full_threads, cached.block_threads) / cached.block_threads;
             cached.unroll = 1;
             while (cached.unroll * 2 <= kMaxUnroll && per_unroll * cached.unroll * 2 <= in_flight &&
                    values_per_unroll * cached.unroll * 2 <= values)
