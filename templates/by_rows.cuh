@@ -273,6 +273,13 @@ struct Team {
         }
     }
 
+    // After an all_reduce, every lane's shared-memory stores before it are seen by every lane (a take
+    // left by the lane that read it, walked ahead): the block's all_reduce has its barriers; a warp's
+    // shuffles order no memory, so the warp syncs.
+    __device__ __forceinline__ static void after_all_reduce() {
+        if constexpr (TEAM == 32) __syncwarp();
+    }
+
     // The combination of the team's parts within the block: the warp's by shuffles, then the block's
     // warps' through shared memory, and again by shuffles (lane l takes warp l's part, W of them a
     // power of two: log2 W merges a thread, not W - 1 in a row; a centered accumulator's merge

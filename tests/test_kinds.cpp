@@ -538,6 +538,10 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         CHECK((source.find("ahead.w[u]") != std::string::npos) == row.ahead);
         CHECK((source.find("lj::add_tile_group(ahead.a") != std::string::npos) == row.ahead);
         CHECK((source.find("after_next_base_") != std::string::npos) == row.ahead);
+        // A take walked ahead (x[y]) is read from the cache by the lane whose columns hold it and
+        // passed to the others through shared memory (takes_by_owner), not read from memory by each.
+        const bool takes = std::string(row.program).find("[y]") != std::string::npos;
+        CHECK((source.find("takes_[Team::team_in_block()][take_parity_]") != std::string::npos) == (row.ahead && takes));
         CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
         CHECK(compile_cuda(source, "sm_90").is_cubin());
     }

@@ -841,26 +841,75 @@ private:
         return out;
     }
 
+    // The takes of a row walked ahead (KernelSpec::row_walk_ahead): the row before kept the row in the
+    // cache, each lane its own columns, so the lane whose columns hold y reads x[y] there (its own
+    // stores: no barrier needed) and leaves the take in shared memory for the team, before the
+    // merges; the others read it after them (takes_from_owners). Read from memory by every lane at
+    // the row's start instead (stop 60's walk ahead), the take waited on memory once a row: H200,
+    // cross-entropy value + gradient 16384 x 32768 at 1024 threads, a hand-written kernel with that
+    // read 80.3-80.7% of the copy rate, with the take picked out of the walk 94.0-94.9% (round 182,
+    // docs/results/issue-31/stop61). A slot a take and a row parity: the owner of the row after
+    // next writes it only after the next row's merges, which every lane reaches after its read.
+    // The lane of column y: vectors of VW columns go to the team's lanes in turn (walk, tile).
+    std::string takes_by_owner(std::string_view indent) const {
+        const std::string in1 = std::string(indent) + "    ";
+        std::string out = fmt::format("{}__shared__ Value takes_[Team::kPerBlock][2][{}];  // (takes_by_owner)\n", indent,
+                                      deferred_takes_.size());
+        out += fmt::format("{}const int take_parity_ = (int)((row / Team::row_step()) & 1);  // this row's among the team's\n", indent);
+        int t = 0;
+        for (int id : deferred_takes_) {
+            const ir::Node& n = program_.node(id);
+            const std::string index = index_name(program_.node(n.args[1]).slot);
+            out += fmt::format("{}if ({} >= 0 && {} < C && Team::lane() == (int)({} / VW % Team::kTeam)) {{\n", indent, index,
+                               index, index);
+            out += take_value(id, in1, true);
+            out += fmt::format("{}takes_[Team::team_in_block()][take_parity_][{}] = n{};\n{}}}\n", in1, t++, id, indent);
+        }
+        return out;
+    }
+    std::string takes_from_owners(std::string_view indent) const {
+        std::string out = fmt::format("{}Team::after_all_reduce();  // the owners' takes are seen\n", indent);
+        int t = 0;
+        for (int id : deferred_takes_) {
+            const std::string index = index_name(program_.node(program_.node(id).args[1]).slot);
+            out += fmt::format("{}if ({} >= 0 && {} < C) n{} = takes_[Team::team_in_block()][take_parity_][{}];\n", indent, index,
+                               index, id, t++);
+        }
+        return out;
+    }
+
     // x[y]: the argument evaluated at column y of this row; nan where y is outside [0, C).
     std::string take(int id) const { return take_declaration(id) + take_fill(id, kIndent); }
     std::string take_declaration(int id) const {
         return fmt::format("{}Value n{} = (Value)__int_as_float(0x7fffffff);  // nan: no such column\n", kIndent, id);
     }
     std::string take_fill(int id, std::string_view indent) const {
+        const int index_slot = program_.node(program_.node(id).args[1]).slot;
+        std::string out = fmt::format("{}if ({} >= 0 && {} < C) {{\n", indent, index_name(index_slot), index_name(index_slot));
+        out += take_value(id, std::string(indent) + "    ", false);
+        return out + fmt::format("{}}}\n", indent);
+    }
+    // Take `id`'s argument at column y (in range) into n`id`. `from_cache`: the cached inputs' values
+    // from the row cache where it holds column y (walked ahead: takes_by_owner), the rest from memory.
+    std::string take_value(int id, std::string_view indent, bool from_cache) const {
         const ir::Node& n = program_.node(id);
-        const int index_slot = program_.node(n.args[1]).slot;
         std::set<int> inputs, bindings;
         const int root = n.args[0];
         element_needs(std::span<const int>(&root, 1), inputs, bindings);
-        std::string out = fmt::format("{}if ({} >= 0 && {} < C) {{\n", indent, index_name(index_slot), index_name(index_slot));
-        const std::string inner = std::string(indent) + "    ";
-        out += fmt::format("{}const long long j = {}, col = j;\n", inner, index_name(index_slot));
-        for (int k : inputs)
-            out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {});\n", inner,
-                               input_name(k), k, k, k, column(fmt::format("in.strides[{}]", k)));
-        out += element_bindings(bindings, inner);
-        out += fmt::format("{}n{} = {};\n{}}}\n", inner, id, print(root), indent);
-        return out;
+        std::string out = fmt::format("{}const long long j = {}, col = j;\n", indent, index_name(program_.node(n.args[1]).slot));
+        if (from_cache) out += fmt::format("{}const long long jc = Team::template block_column<VW>(j);\n", indent);
+        for (int k : inputs) {
+            const std::string load =
+                fmt::format("lj::load1<Value>(dtype({}), in.ptr[{}], base[{}] + {})", k, k, k, column(fmt::format("in.strides[{}]", k)));
+            const auto slot = cache_slot_.find(k);
+            if (from_cache && slot != cache_slot_.end())
+                out += fmt::format("{}const Value {} = jc < cache_columns ? *Team::cache_at(row_cache, {}, cache_columns, jc) : {};\n",
+                                   indent, input_name(k), slot->second, load);
+            else
+                out += fmt::format("{}const Value {} = {};\n", indent, input_name(k), load);
+        }
+        out += element_bindings(bindings, indent);
+        return out + fmt::format("{}n{} = {};\n", indent, id, print(root));
     }
 
     // How a tile walks: its vector width and tiles per thread as the kernel names them, where the
@@ -1211,10 +1260,16 @@ private:
         }
         // Every copy of the row has arrived (the first walk waited for each; this for the walks after).
         if (spec_.row_prefetch && !spec_.row_walk_ahead && first_pass) out += fmt::format("{}lj::cache_prefetch_wait();\n", in1);
-        if (first_pass)
+        // Walked ahead, the row is in the cache before this pass: a take is read there by the lane
+        // whose columns hold it (takes_by_owner), not from memory by every lane.
+        const bool owners_take = spec_.row_walk_ahead && first_pass && !deferred_takes_.empty();
+        if (owners_take && accumulated.empty()) throw InternalError("a walk ahead whose first pass merges nothing");
+        if (owners_take) out += takes_by_owner(in1);
+        else if (first_pass)
             for (int id : deferred_takes_) out += take_fill(id, in1);
         for (int id : reductions)
             if (own(id)) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
+        if (owners_take) out += takes_from_owners(in1);
         // The accumulators leave the block scope as values.
         std::string values;
         for (int id : reductions) {
