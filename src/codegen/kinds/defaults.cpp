@@ -31,6 +31,7 @@ constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
 constexpr std::string_view kAloneBlock = "docs/results/issue-31/stop57/README.md";
 constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README.md";
 constexpr std::string_view kWalkAhead = "docs/results/issue-31/stop59/README.md";
+constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -168,7 +169,11 @@ constexpr std::array kTable = {
                kRowCache},
     DefaultRow{D::ByRowCachedValuesPerThread, G::Any, 32,
                "H100, 512 threads: float32 softmax 32768 x 4096 at unroll 8 x vector 4 (32 values) 119-128 registers, "
-               "no spill, 89.8%; bfloat16 at 16 x 4 (64) 288 bytes spilled, 26.5% against 54.4% without the cache",
+               "no spill, 89.8%; bfloat16 at 16 x 4 (64) 288 bytes spilled, 26.5% against 54.4% without the cache. "
+               "More threads a block, as many fewer values (by_rows.cpp): H200 (stop 61, round 184, "
+               "docs/results/issue-31/stop61), bfloat16 cross-entropy value + gradient 16384 x 32768 at 1024 x 8 x 4 "
+               "(32 values, 168 bytes a thread in local memory) 40.3% of the floor, at 1024 x 4 x 4 with the cache "
+               "48.8%, without it (what the rule then gives) 54.2%",
                kRowCache},
     DefaultRow{D::ByRowCacheMinShare, G::Any, 4,
                "H100, cross-entropy 4096 x 131072 (43% of the row kept) value + gradient 65.7% of the floor against "
@@ -234,8 +239,11 @@ constexpr std::array kTable = {
                "threads 83.5-85.0 / 90.2-91.7; at 1024 threads cross-entropy 16384 x 32768 83.2-83.4 / 82.1-83.3, "
                "16384 x 32000 84.8 / 79.4, class weights 16384 x 32768 83.5-83.7 / 69.8-72.4, focal 70.2-71.5 / "
                "65.5-66.6 (a hand-written kernel of that schedule: 93.8% of the copy rate; the printed walk needs 81 "
-               "registers, it 64); the H100 not measured",
-               kWalkAhead},
+               "registers, it 64); the H100 not measured. Stop 61, the take read by its lane (round 186, committed "
+               "/ walked ahead at 1024): cross-entropy 16384 x 32768 81.3-82.4 / 82.8-83.6, 16384 x 32000 80.8-87.0 / "
+               "82.0-84.5, class weights 79.6-82.8 / 70.7-70.9, focal 70.6-71.4 / 61.7-65.2 (stop 59: "
+               "docs/results/issue-31/stop59/README.md)",
+               kWalkAheadTakes},
     DefaultRow{D::ByRowSideCachedThreads, G::Any, 64,
                "H100, RMS norm over the 64 features of [8, 64, 512, 512] with the cache, unroll 8: 89.0% of the copy "
                "rate at 64 threads (13 blocks an SM), 88.0% at 128, 88.8% at 256; 63.9% without the cache",
