@@ -858,8 +858,7 @@ private:
         out += fmt::format("{}const int take_parity_ = (int)((row / Team::row_step()) & 1);  // this row's among the team's\n", indent);
         int t = 0;
         for (int id : deferred_takes_) {
-            const ir::Node& n = program_.node(id);
-            const std::string index = index_name(program_.node(n.args[1]).slot);
+            const std::string index = take_index(id);
             out += fmt::format("{}if ({} >= 0 && {} < C && Team::lane() == (int)({} / VW % Team::kTeam)) {{\n", indent, index,
                                index, index);
             out += take_value(id, in1, true);
@@ -871,7 +870,7 @@ private:
         std::string out = fmt::format("{}Team::after_all_reduce();  // the owners' takes are seen\n", indent);
         int t = 0;
         for (int id : deferred_takes_) {
-            const std::string index = index_name(program_.node(program_.node(id).args[1]).slot);
+            const std::string index = take_index(id);
             out += fmt::format("{}if ({} >= 0 && {} < C) n{} = takes_[Team::team_in_block()][take_parity_][{}];\n", indent, index,
                                index, id, t++);
         }
@@ -883,20 +882,21 @@ private:
     std::string take_declaration(int id) const {
         return fmt::format("{}Value n{} = (Value)__int_as_float(0x7fffffff);  // nan: no such column\n", kIndent, id);
     }
+    // The index of take `id` as the row names it (i_y).
+    std::string take_index(int id) const { return index_name(program_.node(program_.node(id).args[1]).slot); }
     std::string take_fill(int id, std::string_view indent) const {
-        const int index_slot = program_.node(program_.node(id).args[1]).slot;
-        std::string out = fmt::format("{}if ({} >= 0 && {} < C) {{\n", indent, index_name(index_slot), index_name(index_slot));
+        const std::string index = take_index(id);
+        std::string out = fmt::format("{}if ({} >= 0 && {} < C) {{\n", indent, index, index);
         out += take_value(id, std::string(indent) + "    ", false);
         return out + fmt::format("{}}}\n", indent);
     }
     // Take `id`'s argument at column y (in range) into n`id`. `from_cache`: the cached inputs' values
     // from the row cache where it holds column y (walked ahead: takes_by_owner), the rest from memory.
     std::string take_value(int id, std::string_view indent, bool from_cache) const {
-        const ir::Node& n = program_.node(id);
         std::set<int> inputs, bindings;
-        const int root = n.args[0];
+        const int root = program_.node(id).args[0];
         element_needs(std::span<const int>(&root, 1), inputs, bindings);
-        std::string out = fmt::format("{}const long long j = {}, col = j;\n", indent, index_name(program_.node(n.args[1]).slot));
+        std::string out = fmt::format("{}const long long j = {}, col = j;\n", indent, take_index(id));
         if (from_cache) out += fmt::format("{}const long long jc = Team::template block_column<VW>(j);\n", indent);
         for (int k : inputs) {
             const std::string load =

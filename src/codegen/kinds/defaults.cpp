@@ -30,7 +30,6 @@ constexpr std::string_view kUnrollH100 = "docs/results/issue-31/stop53/round132/
 constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
 constexpr std::string_view kAloneBlock = "docs/results/issue-31/stop57/README.md";
 constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README.md";
-constexpr std::string_view kWalkAhead = "docs/results/issue-31/stop59/README.md";
 constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/README.md";
 
 constexpr std::array kTable = {
