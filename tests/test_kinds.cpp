@@ -542,6 +542,10 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         // passed to the others through shared memory (takes_by_owner), not read from memory by each.
         const bool takes = std::string(row.program).find("[y]") != std::string::npos;
         CHECK((source.find("takes_[Team::team_in_block()][take_parity_]") != std::string::npos) == (row.ahead && takes));
+        // Its slot's parity is carried from row to row, not divided out of the row (a 64-bit
+        // division's call made every lane wait at each row's start for the loads in flight).
+        CHECK((source.find("ahead.take_parity ^= 1") != std::string::npos) == (row.ahead && takes));
+        CHECK(source.find("/ Team::row_step()") == std::string::npos);
         CHECK(source.find("lj::cache_load<VW>") != std::string::npos);
         CHECK(compile_cuda(source, "sm_90").is_cubin());
     }

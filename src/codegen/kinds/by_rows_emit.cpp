@@ -119,6 +119,7 @@ public:
             out += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
                                per_index(grad_dtypes, "lj::kFloat32", "g"));
         }
+        const std::string body = row_body();  // first: it finds the deferred takes Ahead's parity is for
         out += ahead_struct();
         out += first_walk();
         out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
@@ -126,7 +127,7 @@ public:
         out += "                                       long long C, bool active, double (&totals)[kTotals],\n";
         out += "                                       double (&row_totals)[kTotals], const Out& out,\n";
         out += "                                       const Grads& grads, Ahead<U, VW>& ahead) const {\n";
-        out += row_body();
+        out += body;
         out += "    }\n};";
         return out;
     }
@@ -141,6 +142,7 @@ public:
         for (int id : passes_.front().reductions)
             out += fmt::format("        {} a{};\n", accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
         out += fmt::format("        Value w[U][{}][VW];\n", cache_slot_.size());
+        if (!deferred_takes_.empty()) out += "        int take_parity = 0;  // which of takes_'s two slots the row's takes use (takes_by_owner)\n";
         return out + "    };\n";
     }
 
@@ -850,12 +852,15 @@ private:
     // read 80.3-80.7% of the copy rate, with the take picked out of the walk 94.0-94.9% (round 182,
     // docs/results/issue-31/stop61). A slot a take and a row parity: the owner of the row after
     // next writes it only after the next row's merges, which every lane reaches after its read.
+    // The parity is carried in Ahead, flipped a row: as `row / row_step & 1`, a 64-bit division's
+    // call made every lane wait at each row's start for its loads in flight (the index; ncu, round
+    // 188, docs/results/issue-31/stop62).
     // The lane of column y: vectors of VW columns go to the team's lanes in turn (walk, tile).
     std::string takes_by_owner(std::string_view indent) const {
         const std::string in1 = std::string(indent) + "    ";
         std::string out = fmt::format("{}__shared__ Value takes_[Team::kPerBlock][2][{}];  // (takes_by_owner)\n", indent,
                                       deferred_takes_.size());
-        out += fmt::format("{}const int take_parity_ = (int)((row / Team::row_step()) & 1);  // this row's among the team's\n", indent);
+        out += fmt::format("{}const int take_parity_ = ahead.take_parity;  // this row's among the team's\n", indent);
         int t = 0;
         for (int id : deferred_takes_) {
             const std::string index = take_index(id);
@@ -874,7 +879,7 @@ private:
             out += fmt::format("{}if ({} >= 0 && {} < C) n{} = takes_[Team::team_in_block()][take_parity_][{}];\n", indent, index,
                                index, id, t++);
         }
-        return out;
+        return out + fmt::format("{}ahead.take_parity ^= 1;  // the team's next row\n", indent);
     }
 
     // x[y]: the argument evaluated at column y of this row; nan where y is outside [0, C).
