@@ -76,6 +76,7 @@ public:
         find_centered();
         stages();
         plan_passes();
+        find_deferred_takes();
         for (std::size_t id = 0; id < program.nodes.size(); ++id) {
             const ir::Node& n = program.nodes[id];
             const bool named = live_[id] && (per_row_[id] || k_level_[id]) &&
@@ -119,7 +120,6 @@ public:
             out += fmt::format("    __host__ __device__ static constexpr int grad_dtype(int g) {{ return {}; }}\n",
                                per_index(grad_dtypes, "lj::kFloat32", "g"));
         }
-        const std::string body = row_body();  // first: it finds the deferred takes Ahead's parity is for
         out += ahead_struct();
         out += first_walk();
         out += "    template <class Team, int R, int VW, int U, class Out, class Grads>\n";
@@ -127,7 +127,7 @@ public:
         out += "                                       long long C, bool active, double (&totals)[kTotals],\n";
         out += "                                       double (&row_totals)[kTotals], const Out& out,\n";
         out += "                                       const Grads& grads, Ahead<U, VW>& ahead) const {\n";
-        out += body;
+        out += row_body();
         out += "    }\n};";
         return out;
     }
@@ -361,6 +361,37 @@ private:
         std::vector<std::size_t> element_totals;
         std::set<int> hot;  // the index inputs whose "this column is the index" its work at a column uses
     };
+
+    // With a row cache (a block mostly alone on its SM), per-row values of stage 0 the first pass
+    // does not need (cross-entropy's x[y]: the row's result needs it) come after that pass's
+    // walk, so that the index's load is in flight while the walk runs instead of holding the
+    // row's start; a take among them is filled before the walk's reductions combine
+    // (lj::Team::all_reduce), its own load in flight across that. H200, round 41: cross-entropy
+    // value + gradient 16384 x 32768 59.8% -> 63.2% of the floor, 32768 x 4096 75.2% -> 77.9%.
+    // Without a cache (several blocks an SM hide the row's start) they stay first: the forward
+    // 4096 x 131072 fell from 92.0% to 88.8% of the read roofline with them after the walk.
+    // `first_needs_`: what is defined before the first pass, closed under what it uses (per_row_needs
+    // follows every argument): what the pass uses, and what a deferred take's argument uses
+    // (`(x * s)[y]`, s one value per row), since the take is filled inside the pass; a take
+    // among those is not deferred.
+    void find_deferred_takes() {
+        defer_takes_ = spec_.row_cache_columns > 0 && !passes_.empty();
+        if (defer_takes_) first_needs_ = per_row_needs(pass_roots(passes_[0].reductions, passes_[0].elements));
+        for (bool grew = true; grew;) {
+            grew = false;
+            deferred_takes_.clear();
+            for (std::size_t i = 0; i < program_.nodes.size(); ++i)
+                if (live_[i] && per_row_[i] && stage_[i] == 0 && program_.nodes[i].kind == ir::NodeKind::Take &&
+                    !defined_first(static_cast<int>(i)))
+                    deferred_takes_.insert(static_cast<int>(i));
+            for (int id : deferred_takes_) {
+                const int argument = program_.node(id).args[0];
+                for (int need : per_row_needs(std::span<const int>(&argument, 1))) grew = first_needs_.insert(need).second || grew;
+            }
+        }
+    }
+    // Whether per-row value `id` is defined before the first pass (else after its walk).
+    bool defined_first(int id) const { return !defer_takes_ || first_needs_.count(id) > 0; }
 
     // The passes over the row, in order, and which of their inputs more than one reads (the row
     // cache's, kept by the first pass that reads them where the spec has a cache).
@@ -1401,34 +1432,7 @@ private:
             }
         }
         std::map<int, std::string> reduced;
-        // With a row cache (a block mostly alone on its SM), per-row values of stage 0 the first pass
-        // does not need (cross-entropy's x[y]: the row's result needs it) come after that pass's
-        // walk, so that the index's load is in flight while the walk runs instead of holding the
-        // row's start; a take among them is filled before the walk's reductions combine
-        // (lj::Team::all_reduce), its own load in flight across that. H200, round 41: cross-entropy
-        // value + gradient 16384 x 32768 59.8% -> 63.2% of the floor, 32768 x 4096 75.2% -> 77.9%.
-        // Without a cache (several blocks an SM hide the row's start) they stay first: the forward
-        // 4096 x 131072 fell from 92.0% to 88.8% of the read roofline with them after the walk.
-        // `first_needs`: what is defined before the first pass, closed under what it uses (per_row_needs
-        // follows every argument): what the pass uses, and what a deferred take's argument uses
-        // (`(x * s)[y]`, s one value per row), since the take is filled inside the pass; a take
-        // among those is not deferred.
-        std::set<int> first_needs;
-        const bool defer = spec_.row_cache_columns > 0 && !passes_.empty();
-        if (defer) first_needs = per_row_needs(pass_roots(passes_[0].reductions, passes_[0].elements));
-        auto needed_first = [&](int id) { return !defer || first_needs.count(id) > 0; };
-        for (bool grew = true; grew;) {
-            grew = false;
-            deferred_takes_.clear();
-            for (std::size_t i = 0; i < program_.nodes.size(); ++i)
-                if (live_[i] && per_row_[i] && stage_[i] == 0 && program_.nodes[i].kind == ir::NodeKind::Take &&
-                    !needed_first(static_cast<int>(i)))
-                    deferred_takes_.insert(static_cast<int>(i));
-            for (int id : deferred_takes_) {
-                const int argument = program_.node(id).args[0];
-                for (int need : per_row_needs(std::span<const int>(&argument, 1))) grew = first_needs.insert(need).second || grew;
-            }
-        }
+        auto needed_first = [&](int id) { return defined_first(id); };
         for (int id : deferred_takes_) out += take_declaration(id);
         out += stage_definitions(0, reduced, needed_first);
         if (!cache_slot_.empty()) {
@@ -1500,7 +1504,9 @@ private:
     std::map<int, int> last_pass_;    // kernel input index -> the last pass that reads it along the row
     int refill_pass_ = 0;             // with the row prefetch: the pass that copies the next row in (0: none)
     mutable std::set<int> defined_bindings_;  // per-row bindings already defined (by slot)
-    std::set<int> deferred_takes_;  // takes of stage 0 filled after the first pass's walk (row_body)
+    std::set<int> deferred_takes_;  // takes of stage 0 filled after the first pass's walk (find_deferred_takes)
+    std::set<int> first_needs_;     // per-row values defined before the first pass (find_deferred_takes)
+    bool defer_takes_ = false;      // with a row cache: what the first pass does not need comes after its walk
 };
 
 }  // namespace
