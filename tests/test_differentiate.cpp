@@ -1109,6 +1109,87 @@ TEST_CASE("a gradient's row sum is split into factors of one value per row and t
     }
 }
 
+TEST_CASE("a take's adjoint summed along the row is in closed form: no walk, the same gradient") {
+    // x[y]'s adjoint is `onehot(y) ? a : 0`, a one value per row; where a row reduction of the take's
+    // argument is differentiated (lp = x - logsumexp(x, -1) in focal loss and label smoothing), the
+    // logsumexp's adjoint sums it along the row: `inrow(y) ? a : 0`, no walk. Before, focal's
+    // gradient kernel walked each row three times and label smoothing's first walk summed it.
+    struct Case {
+        const char* program;
+        int passes;         // walks of the gradient kernel over each row
+        const char* dumped;  // in the dump of d/dx
+    };
+    const Case cases[] = {
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", 2, "- (inrow(y) ? _3 : 0) * exp(x - logsumexp(x, -1))"},
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", 2, "(inrow(y) ? "},
+        // Rows whose class is ignored: the where's guard still applies after the sum.
+        {"lp = x - logsumexp(x, -1); l = -0.9 * lp[y] - 0.1 * mean(lp, -1); sum(where(y != -100, l, 0)) / sum(y != -100)", 2,
+         "inrow(y) ? "},
+        {"mean(w * (x - logsumexp(x, -1))[y])", 2, "(inrow(y) ? "},  // times a weight of one per row, w [N, 1]
+    };
+    Options options;
+    options.inputs = {"x", "y", "w"};
+    const Shape x_shape{7, 5}, y_shape{7}, w_shape{7, 1};
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.program));
+        const Loss loss = compile(c.program, options);
+        const std::string dump = loss.derivatives(std::vector<std::string>{"x"});
+        CHECK(dump.find(c.dumped) != std::string::npos);
+        CHECK(dump.find("sum(-(onehot") == std::string::npos);
+        CHECK(dump.find("sum((onehot") == std::string::npos);
+        std::vector<TensorView> shapes{TensorView::contiguous(nullptr, x_shape, DType::float32),
+                                       TensorView::contiguous(nullptr, y_shape, DType::int64)};
+        if (loss.inputs().size() > 2) shapes.push_back(TensorView::contiguous(nullptr, w_shape, DType::float32));
+        const KernelBuild build = loss.compile_kernel(shapes, std::vector<std::string>{"x"}, "sm_90");
+        int passes = 0;
+        for (std::size_t at = build.source.find("// pass "); at != std::string::npos; at = build.source.find("// pass ", at + 1))
+            ++passes;
+        CHECK(passes == c.passes);
+        CHECK(build.source.find("(i_y >= 0 && i_y < C)") != std::string::npos);
+
+        // Against central differences of the forward reference. Ignored rows (-100) get 0. Unguarded,
+        // a class out of the row (7, -1) makes the loss nan (x[7] is nan); its row's gradient stays
+        // finite, as the walk's sum of zeros left it (inrow(y) keeps out the take's nan adjoint), and
+        // the other rows' gradients are those of the loss with valid classes there (the mean still
+        // divides by all seven rows).
+        const bool guarded = std::string(c.program).find("-100") != std::string::npos;
+        const std::vector<std::int64_t> given = guarded ? std::vector<std::int64_t>{2, 0, 4, -100, 3, 1, -100}
+                                                        : std::vector<std::int64_t>{2, 0, 4, 1, 3, 7, -1};
+        std::vector<std::int64_t> y = given;
+        std::vector<double> x(static_cast<std::size_t>(element_count(x_shape)));
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);
+        std::vector<double> w{0.5, 1.5, 2.0, 0.75, 1.25, 1.0, 0.25};
+        const auto views = [&] {
+            std::vector<TensorView> v{TensorView::contiguous(x.data(), x_shape, DType::float64),
+                                      TensorView::contiguous(y.data(), y_shape, DType::int64)};
+            if (loss.inputs().size() > 2) v.push_back(TensorView::contiguous(w.data(), w_shape, DType::float64));
+            return v;
+        };
+        const auto grad = loss.reference_grad(views(), std::vector<std::string>{"x"}, 1.0)[0].values;
+        for (auto& v : y)
+            if (!guarded && (v < 0 || v >= 5)) v = 1;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            CAPTURE(i);
+            const std::int64_t row_class = given[i / 5];
+            if (!guarded && (row_class < 0 || row_class >= 5)) {
+                CHECK(std::isfinite(grad[i]));
+                continue;
+            }
+            if (guarded && row_class < 0) CHECK(grad[i] == 0.0);
+            const double numeric = central_difference(
+                [&](double v) {
+                    const double saved = x[i];
+                    x[i] = v;
+                    const double out = loss.reference(views());
+                    x[i] = saved;
+                    return out;
+                },
+                x[i]);
+            CHECK(grad[i] == doctest::Approx(numeric).epsilon(1e-7));
+        }
+    }
+}
+
 TEST_CASE("class weights w[y]: each row's one value added at its class, as central differences say") {
     // The derivative of an input read only through takes with one index has a per-row form
     // (Derivative::scatters): the CPU reference adds it at the row's class, as the GPU's scatter

@@ -505,18 +505,21 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         {kCrossEntropy, {"x"}, 32768, kH200, std::nullopt, false},
         {"mean(w[y] * (logsumexp(x, -1) - x[y]))", {"x"}, 32768, kH200, std::nullopt, false},
         {kSoftmax, {}, 32768, kH200, std::nullopt, false},
-        // Asked for: warps' rows, two kept inputs (distillation), cosine on an H100.
+        // Asked for: warps' rows, two kept inputs (distillation), cosine on an H100, label smoothing (the
+        // sum of its take's adjoint in closed form, no walk).
         {kCrossEntropy, {"x"}, 4096, h100, true, true},
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 8192, h100, true, true},
         {"q = s / 2 - logsumexp(s / 2, -1); p = x / 2 - logsumexp(x / 2, -1); batchmean(sum(exp(q) * (q - p), -1) * 4)",
          {"x"}, 8192, h100, true, true},
         {kCosine, {"x", "z"}, 8192, h100, true, true},
         {kCrossEntropy, {"x"}, 32768, h100, true, false},  // (1024 threads)
         // Copied instead: a first walk that needs a value of its row (x[y]) or compares its columns with
-        // the row's index (the gradient of log_softmax's mean sums one there), one that reads an input
+        // the row's index (a take of log_softmax under a where of each element: its adjoint, summed
+        // for the logsumexp's, is guarded column by column), one that reads an input
         // the cache does not keep (amax(s) walks s once), a mean and its squared deviations in one
         // accumulator (layer norm: the accumulator is not the first walk's alone).
         {"mean(logsumexp(x - x[y], -1))", {"x"}, 8192, h100, true, false},
-        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 8192, h100, true, false},
+        {"mean(where(x > 0, x - logsumexp(x, -1), 0)[y])", {"x"}, 8192, h100, true, false},
         {"a = amax(s, -1); b = mean(x - a, -1); mean(sum((x - b)^2, -1))", {"x", "s"}, 8192, h100, true, false},
         {layer_norm, {"x"}, 16384, h100, std::nullopt, false},
         // No prefetch, no walk ahead: the H100's defaults.
@@ -540,7 +543,8 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         CHECK((source.find("after_next_base_") != std::string::npos) == row.ahead);
         // A take walked ahead (x[y]) is read from the cache by the lane whose columns hold it and
         // passed to the others through shared memory (takes_by_owner), not read from memory by each.
-        const bool takes = std::string(row.program).find("[y]") != std::string::npos;
+        // (lp[y] of label smoothing waits for the row's logsumexp: read after the first walk.)
+        const bool takes = std::string(row.program).find("x[y]") != std::string::npos;
         CHECK((source.find("takes_[Team::team_in_block()][take_parity_]") != std::string::npos) == (row.ahead && takes));
         // Its slot's parity is carried from row to row, not divided out of the row (a 64-bit
         // division's call made every lane wait at each row's start for the loads in flight).

@@ -524,7 +524,7 @@ private:
         std::map<int, int> plain;  // the walk of a term's sum -> the signed sum of its terms so far
         std::vector<int> parts;
         for (const auto& t : terms) {
-            if (t.factors.element < 0 || t.factors.row >= 0) {
+            if (t.factors.element < 0 || t.factors.row >= 0 || one_hot_select(t.factors.element)) {
                 const int sum = factored_sum(t.node, t.factors);
                 parts.push_back(t.negated ? b.neg(sum) : sum);
                 continue;
@@ -546,18 +546,53 @@ private:
         bool negated;
         RowFactors factors{};
     };
-    // sum(e) by its factors: P * sum(E); C * e for e one value per row (no walk); else sum(e).
+    // sum(e) by its factors: P * sum(E); C * e for e one value per row (no walk); E of
+    // `onehot(y) ? a : 0` in closed form (one_hot_select, no walk); else sum(e).
     int factored_sum(int e, const RowFactors& f) {
         NodeBuilder& b = builder();
         if (f.element < 0) return b.mul(row_length(), e);
-        if (f.row < 0) return row_reduce(RowReduction::Sum, e);
-        const int sum = b.mul(f.row, row_reduce(RowReduction::Sum, f.element));
+        const auto hot = one_hot_select(f.element);
+        if (f.row < 0 && !hot) return row_reduce(RowReduction::Sum, e);
+        int sum = hot ? in_row_select(*hot) : row_reduce(RowReduction::Sum, f.element);
+        if (f.row >= 0) sum = b.mul(f.row, sum);
         return f.negated ? b.neg(sum) : sum;
     }
     int sum_stage(int e, const RowFactors& f) {
         if (f.element < 0) return stage(e);
+        if (const auto hot = one_hot_select(f.element)) return f.row < 0 ? stage(hot->value) : std::max(stage(f.row), stage(hot->value));
         if (f.row < 0) return stage(e) + 1;
         return std::max(stage(f.row), stage(f.element) + 1);
+    }
+    // `onehot(y) ? a : 0` with `a` one value per row: what a take's adjoint is (backward_take), and
+    // along the row it sums to `a` where y names a column of it and to 0 elsewhere, with no walk
+    // (in_row_select). Summed in a walk instead, it cost a pass over the row and a barrier for each
+    // row where a row reduction of a take's value is differentiated (focal loss, label smoothing:
+    // the logsumexp's adjoint is the sum of lp's). The closed form is the walk's sum in every bit
+    // but the sign of a zero a: the walk adds a to the accumulator's +0.
+    struct OneHotSelect {
+        int index;  // the index input node
+        int value;  // a
+    };
+    std::optional<OneHotSelect> one_hot_select(int id) {
+        if (from_k_values_) return std::nullopt;  // sums over a take's K values, not the row's columns
+        const ir::Node* n = &out_.node(id);
+        while (n->kind == ir::NodeKind::Binding) n = &out_.node(out_.bindings[static_cast<std::size_t>(n->slot)].node);
+        if (n->kind != ir::NodeKind::Apply || n->fn != Builtin::Select) return std::nullopt;
+        const ir::Node& hot = out_.node(n->args[0]);
+        const ir::Node& otherwise = out_.node(n->args[2]);
+        if (hot.kind != ir::NodeKind::OneHot || otherwise.kind != ir::NodeKind::Constant || otherwise.value != 0.0 ||
+            !per_row(n->args[1]))
+            return std::nullopt;
+        return OneHotSelect{hot.args[0], n->args[1]};
+    }
+    int in_row_select(OneHotSelect hot) {
+        ir::Node in_row;
+        in_row.kind = ir::NodeKind::InRow;
+        in_row.type = ValueType::Bool;
+        in_row.arity = 1;
+        in_row.args[0] = hot.index;
+        NodeBuilder& b = builder();
+        return b.select(b.intern(in_row), hot.value, b.constant(0.0));
     }
     // The terms of e through +, - and negation (and bindings), with their signs.
     void signed_terms(int id, bool negated, std::vector<SignedTerm>& terms) {

@@ -170,6 +170,7 @@ std::string ExpressionPrinter::define(int id) const {
         case ir::NodeKind::RowLength:
         case ir::NodeKind::TakeCount:
         case ir::NodeKind::OneHot:
+        case ir::NodeKind::InRow:
         case ir::NodeKind::ScatterAdd:
             // A kernel computes these in its own loops (kinds/by_rows_emit.cpp) and names the results.
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
@@ -235,6 +236,7 @@ std::string ExpressionPrinter::language_reduction(const ir::Node& n) const {
         case ir::NodeKind::RowLength: return fmt::format("sum(1, {})", along);
         // Only in derivatives, which dumps show but nobody parses back.
         case ir::NodeKind::OneHot: return fmt::format("onehot({})", print(n.args[0]));
+        case ir::NodeKind::InRow: return fmt::format("inrow({})", print(n.args[0]));
         case ir::NodeKind::TakeCount: return "K";
         case ir::NodeKind::ScatterAdd: return fmt::format("scatter_add({}, {})", argument, print(n.args[1]));
         case ir::NodeKind::Take: {

@@ -27,9 +27,11 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 //   row reduction reduces them along the K (sum(q * x[k], -1)).
 // - Total: args[0] reduced over everything (slot: a Reduction other than None and Composite);
 //   only in a Composite body, a scalar.
-// Five more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
+// Six more appear only in derivatives (differentiate.cpp): RowLength, the row's length C (one value
 // per row); TakeCount, K, how many values a take of K indices per row gathers (one value per row);
-// OneHot, true at the column args[0] (an index input) names (a bool per element); ScatterAdd, at each
+// OneHot, true at the column args[0] (an index input) names (a bool per element); InRow, true where
+// args[0] (an index input of one per row) names a column of the row, 0 <= y < C: the row's sum of
+// its OneHot (a bool per row), which a row sum of `onehot(y) ? a : 0` is in closed form; ScatterAdd, at each
 // column of the row the sum of the K values of args[0] whose index (args[1], an index input of K per
 // row) names that column (one value per element: the gradient of `x[k]`, torch's gather backward,
 // repeated indices adding); and Seed,
@@ -39,7 +41,8 @@ enum class Reduction { None, Sum, Mean, BatchMean, Composite };
 // Program::gradient_totals), for a map's backward the upstream tensor's element. Inside the derivatives, the guards of `where` apply after it: the side a where did not
 // select gets 0 even where the upstream gradient or the factor is inf or nan.
 enum class NodeKind : unsigned char {
-    Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, TakeCount, OneHot, ScatterAdd, Seed
+    Constant, Input, Param, Binding, Apply, RowReduce, Take, Total, RowLength, TakeCount, OneHot, InRow, ScatterAdd,
+    Seed
 };
 
 struct Node {

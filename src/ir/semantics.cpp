@@ -99,7 +99,7 @@ std::vector<bool> per_row_nodes(const ir::Program& program, const std::vector<bo
                 per_row[id] = input_per_row[static_cast<std::size_t>(program.node(n.args[1]).slot)];
                 break;
             case ir::NodeKind::RowReduce: case ir::NodeKind::Total: case ir::NodeKind::RowLength:
-            case ir::NodeKind::TakeCount:
+            case ir::NodeKind::TakeCount: case ir::NodeKind::InRow:
                 break;
             case ir::NodeKind::Seed: per_row[id] = !program.is_map(); break;  // a map's: the upstream element
             case ir::NodeKind::OneHot: case ir::NodeKind::ScatterAdd: per_row[id] = false; break;

@@ -153,7 +153,7 @@ public:
                     break;
                 case ir::NodeKind::RowReduce: case ir::NodeKind::Take: case ir::NodeKind::Total:
                 case ir::NodeKind::RowLength: case ir::NodeKind::OneHot: case ir::NodeKind::TakeCount:
-                case ir::NodeKind::ScatterAdd:
+                case ir::NodeKind::InRow: case ir::NodeKind::ScatterAdd:
                     throw InternalError("a program that reduces along rows in the elementwise evaluator");
             }
         }
@@ -311,6 +311,11 @@ public:
                 case ir::NodeKind::OneHot: {
                     const double i = index_at(row, program_.node(n.args[0]).slot);
                     for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(j) == i ? 1.0 : 0.0;
+                    break;
+                }
+                case ir::NodeKind::InRow: {
+                    const double i = index_at(row, program_.node(n.args[0]).slot);
+                    out[0] = i >= 0 && i < static_cast<double>(columns_) ? 1.0 : 0.0;
                     break;
                 }
                 case ir::NodeKind::Total: throw InternalError("a total inside a row's evaluation");

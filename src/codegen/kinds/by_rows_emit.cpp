@@ -83,8 +83,13 @@ public:
                                (n.kind == ir::NodeKind::Apply || n.kind == ir::NodeKind::RowReduce ||
                                 n.kind == ir::NodeKind::Take);
             if (named) printer_.name(static_cast<int>(id), fmt::format("n{}", id));
-            // Derivatives' own nodes: the row's length, and "this element's column is the index".
+            // Derivatives' own nodes: the row's length, "this element's column is the index" and "the
+            // index names a column of the row" (its integer, loaded at the row's start: row_values).
             if (n.kind == ir::NodeKind::RowLength) printer_.name(static_cast<int>(id), "((Value)C)");
+            if (n.kind == ir::NodeKind::InRow) {
+                const std::string index = index_name(program.node(n.args[0]).slot);
+                printer_.name(static_cast<int>(id), fmt::format("({} >= 0 && {} < C)", index, index));
+            }
             if (n.kind == ir::NodeKind::OneHot) {
                 const int slot = program.node(n.args[0]).slot;
                 printer_.name(static_cast<int>(id), hot_name(slot));
@@ -1411,7 +1416,7 @@ private:
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
             if (!live_[id]) continue;
             const ir::Node& user = program_.nodes[id];
-            if (user.kind == ir::NodeKind::OneHot) continue;  // compares the integer index
+            if (user.kind == ir::NodeKind::OneHot || user.kind == ir::NodeKind::InRow) continue;  // compare the integer index
             for (int a = 0; a < user.arity; ++a)
                 if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
         }

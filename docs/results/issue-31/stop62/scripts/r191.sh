@@ -16,10 +16,14 @@
 #   git checkout src/codegen/kinds/by_rows_emit.cpp src/codegen/kinds/defaults.cpp && cmake --build build
 # Carry exp63/head/liblossjit_c.so.1.0, exp63/p12/liblossjit_c.so.1.0, exp63/p12/lossjit,
 # exp63/p12/lossjit_tests.
+# Run at stop 63 in two calls (one 600 s call cannot hold both): `bash r191.sh programs`, then
+# `bash r191.sh tests`.
+part=${1:-all}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH LOSSJIT_SOURCE_DIR=$PWD
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv > $OUT/gpu.txt
 ln -sf liblossjit_c.so.1.0 exp63/head/liblossjit_c.so.1
 ln -sf liblossjit_c.so.1.0 exp63/p12/liblossjit_c.so.1
+if [ "$part" != tests ]; then
 for s in 16384x32768 16384x32000 8192x49152; do
   for lib in head p12 head p12; do
     echo "== $s library $lib"
@@ -27,6 +31,8 @@ for s in 16384x32768 16384x32000 8192x49152; do
       --only cross-entropy --only "label smoothing" --only "class weights" --only "loss, z and accuracy" --only focal
   done
 done > $OUT/programs.txt 2>&1
+fi
+[ "$part" = programs ] && exit 0
 export LOSSJIT_LIBRARY=$PWD/exp63/p12/liblossjit_c.so.1
 i=0
 for tc in "*fused value and gradients match*" "*row prefetch gives*" "*one value per row ([N, 1])*,*class-weight gradients*" \
