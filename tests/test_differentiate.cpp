@@ -74,6 +74,21 @@ double central_difference(const std::function<double(double)>& f, double at) {
     return (f(at + h) - f(at - h)) / (2 * h);
 }
 
+// The central difference of a loss's forward reference in element i of an input's data, `values`,
+// which the views `views()` returns read.
+double reference_difference(const Loss& loss, const std::function<std::vector<TensorView>()>& views,
+                            std::vector<double>& values, std::size_t i) {
+    return central_difference(
+        [&](double v) {
+            const double saved = values[i];
+            values[i] = v;
+            const double out = loss.reference(views());
+            values[i] = saved;
+            return out;
+        },
+        values[i]);
+}
+
 // Away from every kink the table's expressions have: multiples of 0.5, ties between variables,
 // integer quotients (%), softplus's threshold.
 bool away_from_kinks(const std::vector<double>& v) {
@@ -1176,16 +1191,7 @@ TEST_CASE("a take's adjoint summed along the row is in closed form: no walk, the
                 continue;
             }
             if (guarded && row_class < 0) CHECK(grad[i] == 0.0);
-            const double numeric = central_difference(
-                [&](double v) {
-                    const double saved = x[i];
-                    x[i] = v;
-                    const double out = loss.reference(views());
-                    x[i] = saved;
-                    return out;
-                },
-                x[i]);
-            CHECK(grad[i] == doctest::Approx(numeric).epsilon(1e-7));
+            CHECK(grad[i] == doctest::Approx(reference_difference(loss, views, x, i)).epsilon(1e-7));
         }
     }
 }
@@ -1232,16 +1238,7 @@ TEST_CASE("class weights w[y]: each row's one value added at its class, as centr
         const auto grads = loss.reference_grad(views(), std::vector<std::string>{"w", "x"}, 1.0);
         for (std::size_t i = 0; i < w.size(); ++i) {
             CAPTURE(i);
-            const double numeric = central_difference(
-                [&](double v) {
-                    const double saved = w[i];
-                    w[i] = v;
-                    const double out = loss.reference(views());
-                    w[i] = saved;
-                    return out;
-                },
-                w[i]);
-            CHECK(grads[0].values[i] == doctest::Approx(numeric).epsilon(1e-7));
+            CHECK(grads[0].values[i] == doctest::Approx(reference_difference(loss, views, w, i)).epsilon(1e-7));
         }
         // The per-row form where it exists, and the GPU's kernel for it (compiled, no GPU needed).
         const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, c.x, DType::float32),
