@@ -644,6 +644,10 @@ TEST_CASE("row programs: the row prefetch gives the reference's values and gradi
         // A take of a second input at the index (a class weight's pattern; exp keeps the weights
         // positive, so that the mean of a few rows does not cancel to nothing).
         {"mean(exp(s[y]) * (logsumexp(x, -1) - x[y]))", false, {"x", "s", "y"}},
+        // Takes of log_softmax, whose adjoint's row sum is in closed form (inrow): label smoothing's
+        // first walk only reduces, so that it walks ahead where the prefetch is on; focal's.
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", false, {"x", "y"}},
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", false, {"x", "y"}},
     };
     for (const Run& run : runs) {
         const Problem& problem = run.problem;
