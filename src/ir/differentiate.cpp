@@ -559,7 +559,8 @@ private:
     }
     int sum_stage(int e, const RowFactors& f) {
         if (f.element < 0) return stage(e);
-        if (const auto hot = one_hot_select(f.element)) return f.row < 0 ? stage(hot->value) : std::max(stage(f.row), stage(hot->value));
+        if (const auto hot = one_hot_select(f.element))  // in closed form: no walk
+            return std::max(f.row < 0 ? 0 : stage(f.row), stage(hot->value));
         if (f.row < 0) return stage(e) + 1;
         return std::max(stage(f.row), stage(f.element) + 1);
     }

@@ -1416,7 +1416,8 @@ private:
         for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
             if (!live_[id]) continue;
             const ir::Node& user = program_.nodes[id];
-            if (user.kind == ir::NodeKind::OneHot || user.kind == ir::NodeKind::InRow) continue;  // compare the integer index
+            // OneHot and InRow compare the integer index.
+            if (user.kind == ir::NodeKind::OneHot || user.kind == ir::NodeKind::InRow) continue;
             for (int a = 0; a < user.arity; ++a)
                 if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
         }
