@@ -58,6 +58,15 @@ struct CheckOptions {
 };
 ir::Program check(const ast::Program& program, const CheckOptions& options);
 
+// ---- a program's own row sums (ir/row_sums.cpp) ------------------------------------------------
+// The program with its row sums and means that wait for another reduction of their row built as
+// sums of their terms and per-row factors times sums (RowSums, ir/row_sums.hpp), where that saves
+// the program a walk over each row: label smoothing's `mean(x - logsumexp(x, -1), -1)` as
+// `mean(x, -1) - logsumexp(x, -1)`, one walk instead of two. A row of no elements keeps the value
+// it had as written. A program with nothing to save comes back as it is. check() runs this before
+// split_statistics.
+ir::Program split_row_sums(const ir::Program& program);
+
 // ---- statistics (ir/statistics.cpp) ------------------------------------------------------------
 // The program with each whole-tensor reduction that is used per element, per row or inside another
 // reduction (`x / sqrt(sum(x^2))`, `mean((x - mean(x))^2)`) split off into a program of its own

@@ -35,6 +35,7 @@
 
 #include "lossjit/errors.hpp"
 #include "pipeline.hpp"
+#include "ir/row_sums.hpp"
 #include "ir/simplify.hpp"
 
 namespace lossjit {
@@ -274,26 +275,12 @@ private:
         const std::vector<bool> live = reached_nodes(source_, roots);
 
         builder_ = std::make_unique<NodeBuilder>(out_);
-        std::vector<int> map(source_.nodes.size(), -1);
-        // Each binding's value in the new list as soon as it is copied (a value comes before every use
-        // of its name): distributed_take and per_row look through bindings while the copy goes on.
-        out_.bindings = source_.bindings;
-        std::multimap<int, std::size_t> bound_by;  // source node -> the bindings of it
-        for (std::size_t b = 0; b < source_.bindings.size(); ++b) {
-            bound_by.emplace(source_.bindings[b].node, b);
-            out_.bindings[b].node = -1;
-        }
-        for (std::size_t id = 0; id < source_.nodes.size(); ++id) {
-            if (!live[id]) continue;
-            ir::Node n = source_.nodes[id];
-            for (int i = 0; i < n.arity; ++i) n.args[static_cast<std::size_t>(i)] = map[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+        // distributed_take and per_row look through bindings while the copy goes on; the value kernel
+        // beside the gradients computes each result.
+        copy_nodes(source_, out_, live, [&](std::size_t, const ir::Node& n) {
             const bool k_take = n.kind == ir::NodeKind::Take && input_k_[static_cast<std::size_t>(out_.node(n.args[1]).slot)];
-            map[id] = k_take && out_.node(n.args[0]).kind != ir::NodeKind::Input ? distributed_take(n) : builder_->intern(n);
-            const auto [first, last] = bound_by.equal_range(static_cast<int>(id));
-            for (auto it = first; it != last; ++it) out_.bindings[it->second].node = map[id];
-        }
-        out_.body = map[static_cast<std::size_t>(source_.body)];
-        out_.results = source_.results;  // binding slots: the value kernel beside the gradients computes each
+            return k_take && out_.node(n.args[0]).kind != ir::NodeKind::Input ? distributed_take(n) : builder_->intern(n);
+        });
     }
 
     // (e)[k] with K indices per row, as e of the takes of its inputs: `(x - lse)[k]` is `x[k] - lse`, an
@@ -480,133 +467,9 @@ private:
         return builder().intern(n);
     }
 
-    int row_length() {
-        ir::Node length;
-        length.kind = ir::NodeKind::RowLength;
-        return builder().intern(length);
-    }
-    int row_reduce(RowReduction how, int e) {
-        ir::Node n;
-        n.kind = ir::NodeKind::RowReduce;
-        n.slot = static_cast<int>(how);
-        n.arity = 1;
-        n.args[0] = e;
-        return builder().intern(n);
-    }
-    // A gradient's row sum, built so that the kernel can add it in as early a walk as it can.
-    // sum(P * E) with P one value per row (the adjoint of a row value, a norm's 1 / r) as
-    // P * sum(E): the sum then waits for no per-row value an earlier walk must find (RMS norm's
-    // gradient: sum(g * x) beside mean(x^2), two walks instead of three). Only products, quotients by
-    // per-row values and negations are taken apart; the factors are multiplied in another order than
-    // written (the rounding of a product, not a cancellation).
-    // sum(A + B - C) as sum(A) + sum(B) - sum(C) where that lets a part be added in an earlier walk
-    // (layer norm's gradient: sum(w * g / s) - n * sum(x - m), three walks instead of four). The
-    // terms are the ones the sum had, each evaluated as before; the sums are accumulated in double
-    // and combined once, so the split adds no error beyond the terms' own (it is not the expansion
-    // sum(a * (x - m)) = sum(a * x) - m * sum(a), whose new terms can be far larger than the sum).
-    int row_sum(int e) {
-        RowFactors whole;
-        split_factors(e, whole);
-        std::vector<SignedTerm> terms;
-        signed_terms(e, false, terms);
-        // The walk after which each form's value is known, before either is built (a reduction
-        // built and not used would still be counted among the kernel's accumulators).
-        int split_stage = 0;
-        for (auto& t : terms) {
-            split_factors(t.node, t.factors);
-            split_stage = std::max(split_stage, sum_stage(t.node, t.factors));
-        }
-        // (Not over a take's K values: a term of one value per row sums to K times it there, and
-        // their sums are no walk to save.)
-        if (from_k_values_ || terms.size() < 2 || split_stage >= sum_stage(e, whole)) return factored_sum(e, whole);
-        // Terms without a per-row factor whose sums fall in one walk share one accumulator.
-        NodeBuilder& b = builder();
-        std::map<int, int> plain;  // the walk of a term's sum -> the signed sum of its terms so far
-        std::vector<int> parts;
-        for (const auto& t : terms) {
-            if (t.factors.element < 0 || t.factors.row >= 0 || one_hot_select(t.factors.element)) {
-                const int sum = factored_sum(t.node, t.factors);
-                parts.push_back(t.negated ? b.neg(sum) : sum);
-                continue;
-            }
-            auto [at, fresh] = plain.try_emplace(stage(t.node) + 1, t.negated ? b.neg(t.node) : t.node);
-            if (!fresh) at->second = t.negated ? b.sub(at->second, t.node) : b.add(at->second, t.node);
-        }
-        for (const auto& [walk, sum] : plain) parts.push_back(row_reduce(RowReduction::Sum, sum));
-        int split = parts[0];
-        for (std::size_t i = 1; i < parts.size(); ++i) split = b.add(split, parts[i]);
-        return split;
-    }
-    struct RowFactors {
-        int row = -1, element = -1;  // their products so far; -1: none
-        bool negated = false;
-    };
-    struct SignedTerm {
-        int node;
-        bool negated;
-        RowFactors factors{};
-    };
-    // sum(e) by its factors: P * sum(E); C * e for e one value per row (no walk); E of
-    // `onehot(y) ? a : 0` in closed form (one_hot_select, no walk); else sum(e).
-    int factored_sum(int e, const RowFactors& f) {
-        NodeBuilder& b = builder();
-        if (f.element < 0) return b.mul(row_length(), e);
-        const auto hot = one_hot_select(f.element);
-        if (f.row < 0 && !hot) return row_reduce(RowReduction::Sum, e);
-        int sum = hot ? in_row_select(*hot) : row_reduce(RowReduction::Sum, f.element);
-        if (f.row >= 0) sum = b.mul(f.row, sum);
-        return f.negated ? b.neg(sum) : sum;
-    }
-    int sum_stage(int e, const RowFactors& f) {
-        if (f.element < 0) return stage(e);
-        if (const auto hot = one_hot_select(f.element))  // in closed form: no walk
-            return std::max(f.row < 0 ? 0 : stage(f.row), stage(hot->value));
-        if (f.row < 0) return stage(e) + 1;
-        return std::max(stage(f.row), stage(f.element) + 1);
-    }
-    // `onehot(y) ? a : 0` with `a` one value per row: what a take's adjoint is (backward_take), and
-    // along the row it sums to `a` where y names a column of it and to 0 elsewhere, with no walk
-    // (in_row_select). Summed in a walk instead, it cost a pass over the row and a barrier for each
-    // row where a row reduction of a take's value is differentiated (focal loss, label smoothing:
-    // the logsumexp's adjoint is the sum of lp's). The closed form is the walk's sum in every bit
-    // but the sign of a zero a: the walk adds a to the accumulator's +0.
-    struct OneHotSelect {
-        int index;  // the index input node
-        int value;  // a
-    };
-    std::optional<OneHotSelect> one_hot_select(int id) {
-        if (from_k_values_) return std::nullopt;  // sums over a take's K values, not the row's columns
-        const ir::Node* n = &out_.node(id);
-        while (n->kind == ir::NodeKind::Binding) n = &out_.node(out_.bindings[static_cast<std::size_t>(n->slot)].node);
-        if (n->kind != ir::NodeKind::Apply || n->fn != Builtin::Select) return std::nullopt;
-        const ir::Node& hot = out_.node(n->args[0]);
-        const ir::Node& otherwise = out_.node(n->args[2]);
-        if (hot.kind != ir::NodeKind::OneHot || otherwise.kind != ir::NodeKind::Constant || otherwise.value != 0.0 ||
-            !per_row(n->args[1]))
-            return std::nullopt;
-        return OneHotSelect{hot.args[0], n->args[1]};
-    }
-    int in_row_select(OneHotSelect hot) {
-        ir::Node in_row;
-        in_row.kind = ir::NodeKind::InRow;
-        in_row.type = ValueType::Bool;
-        in_row.arity = 1;
-        in_row.args[0] = hot.index;
-        NodeBuilder& b = builder();
-        return b.select(b.intern(in_row), hot.value, b.constant(0.0));
-    }
-    // The terms of e through +, - and negation (and bindings), with their signs.
-    void signed_terms(int id, bool negated, std::vector<SignedTerm>& terms) {
-        const ir::Node& n = out_.node(id);
-        if (n.kind == ir::NodeKind::Binding) return signed_terms(out_.bindings[static_cast<std::size_t>(n.slot)].node, negated, terms);
-        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Neg) return signed_terms(n.args[0], !negated, terms);
-        if (n.kind == ir::NodeKind::Apply && (n.fn == Builtin::Add || n.fn == Builtin::Sub)) {
-            const int right = n.args[1];
-            const bool right_negated = n.fn == Builtin::Sub ? !negated : negated;
-            signed_terms(n.args[0], negated, terms);
-            return signed_terms(right, right_negated, terms);
-        }
-        terms.push_back({id, negated});
+    // Row sums and row lengths as RowSums (row_sums.hpp) builds them, over this program's levels and walks.
+    RowSums sums() {
+        return RowSums(out_, builder(), [this](int id) { return per_row(id); }, [this](int id) { return stage(id); });
     }
     // walk_stage (pipeline.hpp), the emitter's count, memoized: nodes are added as differentiation
     // goes, never changed. (The emitter also sums a mean's squared deviations in the mean's walk;
@@ -620,35 +483,10 @@ private:
         stage_[static_cast<std::size_t>(id)] = s;
         return s;
     }
-    void split_factors(int id, RowFactors& f) {
-        NodeBuilder& b = builder();
-        const ir::Node& n = out_.node(id);
-        if (n.kind == ir::NodeKind::Binding) return split_factors(out_.bindings[static_cast<std::size_t>(n.slot)].node, f);
-        if (per_row(id)) {
-            f.row = f.row < 0 ? id : b.mul(f.row, id);
-            return;
-        }
-        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Neg) {
-            f.negated = !f.negated;
-            return split_factors(n.args[0], f);
-        }
-        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Mul) {
-            const int right = n.args[1];  // (n may move as nodes are added)
-            split_factors(n.args[0], f);
-            return split_factors(right, f);
-        }
-        if (n.kind == ir::NodeKind::Apply && n.fn == Builtin::Div && per_row(n.args[1])) {
-            const int denominator = n.args[1];
-            split_factors(n.args[0], f);
-            f.row = b.div(f.row < 0 ? b.constant(1.0) : f.row, denominator);
-            return;
-        }
-        f.element = f.element < 0 ? id : b.mul(f.element, id);
-    }
     // A contribution made at each element of the row (or at each of its K values, from_k_values_)
     // summed: a row reduction of what varies along them; K times one value per row.
     int sum_along_row(int e) {
-        if (!from_k_values_ || !per_row(e)) return row_sum(e);
+        if (!from_k_values_ || !per_row(e)) return sums().reduce(RowReduction::Sum, e, from_k_values_);
         ir::Node count;
         count.kind = ir::NodeKind::TakeCount;
         return builder().mul(builder().intern(count), e);
@@ -755,7 +593,7 @@ private:
                         return at.args[static_cast<std::size_t>(i)];
                 if (e.text == "self") return at.self;
                 if (e.text == "g") return at.g;
-                if (e.text == "C") return row_length();  // a row reduction's formula
+                if (e.text == "C") return sums().row_length();  // a row reduction's formula
                 break;
             }
             case ast::ExprKind::Index: break;  // no formula indexes
@@ -767,7 +605,7 @@ private:
             case ast::ExprKind::Call:
             case ast::ExprKind::Conditional: {
                 if (const auto row = find_row_reduction(e.text); row && e.kind == ast::ExprKind::Call && e.args.size() == 2)
-                    return row_reduce(*row, build(*e.args[0], at));  // sum(x == self, -1)
+                    return sums().row_reduce(*row, build(*e.args[0], at));  // sum(x == self, -1)
                 const auto fn = formula_builtin(e);
                 std::array<int, 3> args{-1, -1, -1};
                 const std::size_t count = e.args.size();

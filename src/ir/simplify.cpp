@@ -152,4 +152,25 @@ int NodeBuilder::rewrite(Builtin fn, std::array<int, 3> args, int arity, ast::Po
     return intern(n);
 }
 
+void copy_nodes(const ir::Program& source, ir::Program& out, const std::vector<bool>& live,
+                const std::function<int(std::size_t id, const ir::Node& node)>& copy) {
+    std::vector<int> map(source.nodes.size(), -1);
+    out.bindings = source.bindings;
+    std::multimap<int, std::size_t> bound_by;  // source node -> the bindings of it
+    for (std::size_t b = 0; b < source.bindings.size(); ++b) {
+        bound_by.emplace(source.bindings[b].node, b);
+        out.bindings[b].node = -1;
+    }
+    for (std::size_t id = 0; id < source.nodes.size(); ++id) {
+        if (!live.empty() && !live[id]) continue;
+        ir::Node n = source.nodes[id];
+        for (int i = 0; i < n.arity; ++i) n.args[static_cast<std::size_t>(i)] = map[static_cast<std::size_t>(n.args[static_cast<std::size_t>(i)])];
+        map[id] = copy(id, n);
+        const auto [first, last] = bound_by.equal_range(static_cast<int>(id));
+        for (auto it = first; it != last; ++it) out.bindings[it->second].node = map[id];
+    }
+    out.body = map[static_cast<std::size_t>(source.body)];
+    out.results = source.results;  // binding slots, kept
+}
+
 }  // namespace lossjit

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -39,6 +40,7 @@ public:
 
     // Position given to nodes built through the short forms above.
     void set_pos(ast::Pos pos) { pos_ = pos; }
+    ast::Pos pos() const { return pos_; }
 
 private:
     using Key = std::tuple<int, int, int, int, std::uint64_t, int, int, int, int>;
@@ -52,5 +54,13 @@ private:
     std::map<Key, int> index_;
     ast::Pos pos_;
 };
+
+// How a pass rebuilds a program node by node (differentiate's copy of the primal, split_row_sums):
+// each of `source`'s nodes that `live` marks (every node where `live` is empty), in order, becomes
+// `copy(id, node)` in `out`, `node` being the source node with its arguments already mapped to `out`.
+// Each binding's value is set in `out` as soon as its node is copied (a value comes before every use
+// of its name), so `copy` can look through bindings; then `out`'s body and results.
+void copy_nodes(const ir::Program& source, ir::Program& out, const std::vector<bool>& live,
+                const std::function<int(std::size_t id, const ir::Node& node)>& copy);
 
 }  // namespace lossjit

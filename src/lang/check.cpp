@@ -592,7 +592,7 @@ ir::Program check(const ast::Program& program, const CheckOptions& options) {
         for (const auto& q : options.params)
             if (&q < &p && q.name == p.name) throw UsageError(fmt::format("parameter '{}' is given twice", p.name));
     }
-    return split_statistics(Checker(program, options).run());
+    return split_statistics(split_row_sums(Checker(program, options).run()));
 }
 
 }  // namespace lossjit
