@@ -63,7 +63,7 @@ ir::Program check(const ast::Program& program, const CheckOptions& options);
 // sums of their terms and per-row factors times sums (RowSums, ir/row_sums.hpp), where that saves
 // the program a walk over each row: label smoothing's `mean(x - logsumexp(x, -1), -1)` as
 // `mean(x, -1) - logsumexp(x, -1)`, one walk instead of two. A row of no elements keeps the value
-// it had as written. A program with nothing to save comes back as it is. check() runs this before
+// it had as written; a sum in a program with takes is left whole (it may run over K values per row). A program with nothing to save comes back as it is. check() runs this before
 // split_statistics.
 ir::Program split_row_sums(const ir::Program& program);
 

@@ -12,6 +12,7 @@
 
 #include "host_views.hpp"
 #include "jit/compile.hpp"
+#include "lossjit/errors.hpp"
 #include "lossjit/lossjit.hpp"
 #include "pipeline.hpp"
 
@@ -23,12 +24,14 @@ namespace {
 
 constexpr std::int64_t kRows = 64, kColumns = 1000;
 
-// The program's inputs by name: x and t [64, 1000] float32, y [64] and k [64, 4] int64.
+// The program's inputs by name: x and t [64, 1000] float32, y [64] and k [64, 4] int64, q [64, 4]
+// float32 (K values per row beside x[k]).
 std::vector<TensorView> shapes_of(const Loss& loss) {
     std::vector<TensorView> views;
     for (const std::string& name : loss.inputs()) {
         if (name == "y") views.push_back(TensorView::contiguous(nullptr, {kRows}, DType::int64));
         else if (name == "k") views.push_back(TensorView::contiguous(nullptr, {kRows, 4}, DType::int64));
+        else if (name == "q") views.push_back(TensorView::contiguous(nullptr, {kRows, 4}, DType::float32));
         else views.push_back(TensorView::contiguous(nullptr, {kRows, kColumns}, DType::float32));
     }
     return views;
@@ -36,7 +39,8 @@ std::vector<TensorView> shapes_of(const Loss& loss) {
 
 int walks_of(const std::string& source) {
     int walks = 0;  // the emitter heads each walk "// pass N over the row"
-    for (auto at = source.find(" over the row\n"); at != std::string::npos; at = source.find(" over the row\n", at + 1)) ++walks;
+    const std::string head = " over the row\n";
+    for (auto at = source.find(head); at != std::string::npos; at = source.find(head, at + 1)) ++walks;
     return walks;
 }
 
@@ -63,9 +67,11 @@ TEST_CASE("a row sum that waits for another reduction of its row is split where 
         // A per-row term sums to C times it; a row of no elements keeps its 0 (the where).
         {"mean(sum(x - mean(x, -1), -1))", "sum(1, -1) > 0 ? sum(x, -1) - mean(x, -1) * sum(1, -1) : 0", 1},
         // A quotient by a value per row and a product: the factor out of the sum.
-        {"mean(sum(x / sqrt(sum(x * x, -1)) * t, -1))", "sum(1, -1) > 0 ? 1 / sqrt(sum(x * x, -1)) * sum(x * t, -1) : 0", 1},
+        {"mean(sum(x / sqrt(sum(x * x, -1)) * t, -1))",
+         "sum(1, -1) > 0 ? 1 / sqrt(sum(x * x, -1)) * sum(x * t, -1) : 0", 1},
         // A map's per-row value (reduction='none'), then its elements: two walks (three before).
-        {"x - logsumexp(x, -1) - mean(x - logsumexp(x, -1), -1)", "x - logsumexp(x, -1) - (mean(x, -1) - logsumexp(x, -1))", 2},
+        {"x - logsumexp(x, -1) - mean(x - logsumexp(x, -1), -1)",
+         "x - logsumexp(x, -1) - (mean(x, -1) - logsumexp(x, -1))", 2},
         // Left as written: the expansion sum(t * x) - lse * sum(t), whose terms can be far larger than
         // the sum, is never done.
         {"mean(-sum(t * (x - logsumexp(x, -1)), -1))", "-sum(t * (x - logsumexp(x, -1)), -1)", 2},
@@ -74,6 +80,10 @@ TEST_CASE("a row sum that waits for another reduction of its row is split where 
          "sum(x - logsumexp(x, -1), -1) + sum(exp(x - logsumexp(x, -1)), -1)", 2},
         // ... nor one that reaches a take: with k [N, 4] it sums over a take's K values, no walk to save.
         {"mean(sum(x[k] - logsumexp(x, -1), -1))", "sum(x[k] - logsumexp(x, -1), -1)", -1},
+        // ... nor, in a program with takes, a sum: here q holds K values per row, and sum(q - r, -1)
+        // is sum(q, -1) - K * r, not C * r. (A mean is the same over either; one of K values is
+        // refused, below.)
+        {"r = amax(x, -1); mean(sum(q * x[k], -1) + sum(q - r, -1))", "sum(q * x[k], -1) + sum(q - r, -1)", -1},
         // ... nor a reduction of a value per row (var's sum(1, -1): no walk; nor a product, a power).
         {"mean(sum(logsumexp(x, -1), -1))", "sum(logsumexp(x, -1), -1)", -1},
         {"mean(sum((x - mean(x, -1))^2, -1))", "sum((x - mean(x, -1)) ^ 2, -1)", 1},
@@ -125,7 +135,9 @@ TEST_CASE("split, the values and gradients are those of the program as written")
     std::vector<std::int64_t> y{3, 0, 6, 2, 5};
     const TensorView xv = view(x, {n, c}), tv = view(t, {n, c});
     const TensorView yv = TensorView::contiguous(y.data(), {n}, DType::int64);
-    auto at = [&](const std::vector<double>& v, std::int64_t i, std::int64_t j) { return v[static_cast<std::size_t>(i * c + j)]; };
+    auto at = [&](const std::vector<double>& v, std::int64_t i, std::int64_t j) {
+        return v[static_cast<std::size_t>(i * c + j)];
+    };
     std::vector<double> lse(static_cast<std::size_t>(n)), norm(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
         double top = -INFINITY, sum = 0, squares = 0;
@@ -167,11 +179,41 @@ TEST_CASE("split, the values and gradients are those of the program as written")
             return (-0.9 * (hot - p) - 0.1 * (1.0 / static_cast<double>(c) - p)) / static_cast<double>(n);
         });
     }
+    SUBCASE("with takes of K indices, a sum over the K values left whole") {
+        // q [5, 2] beside x[k], k [5, 2]: sum(q - r, -1) adds 2 values, 2 r's (not 7). A mean of K
+        // values, split, is still refused at the mean the user wrote.
+        Options options;
+        options.inputs = {"x", "k", "q"};
+        const std::vector<double> q = wave(static_cast<std::size_t>(n * 2), 2.1, 1.0);
+        std::vector<std::int64_t> k{0, 6, 3, 3, 1, 5, 2, 0, 4, 6};
+        const TensorView views[] = {xv, TensorView::contiguous(k.data(), {n, 2}, DType::int64), view(q, {n, 2})};
+        double sum_form = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            double top = -INFINITY, gathered = 0, qs = 0;
+            for (std::int64_t j = 0; j < c; ++j) top = std::max(top, at(x, i, j));
+            for (std::int64_t m = 0; m < 2; ++m) {
+                const auto e = static_cast<std::size_t>(i * 2 + m);
+                gathered += q[e] * at(x, i, k[e]);
+                qs += q[e];
+            }
+            sum_form += (gathered + qs - 2.0 * top) / static_cast<double>(n);
+        }
+        const Loss sum_loss = compile("r = amax(x, -1); mean(sum(q * x[k], -1) + sum(q - r, -1))", options);
+        const Loss mean_loss = compile("r = amax(x, -1); mean(sum(q * x[k], -1) + mean(q - r, -1))", options);
+        CHECK(sum_loss.reference(views) == doctest::Approx(sum_form).epsilon(1e-14));
+        try {
+            (void)mean_loss.reference(views);
+            FAIL("a mean of K values was computed");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()).find("expr:1:43: mean, var and std of values of K per row") != std::string::npos);
+        }
+    }
     SUBCASE("deviations from the row's mean sum to 0; their gradient is 0") {
         const Loss loss = compile("sum(sum(x - mean(x, -1), -1))");
         const TensorView views[] = {xv};
         CHECK(std::abs(loss.reference(views)) < 1e-13);
-        for (double d : loss.reference_grad(views, std::vector<std::string>{"x"})[0].values) CHECK(std::abs(d) < 1e-15);
+        const auto grad = loss.reference_grad(views, std::vector<std::string>{"x"})[0].values;
+        for (double d : grad) CHECK(std::abs(d) < 1e-15);
     }
     SUBCASE("a normalized row times t: the value, and d/dx = (t - (x.t) x / |x|^2) / |x|") {
         Options options;

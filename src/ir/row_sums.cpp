@@ -184,7 +184,8 @@ int walks(const ir::Program& program) {
     std::vector<int> stage(program.nodes.size(), 0);
     int most = 0;
     for (std::size_t id = 0; id < program.nodes.size(); ++id) {
-        stage[id] = walk_stage(program, static_cast<int>(id), [&](int arg) { return stage[static_cast<std::size_t>(arg)]; }, false);
+        const auto stage_of = [&](int arg) { return stage[static_cast<std::size_t>(arg)]; };
+        stage[id] = walk_stage(program, static_cast<int>(id), stage_of, false);
         if (reached[id] && program.nodes[id].kind == ir::NodeKind::RowReduce) most = std::max(most, stage[id]);
     }
     return most;
@@ -195,26 +196,34 @@ int walks(const ir::Program& program) {
 // reductions, row lengths, constants, parameters and what is computed from them alone; an input is
 // taken to vary along the row even where it will be [N, 1]. Left as written: a reduction that
 // reaches a take (whether it goes along the row or along a take's K values, `sum(q * x[k], -1)`, is
-// the layout's to say, and sums over K values are no walk to save), and one of a value per row (the
-// var and std of one: their `sum(1, -1)` and sums of a constant deviation are no walk either).
+// the layout's to say, and sums over K values are no walk to save), a sum in a program with takes
+// (run()), and one of a value per row (the var and std of one: their `sum(1, -1)` and sums of a
+// constant deviation are no walk either).
 class RowSumSplitter {
 public:
     explicit RowSumSplitter(const ir::Program& program) : source_(program), out_(program.header()), builder_(out_) {}
 
     ir::Program run() {
+        // In a program with takes an input may hold K values per row (q [N, K] beside x[k]) and a row
+        // sum of it runs over them: a term of one value per row sums to K times it there, not C, and
+        // a row of no columns can still have K values. Means are split alike over either; sums only
+        // where no take can make them K sums.
+        const bool takes = std::any_of(source_.nodes.begin(), source_.nodes.end(),
+                                       [](const ir::Node& n) { return n.kind == ir::NodeKind::Take; });
         std::vector<bool> reaches_take(source_.nodes.size(), false);
         RowSums sums(out_, builder_, [this](int id) { return per_row(id); }, [this](int id) { return stage(id); });
         bool split = false;
         copy_nodes(source_, out_, {}, [&](std::size_t id, const ir::Node& n) {
             const ir::Node& written = source_.nodes[id];
+            auto reached = [&](int source_id) { return reaches_take[static_cast<std::size_t>(source_id)]; };
             bool take = written.kind == ir::NodeKind::Take;
             if (written.kind == ir::NodeKind::Binding)
-                take = reaches_take[static_cast<std::size_t>(source_.bindings[static_cast<std::size_t>(written.slot)].node)];
-            for (int i = 0; i < written.arity; ++i) take = take || reaches_take[static_cast<std::size_t>(written.args[static_cast<std::size_t>(i)])];
+                take = reached(source_.bindings[static_cast<std::size_t>(written.slot)].node);
+            for (int i = 0; i < written.arity; ++i) take = take || reached(written.args[static_cast<std::size_t>(i)]);
             reaches_take[id] = take;
             const auto how = static_cast<RowReduction>(n.slot);
-            if (n.kind == ir::NodeKind::RowReduce && (how == RowReduction::Sum || how == RowReduction::Mean) &&
-                !reaches_take[static_cast<std::size_t>(written.args[0])] && !per_row(n.args[0])) {
+            if (n.kind == ir::NodeKind::RowReduce && (how == RowReduction::Mean || (how == RowReduction::Sum && !takes)) &&
+                !reached(written.args[0]) && !per_row(n.args[0])) {
                 builder_.set_pos(n.pos);
                 if (const std::optional<int> rebuilt = sums.reduce_earlier(how, n.args[0])) {
                     split = true;
