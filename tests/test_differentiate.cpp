@@ -958,6 +958,54 @@ TEST_CASE("programs once wrong give torch's numbers (pinned from the differentia
     }
 }
 
+// A composite program's derivative by a whole-tensor reduction that is a number of constants and the
+// caller's parameters (distillation's `batchmean(...) * T^2`) is folded into the derivatives (no
+// factor kernel launched before the gradient's): the gradient against
+// central differences of the forward reference, at the default and at other parameter values.
+TEST_CASE("a composite program's factors of parameters are folded: no factor kernel, the same gradient") {
+    struct Row {
+        std::string text;
+        std::vector<std::pair<std::string, double>> params;  // values set at the call; none: the defaults
+    };
+    const std::string distill = read_file(source_dir() + "/examples/distill_kl.loss");
+    const std::vector<Row> table = {
+        {distill, {}},
+        {distill, {{"T", 0.7}}},
+        {"param w = 3; mean(a^2) * w - sum(a * b) * exp(w) / 2", {{"w", -1.5}}},
+        {"param w = 3; param v = 2; mean(sum(a * b, -1)) * w^v + mean(a)", {}},
+    };
+    HostTensor a = generate(parse_generator("3x5:normal"), 11), b = generate(parse_generator("3x5:normal"), 12);
+    for (const auto& row : table) {
+        CAPTURE(row.text);
+        Options options;
+        options.inputs = row.text == distill ? std::vector<std::string>{"s", "t"} : std::vector<std::string>{"a", "b"};
+        for (const auto& [name, value] : row.params) options.params.push_back({name, value});
+        const auto loss = compile(row.text, options);
+        const std::vector<std::string> wrt{options.inputs[0]};
+        auto views = [&] { return std::vector<TensorView>{a.view(), b.view()}; };
+        CHECK(!loss.factor_source(views(), wrt));
+        const auto grads = loss.reference_grad(views(), wrt, 1.5);
+        auto* data = reinterpret_cast<float*>(a.bytes.data());
+        REQUIRE(grads[0].values.size() == 15);
+        for (std::size_t i = 0; i < 15; ++i) {
+            CAPTURE(i);
+            const float kept = data[i];
+            const double h = 1e-2;
+            data[i] = static_cast<float>(kept + h);
+            const double plus = loss.reference(views());
+            data[i] = static_cast<float>(kept - h);
+            const double minus = loss.reference(views());
+            data[i] = kept;
+            CHECK(grads[0].values[i] == doctest::Approx(1.5 * (plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
+        }
+    }
+    // A factor of the data (a reduction's value) keeps its kernel.
+    Options options;
+    options.inputs = {"a", "b"};
+    const auto data_factor = compile("param w = 3; mean(a^2) * sum(b) * w", options);
+    CHECK(data_factor.factor_source(std::vector<TensorView>{a.view(), b.view()}, std::vector<std::string>{"a"}));
+}
+
 // The reference gradients of a map's float32 inputs with an upstream U against central differences
 // of sum(U * map(inputs)) through the forward reference (itself checked against torch by the
 // differential test). The step is what float32 holds of +-1e-2: a loose tolerance.

@@ -206,6 +206,17 @@ TEST_CASE("the kernels of several results compile with NVRTC, value and gradient
     auto total = compile(kListed[1].program);
     CHECK(!total.factor_source(views, wrt));
     CHECK(total.cuda_source(views, wrt).find("seed_1 = (Value)grads.total_scale(1)") != std::string::npos);
+    // So are factors of the caller's parameters (distillation's `batchmean(...) * T^2`): no factor
+    // kernel launched before the gradient's.
+    Options distill_options;
+    distill_options.inputs = {"s", "t"};
+    auto distill = compile("param T = 2; q = t / T - logsumexp(t / T, -1); p = s / T - logsumexp(s / T, -1); "
+                           "batchmean(sum(exp(q) * (q - p), -1)) * T^2",
+                           distill_options);
+    const std::vector<TensorView> logits{views[0], views[0]};
+    const std::vector<std::string> student{"s"};
+    CHECK(!distill.factor_source(logits, student));
+    CHECK(!compile_cuda(distill.cuda_source(logits, student), "compute_90").data.empty());
     // Factors of the data (ce / z: 1 / z and -ce / z^2): their kernel first, a result per reduction.
     auto ratio = compile("lse = logsumexp(x, -1); ce = mean(lse - x[y]); z = mean(lse^2); r = ce / z; r, ce, z");
     const auto factor = ratio.factor_source(views, wrt);

@@ -223,14 +223,15 @@ public:
                 if (factors_.size() <= seed_slot) factors_.resize(seed_slot + 1, -1);
                 factors_[seed_slot] = guarded(*adjoint);
                 guard_ = -1;
-                const ir::Node& factor = out_.node(factors_[seed_slot]);
-                if (factor.kind == ir::NodeKind::Constant) {
-                    // A constant factor (`loss + 1e-4 * z`, a list's first result alone) goes into
-                    // the derivative itself: no kernel has to compute it.
-                    const double c = factor.value;
+                const int factor = factors_[seed_slot];
+                if (known_at_launch(factor)) {
+                    // A factor of constants and the caller's parameters (`loss + 1e-4 * z`, a list's
+                    // first result alone, distillation's `batchmean(...) * T^2`) goes into the
+                    // derivative itself: no kernel has to compute it before the gradient's.
                     factors_[seed_slot] = kFolded;
                     const int s = seed(static_cast<int>(seed_slot));
-                    give(node.args[0], c == 1.0 ? s : b.mul(b.constant(c), s));
+                    const ir::Node& f = out_.node(factor);
+                    give(node.args[0], f.kind == ir::NodeKind::Constant && f.value == 1.0 ? s : b.mul(factor, s));
                 } else {
                     give(node.args[0], seed(static_cast<int>(seed_slot)));
                 }
@@ -458,6 +459,23 @@ private:
         };
         while (any_taken()) base += "_";
         return base;
+    }
+
+    // Whether `id` is a number of constants and the caller's parameters alone: the same in every
+    // kernel of a launch, so a kernel computes it where it is used. (A statistic's parameter is a
+    // device value of an earlier kernel: not here, as a reduction is not.)
+    bool known_at_launch(int id) const {
+        const ir::Node& n = out_.node(id);
+        switch (n.kind) {
+            case ir::NodeKind::Constant: return true;
+            case ir::NodeKind::Param: return out_.params[static_cast<std::size_t>(n.slot)].statistic < 0;
+            case ir::NodeKind::Binding: return known_at_launch(out_.bindings[static_cast<std::size_t>(n.slot)].node);
+            case ir::NodeKind::Apply:
+                for (int i = 0; i < n.arity; ++i)
+                    if (!known_at_launch(n.args[static_cast<std::size_t>(i)])) return false;
+                return true;
+            default: return false;
+        }
     }
 
     int seed(int slot = 0) {
