@@ -151,6 +151,10 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     const bool asked = knobs.row_cache == true;
     const RowWalks walks = row_walks(program, spec);  // the program's walks: the same for every spec below
     const int inputs = static_cast<int>(walks.read_again.size());
+    // Three walks or more with exp or log at each element of two inputs or more (distillation's
+    // value and gradient): more values live a thread (128-159 registers at ByRowCachedValuesPerThread,
+    // with spills), and the cache saves two reads of the row, not one.
+    const bool many_walks = walks.count >= 3 && inputs >= 2 && transcendental_elements;
     if (inputs == 0) {
         if (asked) spec.notes.push_back("a row cache was asked for, but no input is read by more than one walk over the row");
         return;
@@ -187,8 +191,10 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
             // then do not earn, 1.35-1.7x faster on an H200: docs/results/issue-31/stop61.)
             const long long values_per_unroll = static_cast<long long>(cached.vector_width) * element_inputs;
             const long long full_threads = default_value(Default::ByRowCachedThreads, gpu);
-            const long long values = default_value(Default::ByRowCachedValuesPerThread, gpu) / blocks_per_sm *
-                                     std::min<long long>(full_threads, cached.block_threads) / cached.block_threads;
+            long long values = default_value(Default::ByRowCachedValuesPerThread, gpu) / blocks_per_sm *
+                               std::min<long long>(full_threads, cached.block_threads) / cached.block_threads;
+            if (many_walks)
+                values = std::min<long long>(values, default_value(Default::ByRowCachedValuesManyWalks, gpu));
             cached.unroll = 1;
             while (cached.unroll * 2 <= kMaxUnroll && per_unroll * cached.unroll * 2 <= in_flight &&
                    values_per_unroll * cached.unroll * 2 <= values)
@@ -279,7 +285,12 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // an SM: 48.3% of the floor with the cache, 59.7% without (32768 x 4096, the warps' share: 61.8%
     // against 54.8%, lost by this rule).
     const long long kept = cached.row_cache_columns * cached.row_cluster;
-    const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row && sm_in_flight(cached) >= enough_in_flight;
+    // Programs of many walks over inputs of 4 bytes or more keep it short of that too: distillation
+    // 8192 x 1000, its warps' loads 32 KB in flight an SM, 0.127 ms with the cache against 0.210
+    // without; 16384 x 2048 0.366 / 0.446 (H100; 16-bit inputs not measured: the rule above holds).
+    const bool wide_many_walks = many_walks && element_bytes >= 4 * element_inputs;
+    const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row &&
+                       (sm_in_flight(cached) >= enough_in_flight || wide_many_walks);
     if (kept <= 0 || (!asked && !worth)) {
         if (asked)
             spec.notes.push_back(fmt::format("a row cache was asked for, but no column of the row fits the {} KB of shared "

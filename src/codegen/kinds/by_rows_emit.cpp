@@ -220,6 +220,7 @@ public:
 
     // The inputs read along the row by more than one pass (kernel indices): what a row cache would hold.
     const std::vector<int>& inputs_read_again() const { return read_again_; }
+    int walk_count() const { return static_cast<int>(passes_.size()); }
 
     // Whether a mean and the squared deviations from it share an accumulator (find_centered).
     bool centered() const { return !centered_.empty(); }
@@ -1523,7 +1524,7 @@ kinds::RowWalks kinds::row_walks(const ir::Program& program, const KernelSpec& s
     without.row_prefetch = false;
     without.row_walk_ahead = false;
     const RowEmitter emitter(program, without);
-    return {emitter.inputs_read_again(), emitter.centered(), emitter.walks_ahead()};
+    return {emitter.inputs_read_again(), emitter.centered(), emitter.walks_ahead(), emitter.walk_count()};
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

@@ -31,6 +31,7 @@ constexpr std::string_view kPrefetch = "docs/results/issue-31/stop54/README.md";
 constexpr std::string_view kAloneBlock = "docs/results/issue-31/stop57/README.md";
 constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README.md";
 constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/README.md";
+constexpr std::string_view kManyWalks = "docs/results/issue-31/stop65/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -174,6 +175,14 @@ constexpr std::array kTable = {
                "(32 values, 168 bytes a thread in local memory) 40.3% of the floor, at 1024 x 4 x 4 with the cache "
                "48.8%, without it (what the rule then gives) 54.2%",
                kRowCache},
+    DefaultRow{D::ByRowCachedValuesManyWalks, G::Any, 16,
+               "H100, distillation's value + gradient (3 walks, s and t cached, exp at each element), ms at 32 "
+               "values a thread (the rule above) against 16: 32768 x 4096 1.485 / 1.042 (128 threads x unroll 4, "
+               "159 registers, against 256 x 2), 16384 x 8192 1.252 / 1.016 (at 32: 48 bytes a thread of local "
+               "memory), 8192 x 1000 0.216 / 0.129 (at 32: 40 bytes); soft-target cross-entropy (2 walks) unchanged "
+               "by 16 at 32768 x 4096 and 16384 x 8192 (0.592 / 0.594, 0.586 / 0.585), slower at 8192 x 1000 (0.073 "
+               "/ 0.067): not for 2 walks",
+               kManyWalks},
     DefaultRow{D::ByRowCacheMinShare, G::Any, 4,
                "H100, cross-entropy 4096 x 131072 (43% of the row kept) value + gradient 65.7% of the floor against "
                "62.2% without; triplet 32768 x 8192 (28%) 69.1% against 64.1%",
@@ -364,6 +373,7 @@ std::string_view to_string(Default what) {
         case D::ByRowBlockTeamMinThreads: return "by-row fewest threads of a block a row with a row cache";
         case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";
         case D::ByRowCachedValuesPerThread: return "by-row loaded values a thread with a row cache";
+        case D::ByRowCachedValuesManyWalks: return "by-row loaded values a thread with a row cache, many heavy walks";
         case D::ByRowCacheMinShare: return "by-row row cache, least share of the row";
         case D::ByRowCacheWarpMinShare: return "by-row row cache, least share of a warp's row";
         case D::ByRowClusterBlocksPerSm: return "by-row row cache, blocks an SM with row clusters";

@@ -90,6 +90,7 @@ enum class Default : unsigned char {
     ByRowAloneGradientThreads,      // ... a fused value-and-gradient kernel's block alone on its SM (its cache fills it)
     ByRowCachedBytesInFlight,       // ... bytes its loads keep in flight (threads x unroll x vector x input bytes)
     ByRowCachedValuesPerThread,     // ... at most this many loaded values a thread (unroll x vector x inputs)
+    ByRowCachedValuesManyWalks,     // ... at most this many where 3+ walks of exp or log read 2+ cached inputs
     ByRowCacheMinShare,             // ... automatic where at least 1 / this of the row fits
     ByRowCacheWarpMinShare,         // ... rows a warp would take go to the block where warps keep less
     ByRowBlockTeamMinThreads,       // ... a block a row of automatic size: the fewest threads tried

@@ -75,6 +75,7 @@ struct RowWalks {
     std::vector<int> read_again;
     bool centered = false;
     bool walks_ahead = false;  // the first walk could be done ahead, by the row before (KernelSpec::row_walk_ahead)
+    int count = 0;             // walks over each row
 };
 RowWalks row_walks(const ir::Program& program, const KernelSpec& spec);
 
