@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Knob variants of fused value-and-gradient row kernels beyond lossjit_bench --rows' five problems:
-label smoothing, class weights, z-loss, focal, distillation, at one vocabulary size; and the row maps'
-forward and backward through autograd (softmax, log_softmax, layer and RMS norm). Each variant
-(KNOB=VALUE,...; "default" for none) is timed in turn with the others round after round (medians of
-CUDA-event intervals, bench/gpu_timing.py) and reported against the one-read-one-write floor: the
-bytes of the inputs read along the rows once and of the gradients written once, at this GPU's copy
-rate (the maps: milliseconds of torch.autograd.grad of the output, forward and backward kernels).
+label smoothing, class weights, z-loss, focal, distillation, soft-target cross-entropy, at one
+vocabulary size; and the row maps' forward and backward through autograd (softmax, log_softmax,
+layer and RMS norm). Each variant (KNOB=VALUE,...; "default" for none) is timed in turn with the
+others round after round (medians of CUDA-event intervals, bench/gpu_timing.py) and reported
+against the one-read-one-write floor: the bytes of the inputs read along the rows once and of the
+gradients written once, at this GPU's copy rate (the maps: milliseconds of torch.autograd.grad of
+the output, forward and backward kernels).
 
     python3 bench/row_variants.py --shape 16384x32768 --variant default --variant block=1024,row_prefetch=on
     python3 bench/row_variants.py --dtype bfloat16 --only cross-entropy --variant default --variant block=1024,unroll=4,row_cache=on
@@ -24,14 +25,15 @@ from gpu_timing import alternating, copy_rate, row_options, seeded_logits  # noq
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
-# name -> (program file or text, inputs beyond x and y)
+# name -> (program file or text, its inputs, the inputs differentiated)
 PROGRAMS = {
-    "cross-entropy": ("cross_entropy.loss", []),
-    "label smoothing": ("cross_entropy_smoothing.loss", []),
-    "class weights": ("cross_entropy_weighted.loss", ["w"]),
-    "loss, z and accuracy": ("cross_entropy_z_acc.loss", []),
-    "focal": ("focal.loss", []),
-    "distillation KL": ("distill_kl.loss", ["s", "t"]),
+    "cross-entropy": ("cross_entropy.loss", ["x", "y"], ["x"]),
+    "label smoothing": ("cross_entropy_smoothing.loss", ["x", "y"], ["x"]),
+    "class weights": ("cross_entropy_weighted.loss", ["x", "y", "w"], ["x"]),
+    "loss, z and accuracy": ("cross_entropy_z_acc.loss", ["x", "y"], ["x"]),
+    "focal": ("focal.loss", ["x", "y"], ["x"]),
+    "distillation KL": ("distill_kl.loss", ["s", "t"], ["s"]),
+    "soft-target CE": ("mean(sum(-t * (x - logsumexp(x, -1)), -1))", ["x", "t"], ["x"]),
 }
 
 # Maps along the rows, forward and backward through autograd.
@@ -56,16 +58,16 @@ def main():
     variants = args.variant or ["default"]
     n, c, x = seeded_logits(args)
     y = torch.randint(0, c, (n,), device="cuda")
+    # t: the teacher's logits (distillation) or soft targets (soft-target CE; their values do not
+    # change the work)
     extra = {"w": torch.rand(c, device="cuda") + 0.5, "s": x, "t": torch.randn(n, c, device="cuda")}
     rate = copy_rate(n * c * 4)
     results = {}
-    for name, (source, more) in PROGRAMS.items():
+    for name, (source, inputs, wrt) in PROGRAMS.items():
         if args.only and name not in args.only:
             continue
         text = program_text(source)
-        inputs = ["s", "t"] if "s" in more else ["x", "y"] + more
         tensors = [extra[k] if k in extra else {"x": x, "y": y}[k] for k in inputs]
-        wrt = ["s"] if "s" in more else ["x"]
         losses = {v: lossjit.compile(text, inputs=inputs, knobs=None if v == "default" else v) for v in variants}
         fns = {v: (lambda loss=loss: loss.value_and_grad(*tensors, wrt=wrt)) for v, loss in losses.items()}
         ms = alternating(fns, args.reps)
