@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <limits>
 #include <random>
 #include <set>
@@ -999,11 +1000,19 @@ TEST_CASE("a composite program's factors of parameters are folded: no factor ker
             CHECK(grads[0].values[i] == doctest::Approx(1.5 * (plus - minus) / (2 * h)).epsilon(2e-3).scale(1.0));
         }
     }
-    // A factor of the data (a reduction's value) keeps its kernel.
+    // A factor of the data (a reduction's value) keeps its kernel, and so does one of a statistic
+    // (`mean(b)` inside the sum is computed by a kernel of its own, and the factor is that value).
     Options options;
     options.inputs = {"a", "b"};
-    const auto data_factor = compile("param w = 3; mean(a^2) * sum(b) * w", options);
-    CHECK(data_factor.factor_source(std::vector<TensorView>{a.view(), b.view()}, std::vector<std::string>{"a"}));
+    const std::vector<TensorView> ab{a.view(), b.view()};
+    const std::vector<std::string> wrt_a{"a"};
+    CHECK(compile("param w = 3; mean(a^2) * sum(b) * w", options).factor_source(ab, wrt_a));
+    const auto statistic_factor = compile("mean(a * mean(b)) * mean(b)", options);
+    CHECK(statistic_factor.factor_source(ab, wrt_a));
+    const auto grads = statistic_factor.reference_grad(ab, wrt_a);
+    const auto bs = b.floats();
+    const double mean_b = std::accumulate(bs.begin(), bs.end(), 0.0) / static_cast<double>(bs.size());
+    for (double g : grads[0].values) CHECK(g == doctest::Approx(mean_b * mean_b / 15).epsilon(1e-6));
 }
 
 // The reference gradients of a map's float32 inputs with an upstream U against central differences

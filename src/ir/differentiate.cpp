@@ -461,21 +461,19 @@ private:
         return base;
     }
 
-    // Whether `id` is a number of constants and the caller's parameters alone: the same in every
-    // kernel of a launch, so a kernel computes it where it is used. (A statistic's parameter is a
-    // device value of an earlier kernel: not here, as a reduction is not.)
+    // Whether `id` is a number of constants and the caller's parameters alone (ValueLevel::Constant,
+    // no statistic among them): the same in every kernel of a launch, so a kernel computes it where
+    // it is used. (A statistic's parameter is a device value of an earlier kernel, a reduction's:
+    // its factor keeps the factor kernel.)
     bool known_at_launch(int id) const {
-        const ir::Node& n = out_.node(id);
-        switch (n.kind) {
-            case ir::NodeKind::Constant: return true;
-            case ir::NodeKind::Param: return out_.params[static_cast<std::size_t>(n.slot)].statistic < 0;
-            case ir::NodeKind::Binding: return known_at_launch(out_.bindings[static_cast<std::size_t>(n.slot)].node);
-            case ir::NodeKind::Apply:
-                for (int i = 0; i < n.arity; ++i)
-                    if (!known_at_launch(n.args[static_cast<std::size_t>(i)])) return false;
-                return true;
-            default: return false;
+        if (value_levels(out_)[static_cast<std::size_t>(id)] != ValueLevel::Constant) return false;
+        const std::vector<bool> reached = reached_nodes(out_, std::vector<int>{id});
+        for (std::size_t i = 0; i < reached.size(); ++i) {
+            const ir::Node& n = out_.nodes[i];
+            if (reached[i] && n.kind == ir::NodeKind::Param && out_.params[static_cast<std::size_t>(n.slot)].statistic >= 0)
+                return false;
         }
+        return true;
     }
 
     int seed(int slot = 0) {
