@@ -8,6 +8,8 @@
 #include <set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "codegen/kernel_spec.hpp"
 #include "codegen/kinds/defaults.hpp"
 #include "codegen/kinds/kinds.hpp"
@@ -519,6 +521,50 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
         // Teams take rows in turn: a resident grid, not a block a row.
         const Occupancy occupancy{.fits_per_sm = 1, .multiprocessors = 132};
         CHECK(kinds::by_rows_grid(program, spec, layout, occupancy).blocks <= 132u);
+    }
+}
+
+TEST_CASE("a warp's rows of one input, values alone: unroll 8 on Hopper, on an H200 at most 64 registers") {
+    // ByRowWarpUnrollOneInput, ByRowWarpOneInputMaxRegisters (docs/results/issue-31/stop66): the bound
+    // keeps a heavier program (loss, z-loss and accuracy: 78 registers unbounded) at two blocks of
+    // 512; it is not where the row cache or a block takes the row, nor for gradients or two inputs.
+    const char* z_acc = "lse = logsumexp(x, -1); loss = mean(lse - x[y]); z = mean(lse^2); acc = mean(argmax(x, -1) == y); loss, z, acc";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long columns;
+        GpuFacts gpu;
+        int block = 0;  // a knob's, where set
+        int unroll;
+        int min_blocks;
+    };
+    const std::vector<Row> table{
+        {kCrossEntropy, {}, 4096, kH200, 0, 8, 2},
+        {z_acc, {}, 4096, kH200, 0, 8, 2},
+        {"mean(logsumexp(x, -1))", {}, 8192, kH200, 0, 8, 2},
+        {"amax(x, -1)", {}, 2048, kH200, 0, 8, 2},  // a map of one value a row writes no element
+        {kCrossEntropy, {}, 4096, kH200, 256, 8, 4},  // a knob's block: still 64 registers
+        {kCrossEntropy, {}, 4096, kH200, 1024, 8, 1},
+        {kCrossEntropy, {}, 4096, kH100, 0, 8, 1},
+        {kCrossEntropy, {}, 4096, {}, 0, 4, 1},
+        {kCrossEntropy, {"x"}, 4096, kH200, 0, 8, 1},   // the fused gradient keeps the row: the cache's numbers
+        {kSoftmax, {}, 4096, kH200, 0, 8, 1},           // walks twice: the cache
+        {"mean(sum(x * z, -1))", {}, 4096, kH200, 0, 4, 1},  // two inputs
+        {kCrossEntropy, {}, 32768, kH200, 0, 2, 1},     // a block a row
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        CAPTURE(row.block);
+        Knobs knobs;
+        knobs.block_threads = row.block;
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, DType::float32, row.gpu);
+        CHECK(spec.unroll == row.unroll);
+        CHECK(spec.min_blocks_per_sm == row.min_blocks);
+        CHECK((spec.signature().find("registers for") != std::string::npos) == (row.min_blocks > 1));
+        if (row.min_blocks > 1)
+            CHECK(emit_cuda(program, spec).find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) !=
+                  std::string::npos);
     }
 }
 

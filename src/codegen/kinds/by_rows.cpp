@@ -20,6 +20,8 @@ namespace lossjit::kinds {
 namespace {
 
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
+constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
+constexpr int kMaxRegistersPerThread = 255;   // ptxas's own limit (sm_50 to sm_90)
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
 
@@ -115,7 +117,6 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     }
     // Registers for as many blocks as the shared memory holds, but not fewer than
     // ByRowSideCachedMinRegisters a thread (short rows would fit 32 blocks of 64: 32 registers).
-    constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
     const long long register_blocks =
         kRegistersPerSm / (static_cast<long long>(default_value(Default::ByRowSideCachedMinRegisters, gpu)) * cached.block_threads);
     cached.min_blocks_per_sm = static_cast<int>(std::max(1LL, std::min(blocks_per_sm, register_blocks)));
@@ -500,6 +501,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         element_inputs += along ? 1 : 0;
         element_bytes += along ? static_cast<long long>(size_of(operands.input_dtypes[k])) : 0;
     }
+    const bool warp_one_input_values = warp_per_row && !side_by_side && program.derivatives.empty() && element_inputs <= 1;
     spec.compute = program_compute_dtype(program, operands.input_dtypes);
     // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.
     constexpr long long kExactFloat32Integers = 1LL << 24;
@@ -630,8 +632,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         // One input read along the row (cross-entropy's logits): per team and GPU, a warp's rows more
         // loads in flight than a block's (measured on values alone: gradient kernels keep the block's
         // number); two or three (cosine, triplet) their own.
-        const bool warp_values = spec.team == kWarpThreads && program.derivatives.empty();
-        const Default one_input = warp_values ? Default::ByRowWarpUnrollOneInput : Default::ByRowUnrollOneInput;
+        const Default one_input = warp_one_input_values ? Default::ByRowWarpUnrollOneInput : Default::ByRowUnrollOneInput;
         spec.unroll = default_value(element_inputs <= 1 ? one_input : Default::ByRowUnrollSeveralInputs, gpu);
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
@@ -640,6 +641,15 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
                      transcendental_elements(program, per_row), knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     choose_row_prefetch(spec, program, columns, knobs, gpu);
+    // A warp's rows of one input, values alone, without the cache: on an H200 at most
+    // ByRowWarpOneInputMaxRegisters a thread, so that a program heavier than most at unroll 8 (loss,
+    // z-loss and accuracy: 78 registers, one block of 512 an SM) keeps two blocks' loads in flight
+    // (64 registers, no local memory: 1-5% faster than 512 x 4, where unbounded it was 2-9% slower).
+    if (warp_one_input_values && spec.row_cache_columns == 0 && spec.team == kWarpThreads) {
+        const int registers = default_value(Default::ByRowWarpOneInputMaxRegisters, gpu);
+        if (registers < kMaxRegistersPerThread)
+            spec.min_blocks_per_sm = static_cast<int>(std::max(1LL, kRegistersPerSm / (registers * spec.block_threads)));
+    }
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
