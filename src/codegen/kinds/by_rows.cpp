@@ -25,6 +25,12 @@ constexpr int kMaxRegistersPerThread = 255;   // ptxas's own limit (sm_50 to sm_
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
 
+// The blocks of `block_threads` an SM holds where each thread has `registers` (at least one): the
+// launch bound's minimum blocks (KernelSpec::min_blocks_per_sm) that keeps a thread to those registers.
+long long blocks_at_registers(long long registers, int block_threads) {
+    return std::max(1LL, kRegistersPerSm / (registers * block_threads));
+}
+
 // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
 // a block may have kPortableShared where the GPU is not known.
 constexpr std::int64_t kStaticReserve = 8 * 1024, kPortableShared = 48 * 1024;
@@ -118,8 +124,8 @@ void choose_side_cache(KernelSpec& spec, const ir::Program& program, long long r
     // Registers for as many blocks as the shared memory holds, but not fewer than
     // ByRowSideCachedMinRegisters a thread (short rows would fit 32 blocks of 64: 32 registers).
     const long long register_blocks =
-        kRegistersPerSm / (static_cast<long long>(default_value(Default::ByRowSideCachedMinRegisters, gpu)) * cached.block_threads);
-    cached.min_blocks_per_sm = static_cast<int>(std::max(1LL, std::min(blocks_per_sm, register_blocks)));
+        blocks_at_registers(default_value(Default::ByRowSideCachedMinRegisters, gpu), cached.block_threads);
+    cached.min_blocks_per_sm = static_cast<int>(std::min(blocks_per_sm, register_blocks));
     spec = std::move(cached);
 }
 
@@ -648,7 +654,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     if (warp_one_input_values && spec.row_cache_columns == 0 && spec.team == kWarpThreads) {
         const int registers = default_value(Default::ByRowWarpOneInputMaxRegisters, gpu);
         if (registers < kMaxRegistersPerThread)
-            spec.min_blocks_per_sm = static_cast<int>(std::max(1LL, kRegistersPerSm / (registers * spec.block_threads)));
+            spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
