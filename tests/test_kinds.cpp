@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -27,8 +28,9 @@ struct Planned {
     Layout layout;
     KernelSpec spec;
 };
+// `shape_of`: inputs of another shape than `shape` (an index's is `index_shape`), by name.
 Planned plan(const char* text, const std::vector<std::string>& wrt_names, const Shape& shape, const Shape& index_shape,
-             const Knobs& knobs, DType dtype, const GpuFacts& gpu) {
+             const Knobs& knobs, DType dtype, const GpuFacts& gpu, const std::map<std::string, Shape>& shape_of = {}) {
     Planned p{check(parse(text, "expr"), {}), {}, {}};
     std::vector<int> wrt;
     for (const auto& name : wrt_names)
@@ -36,7 +38,11 @@ Planned plan(const char* text, const std::vector<std::string>& wrt_names, const 
     if (!wrt.empty()) p.program = differentiate(p.program, wrt, {});
     std::vector<OperandShape> shapes;
     for (std::size_t k = 0; k < p.program.inputs.size(); ++k)
-        shapes.push_back({p.program.inputs[k], p.program.index_inputs()[k] ? index_shape : shape, {}});
+        shapes.push_back({p.program.inputs[k],
+                          shape_of.count(p.program.inputs[k]) ? shape_of.at(p.program.inputs[k])
+                          : p.program.index_inputs()[k]     ? index_shape
+                                                            : shape,
+                          {}});
     const OperandShape gradients{"gradients", shape, {}};
     p.layout = plan_program_layout(p.program, shapes, wrt.empty() ? nullptr : &gradients);
     p.spec = KernelSpec::choose(p.program, p.layout, KernelOperands::unplaced(p.program, dtype), knobs, false, gpu);
@@ -565,6 +571,44 @@ TEST_CASE("a warp's rows of one input, values alone: unroll 8 on Hopper, on an H
         if (row.min_blocks > 1)
             CHECK(emit_cuda(program, spec).find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) !=
                   std::string::npos);
+    }
+}
+
+TEST_CASE("an input only taken at a column of a warp's row is not one the walks load: class weights plan as cross-entropy") {
+    // w[y] with w of [C] is laid out along the row but read at one column of it: where a warp takes
+    // the row the walks load x alone, so the loads a thread keeps in flight and the values it holds
+    // for the row cache are cross-entropy's; where a block takes it (32768 columns) they stay those of
+    // two inputs along the row (docs/results/issue-31/stop67: one input's were slower there).
+    const char* weighted = "l = logsumexp(x, -1) - x[y]; sum(w[y] * l) / sum(w[y])";
+    for (const GpuFacts& gpu : {kH200, kH100, GpuFacts{}})
+        for (long long columns : {2048LL, 4096LL, 8192LL})
+            for (const std::vector<std::string>& wrt : {std::vector<std::string>{}, std::vector<std::string>{"x"}}) {
+                CAPTURE(gpu.memory_bytes);
+                CAPTURE(columns);
+                CAPTURE(wrt.size());
+                const Shape rows{16384, columns};
+                const auto like = plan(kCrossEntropy, wrt, rows, {16384}, {}, DType::float32, gpu);
+                const auto cw = plan(weighted, wrt, rows, {16384}, {}, DType::float32, gpu, {{"w", {columns}}});
+                CHECK(cw.spec.inner_strides == std::vector<int>{1, 0, 1});  // w is along the row
+                CHECK(cw.spec.unroll == like.spec.unroll);
+                CHECK(cw.spec.block_threads == like.spec.block_threads);
+                CHECK(cw.spec.team == like.spec.team);
+                CHECK(cw.spec.row_cache_columns == like.spec.row_cache_columns);
+                CHECK(cw.spec.min_blocks_per_sm == like.spec.min_blocks_per_sm);
+            }
+    // A warp's row of x and w (both walked) is two inputs'; a block's row of class weights too: its
+    // forward unrolls 4 (cross-entropy's 2), its value and gradient keeps half the cached values (2).
+    CHECK(plan("mean(logsumexp(x * w, -1) - x[y])", {}, {16384, 4096}, {16384}, {}, DType::float32, kH200,
+               {{"w", {4096}}}).spec.unroll == 4);
+    const Shape block_rows{16384, 32768};
+    for (const GpuFacts& gpu : {kH200, kH100}) {
+        CHECK(plan(kCrossEntropy, {}, block_rows, {16384}, {}, DType::float32, gpu).spec.unroll == 2);
+        CHECK(plan(weighted, {}, block_rows, {16384}, {}, DType::float32, gpu, {{"w", {32768}}}).spec.unroll == 4);
+        CHECK(plan(kCrossEntropy, {"x"}, block_rows, {16384}, {}, DType::float32, gpu).spec.unroll == 4);
+        const auto fused = plan(weighted, {"x"}, block_rows, {16384}, {}, DType::float32, gpu, {{"w", {32768}}});
+        CHECK(fused.spec.unroll == 2);
+        CHECK(fused.spec.block_threads == 1024);
+        CHECK(fused.spec.row_cache_columns > 0);
     }
 }
 

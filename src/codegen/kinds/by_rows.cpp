@@ -149,14 +149,14 @@ bool transcendental_elements(const ir::Program& program, const std::vector<bool>
 // blocks of a thread-block cluster share each row a block would take, each walking and keeping its
 // part in at most its share of the SM's shared memory (ByRowClusterBlocksPerSm blocks an SM), so
 // that an SM keeps several rows under way. Rows side by side: choose_side_cache.
-// `element_inputs` and `element_bytes`: the inputs read along the row, and one element of each;
+// `walks`: the program's (row_walks); `element_inputs` and `element_bytes`: the inputs a thread's
+// loads along the row are counted of, and one element of each (choose_by_rows);
 // `transcendental_elements`: the walks call exp, log or the like at each element.
 void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long rows, long long columns, long long sms,
-                      bool warp_per_row, long long element_inputs, long long element_bytes, bool transcendental_elements,
-                      const Knobs& knobs, const GpuFacts& gpu) {
+                      bool warp_per_row, const RowWalks& walks, long long element_inputs, long long element_bytes,
+                      bool transcendental_elements, const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_cache == false) return;
     const bool asked = knobs.row_cache == true;
-    const RowWalks walks = row_walks(program, spec);  // the program's walks: the same for every spec below
     const int inputs = static_cast<int>(walks.read_again.size());
     // Three walks or more with exp or log at each element of two inputs or more (distillation's
     // value and gradient): more values live a thread (128-159 registers at ByRowCachedValuesPerThread,
@@ -494,8 +494,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         spec.notes.push_back("a program that reduces along rows accumulates in float64");
     if (operands.input_dtypes.size() < program.inputs.size() || operands.input_data.size() < program.inputs.size())
         throw InternalError("kernel operands do not match the program");
-    int element_inputs = 0;
-    long long element_bytes = 0;  // one element of each input read along the row
+    std::vector<bool> along;  // per kernel input: laid out along the row (not one value a row, not K values)
     for (int slot : slots) {
         const auto k = static_cast<std::size_t>(slot);
         // 2: the same along each run of a row of two (stride 0 within a run only: loaded once a vector).
@@ -503,11 +502,8 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         const bool run_constant = layout.row_inner > 0 && access.strides[inner] == 0 && access.row_outer_stride != 0;
         spec.inner_strides.push_back(access.per_k ? 3 : per_row[k] ? 0 : run_constant ? 2 : 1);
         spec.input_dtypes.push_back(operands.input_dtypes[k]);
-        const bool along = !per_row[k] && !access.per_k;
-        element_inputs += along ? 1 : 0;
-        element_bytes += along ? static_cast<long long>(size_of(operands.input_dtypes[k])) : 0;
+        along.push_back(!per_row[k] && !access.per_k);
     }
-    const bool warp_one_input_values = warp_per_row && !side_by_side && program.derivatives.empty() && element_inputs <= 1;
     spec.compute = program_compute_dtype(program, operands.input_dtypes);
     // An index is a value of the program's type: rounded beyond 2^24 in float32, never silently.
     constexpr long long kExactFloat32Integers = 1LL << 24;
@@ -524,6 +520,26 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     spec.result_dtype = operands.result_dtype;
     spec.grad_dtypes = operands.grad_dtypes;
     spec.row_gradients = row_gradient_kinds(program, layout);  // refuses what the GPU cannot sum
+    // The inputs a thread's loads along the row are counted of, for its unroll and the values it
+    // holds for the row cache: where a warp takes the row, those the walks read there, not one laid
+    // out along the row but only taken at a column of it (class weights' w[y], w of [C]). Counted
+    // as two inputs, class weights took half cross-entropy's unroll and cached values; as one, on an
+    // H200 its value and gradient ran 2-18% faster at 2048-8192 columns (forward -1% to +5%), but
+    // where a block takes the row 2% (forward, 16384 x 32768) and 2-6% (value and gradient) slower
+    // (rounds 213-214, docs/results/issue-31/stop67): a block's row counts every input along it.
+    const bool walked_only = warp_per_row && !side_by_side;
+    // The program's walks, the same for every spec below: of the spec only the inputs' strides and
+    // types are known here, so its `walks_ahead` is not read (choose_row_prefetch asks again).
+    const RowWalks walks = row_walks(program, spec);
+    const std::set<int> walked(walks.walked.begin(), walks.walked.end());
+    int element_inputs = 0;
+    long long element_bytes = 0;  // one element of each input counted
+    for (std::size_t i = 0; i < along.size(); ++i) {
+        if (!along[i] || (walked_only && walked.count(static_cast<int>(i)) == 0)) continue;
+        element_inputs += 1;
+        element_bytes += static_cast<long long>(size_of(spec.input_dtypes[i]));
+    }
+    const bool warp_one_input_values = warp_per_row && !side_by_side && program.derivatives.empty() && element_inputs <= 1;
 
     // Four elements per access where every operand walked along the row steps by 1 and starts each
     // row at the same column of a vector: rows that start on a vector boundary, or shifted rows
@@ -643,7 +659,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
-    choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, element_inputs, element_bytes,
+    choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, walks, element_inputs, element_bytes,
                      transcendental_elements(program, per_row), knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     choose_row_prefetch(spec, program, columns, knobs, gpu);

@@ -220,6 +220,13 @@ public:
 
     // The inputs read along the row by more than one pass (kernel indices): what a row cache would hold.
     const std::vector<int>& inputs_read_again() const { return read_again_; }
+    // The inputs some pass reads along the row (kernel indices, ascending); not those only taken at
+    // one column of it (class weights' `w[y]`) or at K columns.
+    std::vector<int> inputs_walked() const {
+        std::set<int> walked;
+        for (const PassPlan& pass : passes_) walked.insert(pass.loaded.begin(), pass.loaded.end());
+        return {walked.begin(), walked.end()};
+    }
     int walk_count() const { return static_cast<int>(passes_.size()); }
 
     // Whether a mean and the squared deviations from it share an accumulator (find_centered).
@@ -1524,7 +1531,8 @@ kinds::RowWalks kinds::row_walks(const ir::Program& program, const KernelSpec& s
     without.row_prefetch = false;
     without.row_walk_ahead = false;
     const RowEmitter emitter(program, without);
-    return {emitter.inputs_read_again(), emitter.centered(), emitter.walks_ahead(), emitter.walk_count()};
+    return {emitter.inputs_read_again(), emitter.inputs_walked(), emitter.centered(), emitter.walks_ahead(),
+            emitter.walk_count()};
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

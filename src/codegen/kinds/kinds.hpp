@@ -69,10 +69,12 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
 std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
 // What the spec's walks over a row do, from one analysis of the program (the spec's row cache and
 // prefetch are ignored): the inputs (kernel indices) more than one walk reads, what a row cache
-// would hold; and whether a walk merges a mean and the squared deviations from it in one
-// accumulator (layer norm, var: float64 work at every element).
+// would hold; those any walk reads (what a thread's loads along the row are of); and whether a
+// walk merges a mean and the squared deviations from it in one accumulator (layer norm, var:
+// float64 work at every element).
 struct RowWalks {
     std::vector<int> read_again;
+    std::vector<int> walked;
     bool centered = false;
     bool walks_ahead = false;  // the first walk could be done ahead, by the row before (KernelSpec::row_walk_ahead)
     int count = 0;             // walks over each row
