@@ -344,9 +344,11 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
 // The row prefetch (KernelSpec::row_prefetch): where a team keeps its row in the cache (not side by
 // side, not shifted, not of two strides) and the cache keeps each input's own bits (inputs of the
 // compute type: a copy, no conversion), on sm_80 or later; automatic per GPU (ByRowPrefetch,
-// ByRowPrefetchCentered, ByRowPrefetchAlone).
-void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, long long columns, const Knobs& knobs,
-                         const GpuFacts& gpu) {
+// ByRowPrefetchCentered, ByRowPrefetchAlone). `walks`: the program's (row_walks); its `walks_ahead`
+// is read only past the checks below of what else it depends on (rows side by side, of two strides,
+// shifted, in clusters).
+void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const RowWalks& walks, long long columns,
+                         const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_prefetch == false) return;
     const bool asked = knobs.row_prefetch == true;
     std::string why_not;
@@ -362,7 +364,6 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, long long
         why_not = gpu.arch > 0 ? fmt::format("its copies need sm_{} or later (this GPU is sm_{})", kFirstAsyncCopyArch, gpu.arch)
                                : fmt::format("its copies need sm_{} or later (no GPU is known to `lossjit emit` without --gpu)",
                                              kFirstAsyncCopyArch);
-    const RowWalks walks = why_not.empty() ? row_walks(program, spec) : RowWalks{};
     if (why_not.empty()) {
         const auto slots = read_inputs(program);
         for (int k : walks.read_again) {
@@ -528,18 +529,17 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // where a block takes the row 2% (forward, 16384 x 32768) and 2-6% (value and gradient) slower
     // (rounds 213-214, docs/results/issue-31/stop67): a block's row counts every input along it.
     const bool walked_only = warp_per_row && !side_by_side;
-    // The program's walks, the same for every spec below: of the spec only the inputs' strides and
-    // types are known here, so its `walks_ahead` is not read (choose_row_prefetch asks again).
+    // The program's walks, the same for every spec below (of the spec they need the inputs' strides).
     const RowWalks walks = row_walks(program, spec);
-    const std::set<int> walked(walks.walked.begin(), walks.walked.end());
     int element_inputs = 0;
     long long element_bytes = 0;  // one element of each input counted
     for (std::size_t i = 0; i < along.size(); ++i) {
-        if (!along[i] || (walked_only && walked.count(static_cast<int>(i)) == 0)) continue;
+        const bool walked = std::binary_search(walks.walked.begin(), walks.walked.end(), static_cast<int>(i));
+        if (!along[i] || (walked_only && !walked)) continue;
         element_inputs += 1;
         element_bytes += static_cast<long long>(size_of(spec.input_dtypes[i]));
     }
-    const bool warp_one_input_values = warp_per_row && !side_by_side && program.derivatives.empty() && element_inputs <= 1;
+    const bool warp_one_input_values = walked_only && program.derivatives.empty() && element_inputs <= 1;
 
     // Four elements per access where every operand walked along the row steps by 1 and starts each
     // row at the same column of a vector: rows that start on a vector boundary, or shifted rows
@@ -662,7 +662,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, walks, element_inputs, element_bytes,
                      transcendental_elements(program, per_row), knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
-    choose_row_prefetch(spec, program, columns, knobs, gpu);
+    choose_row_prefetch(spec, program, walks, columns, knobs, gpu);
     // A warp's rows of one input, values alone, without the cache: on an H200 at most
     // ByRowWarpOneInputMaxRegisters a thread, so that a program heavier than most at unroll 8 (loss,
     // z-loss and accuracy: 78 registers, one block of 512 an SM) keeps two blocks' loads in flight

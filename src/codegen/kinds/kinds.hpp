@@ -74,7 +74,7 @@ std::string emit_by_rows(const ir::Program& program, const KernelSpec& spec);
 // float64 work at every element).
 struct RowWalks {
     std::vector<int> read_again;
-    std::vector<int> walked;
+    std::vector<int> walked;  // ascending
     bool centered = false;
     bool walks_ahead = false;  // the first walk could be done ahead, by the row before (KernelSpec::row_walk_ahead)
     int count = 0;             // walks over each row
