@@ -610,6 +610,21 @@ TEST_CASE("an input only taken at a column of a warp's row is not one the walks 
         CHECK(fused.spec.block_threads == 1024);
         CHECK(fused.spec.row_cache_columns > 0);
     }
+    // Nor is w loaded in vectors: a w that starts off a 16-byte boundary leaves the kernel's vectors
+    // (an x that does not, the kernel scalar).
+    alignas(16) static float buffer[8];
+    for (const std::vector<std::string>& wrt : {std::vector<std::string>{}, std::vector<std::string>{"x"}}) {
+        const auto cw = plan(weighted, wrt, {16384, 4096}, {16384}, {}, DType::float32, kH200, {{"w", {4096}}});
+        KernelOperands operands = KernelOperands::unplaced(cw.program);
+        const auto slot = [&](const char* name) {
+            return static_cast<std::size_t>(std::find(cw.program.inputs.begin(), cw.program.inputs.end(), name) -
+                                            cw.program.inputs.begin());
+        };
+        operands.input_data[slot("w")] = buffer + 1;
+        CHECK(KernelSpec::choose(cw.program, cw.layout, operands, {}, false, kH200).vector_width == 4);
+        operands.input_data[slot("x")] = buffer + 1;
+        CHECK(KernelSpec::choose(cw.program, cw.layout, operands, {}, false, kH200).vector_width == 1);
+    }
 }
 
 TEST_CASE("the row prefetch walks the next row ahead where the first walk only reduces the kept inputs") {

@@ -563,8 +563,11 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     std::string why_scalar;
     if (layout.row_inner % 4 != 0)
         why_scalar = fmt::format("the row's runs ({} columns) are not a multiple of 4 long", layout.row_inner);
+    // Only the inputs the walks load are loaded in vectors: one only taken at a column of the row
+    // (class weights' w[y]) is read an element at a time wherever it starts.
     for (std::size_t i = 0; i < slots.size() && why_scalar.empty(); ++i) {
         const auto k = static_cast<std::size_t>(slots[i]);
+        if (!std::binary_search(walks.walked.begin(), walks.walked.end(), static_cast<int>(i))) continue;
         if (spec.inner_strides[i] == 1 && !aligned(operands.input_data[k], spec.input_dtypes[i], layout.inputs[k]))
             why_scalar = fmt::format("the rows of '{}' are not contiguous, do not start {}-byte aligned, or start at "
                                      "another column of a vector than the other inputs' rows",
