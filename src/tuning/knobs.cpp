@@ -17,8 +17,8 @@ const std::vector<KnobHelp>& knobs() {
     static const std::vector<KnobHelp> table{
         {"block", fmt::format("threads per block: a multiple of {} in [{}, {}]; default 256, 512 for reductions over "
                               "16-bit inputs or with logs (KL), 128 for maps, 1024 for small fused gradient kernels "
-                              "(512 when summing over rows, and along rows except on an H100); by rows with a row cache 512, "
-                              "1024 for a fused gradient kernel with exp or log whose block the cache leaves alone on "
+                              "(512 when summing over rows, and along rows except on an H100); by rows with a row cache 512 "
+                              "(on an H200 fewer where their warps then keep whole rows), 1024 for a fused gradient kernel with exp or log whose block the cache leaves alone on "
                               "its SM; per GPU in src/codegen/kinds/defaults.cpp",
                               kWarpThreads, kWarpThreads, kMaxBlockThreads)},
         {"items", fmt::format("elements per thread per tile = unroll x vector width, [1, {}]; default per layout",

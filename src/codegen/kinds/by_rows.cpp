@@ -24,6 +24,7 @@ constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
 constexpr int kMaxRegistersPerThread = 255;   // ptxas's own limit (sm_50 to sm_90)
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
+constexpr int kWarpSchedulersPerSm = 4;  // an SM's warps split among four schedulers (sm_70 to sm_90)
 
 // The blocks of `block_threads` an SM holds where each thread has `registers` (at least one): the
 // launch bound's minimum blocks (KernelSpec::min_blocks_per_sm) that keeps a thread to those registers.
@@ -229,6 +230,26 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
         return cached_blocks_per_sm(c, gpu) * c.block_threads * c.unroll * c.vector_width * element_bytes;
     };
     KernelSpec cached = with_cache(warp_per_row, 1);
+    // Rows a warp takes that the block's warps keep in part: on an H200 (ByRowWarpWholeRows) fewer
+    // warps that keep their rows whole, as many as fit, in fours (one for each of an SM's four
+    // warp schedulers), down to ByRowWarpWholeRowsMinWarps. Cross-entropy's value and gradient over
+    // 32768 x 4096: 16 warps keeping 89% of each row 0.334-0.350 ms, 12 keeping it whole 0.311-0.321
+    // though their loads keep 48 KB in flight, not ByRowCachedBytesInFlight; 14 (whole, uneven among
+    // the schedulers) 0.343-0.358, 10 0.327, 8 0.356 (docs/results/issue-31/stop68). Only where the
+    // 16 warps' cache is worth its place (16-bit inputs, short of the bytes in flight, keep none).
+    bool whole_warp_rows = false;
+    if (cached.team == kWarpThreads && knobs.block_threads == 0 && cached.row_cache_columns < row &&
+        sm_in_flight(cached) >= enough_in_flight && default_value(Default::ByRowWarpWholeRows, gpu) != 0) {
+        const int min_warps = default_value(Default::ByRowWarpWholeRowsMinWarps, gpu);
+        for (int warps = cached.block_threads / kWarpThreads - kWarpSchedulersPerSm; warps >= min_warps;
+             warps -= kWarpSchedulersPerSm) {
+            KernelSpec fewer = with_cache(true, 1, warps * kWarpThreads);
+            if (fewer.row_cache_columns < row) continue;
+            cached = std::move(fewer);
+            whole_warp_rows = true;
+            break;
+        }
+    }
     // (A block size set by hand or by a tuning record decides the team as the automatic one does,
     // unless row_team is set, so that a record, which keeps row_team, replays the kernel it timed.)
     if (knobs.row_team == RowTeam::Auto && warp_per_row &&
@@ -297,7 +318,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
     // without; 16384 x 2048 0.366 / 0.446 (H100; 16-bit inputs not measured: the rule above holds).
     const bool wide_many_walks = many_walks && element_bytes >= 4 * element_inputs;
     const bool worth = kept * default_value(Default::ByRowCacheMinShare, gpu) >= row &&
-                       (sm_in_flight(cached) >= enough_in_flight || wide_many_walks);
+                       (sm_in_flight(cached) >= enough_in_flight || wide_many_walks || whole_warp_rows);
     if (kept <= 0 || (!asked && !worth)) {
         if (asked)
             spec.notes.push_back(fmt::format("a row cache was asked for, but no column of the row fits the {} KB of shared "

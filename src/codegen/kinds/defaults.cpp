@@ -33,6 +33,7 @@ constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README
 constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/README.md";
 constexpr std::string_view kManyWalks = "docs/results/issue-31/stop65/README.md";
 constexpr std::string_view kWarpValuesH200 = "docs/results/issue-31/stop66/round210-h200/three.txt";
+constexpr std::string_view kWholeWarpRows = "docs/results/issue-31/stop68/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -210,6 +211,19 @@ constexpr std::array kTable = {
                "block the whole row 95.7%; cross-entropy 32768 x 4096, warps keeping 85% 83.2%, the block the whole "
                "row 76.4%",
                kRowCache},
+    DefaultRow{D::ByRowWarpWholeRows, G::Any, 0, "not measured beyond the H200 (the H100 keeps 16 warps)", kWholeWarpRows},
+    DefaultRow{D::ByRowWarpWholeRows, G::HopperHbm3e, 1,
+               "H200 value + gradient, ms, 16 warps keeping part of each row / fewer keeping them whole (round 217): "
+               "cross-entropy 32768 x 4096 (89% kept / 12 warps) 0.333-0.360 / 0.308-0.339, lossjit_bench --rows "
+               "79.0-82.1% / 86.7-87.7% of the floor; 24576 x 6144 (59% / 8) 0.420-0.439 / 0.386-0.406; class "
+               "weights 0.346-0.373 / 0.320-0.354, 0.432-0.435 / 0.404-0.410; 20480 x 5120 (71% / 8) -3% to +3%; "
+               "softmax's forward 32768 x 4096 0.2968 / 0.2721 (round 218); 14 warps (whole, uneven among the "
+               "schedulers) 0.343-0.358 against 16's 0.337-0.350 (round 215)",
+               kWholeWarpRows},
+    DefaultRow{D::ByRowWarpWholeRowsMinWarps, G::Any, 8,
+               "H200, cross-entropy value + gradient: 16384 x 8192 at 7 warps keeping whole rows 0.391-0.396 ms, 8 "
+               "keeping 88% 0.383-0.385, a block of 256 a row 0.346-0.353; 32768 x 4096 at 8 warps 0.356 (12: 0.311)",
+               kWholeWarpRows},
     DefaultRow{D::ByRowBlockTeamMinThreads, G::Any, 128,
                "H100 forward + backward, a block a row with the row cache (round 112): layer norm 32768 x 4096 "
                "1.36-1.49 ms at 128 threads, 1.63-1.70 at 256, 2.23-2.32 at 512; softmax 1.19-1.30 at 128, "
@@ -390,6 +404,8 @@ std::string_view to_string(Default what) {
         case D::ByRowCachedThreads: return "by-row threads with a row cache";
         case D::ByRowAloneGradientThreads: return "by-row value-and-gradient threads of a block alone on its SM";
         case D::ByRowBlockTeamMinThreads: return "by-row fewest threads of a block a row with a row cache";
+        case D::ByRowWarpWholeRows: return "by-row row cache, fewer warps keeping whole rows";
+        case D::ByRowWarpWholeRowsMinWarps: return "by-row row cache, least warps keeping whole rows";
         case D::ByRowCachedBytesInFlight: return "by-row bytes in flight with a row cache";
         case D::ByRowCachedValuesPerThread: return "by-row loaded values a thread with a row cache";
         case D::ByRowCachedValuesManyWalks: return "by-row loaded values a thread with a row cache, many heavy walks";
@@ -414,7 +430,8 @@ std::string_view to_string(Default what) {
 }
 
 bool is_switch(Default what) {
-    return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered || what == D::ByRowPrefetchAlone;
+    return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered || what == D::ByRowPrefetchAlone ||
+           what == D::ByRowWarpWholeRows;
 }
 
 }  // namespace lossjit

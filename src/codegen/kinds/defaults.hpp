@@ -95,6 +95,8 @@ enum class Default : unsigned char {
     ByRowCacheMinShare,             // ... automatic where at least 1 / this of the row fits
     ByRowCacheWarpMinShare,         // ... rows a warp would take go to the block where warps keep less
     ByRowBlockTeamMinThreads,       // ... a block a row of automatic size: the fewest threads tried
+    ByRowWarpWholeRows,             // ... 1 where fewer warps keep whole the rows the default block's warps keep in part
+    ByRowWarpWholeRowsMinWarps,     // ... at least this many warps a block then
     ByRowClusterBlocksPerSm,        // ... a cluster's blocks share a row that would leave fewer blocks an SM (sm_90)
     ByRowClusterLongRowShare,       // ... rows a block keeps under 1 / this of: clusters whose blocks keep that of their shares
     ByRowClusterFewRowsShare,       // rows fewer than SMs / this take a cluster's blocks each (sm_90), cache or not
