@@ -555,8 +555,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     int element_inputs = 0;
     long long element_bytes = 0;  // one element of each input counted
     for (std::size_t i = 0; i < along.size(); ++i) {
-        const bool walked = std::binary_search(walks.walked.begin(), walks.walked.end(), static_cast<int>(i));
-        if (!along[i] || (walked_only && !walked)) continue;
+        if (!along[i] || (walked_only && !walks.loads(i))) continue;
         element_inputs += 1;
         element_bytes += static_cast<long long>(size_of(spec.input_dtypes[i]));
     }
@@ -588,7 +587,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // (class weights' w[y]) is read an element at a time wherever it starts.
     for (std::size_t i = 0; i < slots.size() && why_scalar.empty(); ++i) {
         const auto k = static_cast<std::size_t>(slots[i]);
-        if (!std::binary_search(walks.walked.begin(), walks.walked.end(), static_cast<int>(i))) continue;
+        if (!walks.loads(i)) continue;
         if (spec.inner_strides[i] == 1 && !aligned(operands.input_data[k], spec.input_dtypes[i], layout.inputs[k]))
             why_scalar = fmt::format("the rows of '{}' are not contiguous, do not start {}-byte aligned, or start at "
                                      "another column of a vector than the other inputs' rows",

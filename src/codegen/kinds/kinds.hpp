@@ -27,6 +27,7 @@
 // before another thread's read. tests/test_linear_loss.cpp runs each kind so against the reference.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,10 @@ struct RowWalks {
     bool centered = false;
     bool walks_ahead = false;  // the first walk could be done ahead, by the row before (KernelSpec::row_walk_ahead)
     int count = 0;             // walks over each row
+    // Whether some walk loads kernel input `input` along the row (not only takes it at a column).
+    bool loads(std::size_t input) const {
+        return std::binary_search(walked.begin(), walked.end(), static_cast<int>(input));
+    }
 };
 RowWalks row_walks(const ir::Program& program, const KernelSpec& spec);
 
