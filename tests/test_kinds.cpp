@@ -28,10 +28,12 @@ struct Planned {
     Layout layout;
     KernelSpec spec;
 };
-// `shape_of`: inputs of another shape than `shape` (an index's is `index_shape`), by name.
+// `shape_of`: inputs of another shape than `shape` (an index's is `index_shape`), by name; `order`:
+// the caller's order of the inputs (empty: as they appear).
 Planned plan(const char* text, const std::vector<std::string>& wrt_names, const Shape& shape, const Shape& index_shape,
-             const Knobs& knobs, DType dtype, const GpuFacts& gpu, const std::map<std::string, Shape>& shape_of = {}) {
-    Planned p{check(parse(text, "expr"), {}), {}, {}};
+             const Knobs& knobs, DType dtype, const GpuFacts& gpu, const std::map<std::string, Shape>& shape_of = {},
+             const std::vector<std::string>& order = {}) {
+    Planned p{check(parse(text, "expr"), {order, {}}), {}, {}};
     std::vector<int> wrt;
     for (const auto& name : wrt_names)
         wrt.push_back(static_cast<int>(std::find(p.program.inputs.begin(), p.program.inputs.end(), name) - p.program.inputs.begin()));
@@ -624,8 +626,20 @@ TEST_CASE("an input only taken at a column of a warp's row is not one the walks 
         CHECK(KernelSpec::choose(cw.program, cw.layout, operands, {}, false, kH200).vector_width == 4);
         operands.input_data[slot("x")] = buffer + 1;
         CHECK(KernelSpec::choose(cw.program, cw.layout, operands, {}, false, kH200).vector_width == 1);
+        // Rows of x that start at other columns of a vector (4099 columns): each row's first vector
+        // is found from x's start, the row the walks load, never from w's, whose start is the same in
+        // every row (w first among the inputs, the kernel's vectors of x's odd rows were misaligned:
+        // the GPU differential's seed 222, program 116, where a [C] vector no walk reads came first).
+        const auto shifted =
+            plan(weighted, wrt, {16384, 4099}, {16384}, {}, DType::float32, kH200, {{"w", {4099}}}, {"w", "x", "y"});
+        REQUIRE(shifted.spec.row_shift);
+        CHECK(shifted.spec.inner_strides == std::vector<int>{1, 1, 0});  // w, x, y
+        const std::string source = emit_cuda(shifted.program, shifted.spec);
+        CHECK(source.find("lj::row_shift(base[1], C)") != std::string::npos);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
     }
 }
+
 
 TEST_CASE("a warp's rows that 16 warps keep in part: on an H200 fewer warps, in fours, keep them whole") {
     // ByRowWarpWholeRows: 12 warps keeping rows of 4096 whole ran 5-8% faster than 16 keeping 89%

@@ -1406,9 +1406,11 @@ private:
         }
         if (spec_.row_shift) {
             // Every operand walked along the row starts it at the same column of a vector (choose_by_rows).
+            // Not one only taken at a column, nor one no walk reads (a [C] vector the same in every
+            // row): the planner does not check those, and their row's start is not the walked rows'.
             std::string start;
-            for (std::size_t k = 0; k < slots_.size() && start.empty(); ++k)
-                if (spec_.inner_strides[k] == 1) start = fmt::format("base[{}]", k);
+            for (int k : inputs_walked())
+                if (start.empty() && spec_.inner_strides[static_cast<std::size_t>(k)] == 1) start = fmt::format("base[{}]", k);
             if (start.empty()) start = map ? "out_base" : "grad_base";
             out += fmt::format("{}const long long shift_ = lj::row_shift({}, C);  // columns before the first vector\n"
                                "{}const long long Cb_ = shift_ + (C - shift_) / 4 * 4;  // after the last\n",
