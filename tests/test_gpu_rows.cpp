@@ -511,6 +511,64 @@ TEST_CASE("row programs: fused value and gradients match the reference" * doctes
     }
 }
 
+TEST_CASE("row programs: a take picked out of the walk ahead (a block alone on its SM) matches the reference" *
+          doctest::skip(!have_gpu())) {
+    // With this GPU's defaults: on an H200 a fused cross-entropy whose 1024-thread block keeps its row
+    // alone on its SM walks the next row ahead and picks x[y] out of that walk, its index loaded a row
+    // ahead (ByRowWalkAheadPickedMaxThreads); elsewhere the copies. More rows than SMs, so that each
+    // block takes rows in turn; 32000 columns end in a partial tile (the pick compares the column);
+    // indices at either end of the row, ignored (-100) and out of range (nan, never a stale slot).
+    const bool h200 = gpu_class(open_device(0).gpu) == GpuClass::HopperHbm3e;
+    const char* plain = "mean(logsumexp(x, -1) - x[y])";
+    const char* ignore = "l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)";
+    struct Case {
+        const char* program;
+        std::int64_t row_200;  // row 200's index: in range, ignored, or out of range
+    };
+    for (const long long columns : {32768LL, 32000LL}) {
+        const long long rows = 300;
+        const Typed x(std::to_string(rows) + "x" + std::to_string(columns) + ":normal", DType::float32, 31);
+        Typed y(std::to_string(rows) + ":integers[0," + std::to_string(columns - 1) + "]", DType::int64, 32);
+        auto* index = reinterpret_cast<std::int64_t*>(y.host.bytes.data());
+        index[0] = 0, index[1] = columns - 1, index[2] = columns - 4, index[3] = 3, index[rows - 1] = columns - 1;
+        const Case cases[] = {{plain, 5}, {ignore, -100}, {plain, columns}};
+        for (const Case& c : cases) {
+            CAPTURE(columns);
+            CAPTURE(std::string(c.program));
+            CAPTURE(c.row_200);
+            const bool ignores = c.program == ignore;
+            index[7] = index[150] = ignores ? -100 : 7;
+            index[200] = c.row_200;
+            y.device.upload(y.host.bytes.data(), y.host.bytes.size());
+            Options options;
+            options.inputs = {"x", "y"};
+            auto loss = compile(c.program, options);
+            const std::vector<TensorView> views{x.view(), y.view()}, host{x.host.view(), y.host.view()};
+            const std::vector<std::string> wrt{"x"};
+            HostTensor got(x.host.shape, DType::float32);
+            DeviceBuffer grad(got.bytes.size());
+            DeviceBuffer value(sizeof(float));
+            const std::vector<OutputView> grads{OutputView{grad.data(), DType::float32, x.host.shape, {}}};
+            loss.value_and_grad(views, wrt, grads, static_cast<float*>(value.data()));
+            synchronize();
+            const std::string& signature = loss.kernel_info()->signature;
+            CAPTURE(signature);
+            if (h200) CHECK(signature.find("next row walked ahead") != std::string::npos);
+            float v = 0;
+            value.download(&v, sizeof v);
+            if (c.row_200 == columns) {  // out of range: nan, never the slot of an earlier row's take
+                CHECK(std::isnan(v));
+                continue;
+            }
+            CHECK(rel_error(v, loss.reference(host)) < 5e-6);
+            grad.download(got.bytes.data(), got.bytes.size());
+            const auto ref = loss.reference_grad(host, wrt);
+            const Spread d = spread(got, ref[0].values);
+            CHECK(d.worst <= 1e-5 * d.largest);
+        }
+    }
+}
+
 TEST_CASE("row programs: the gradient of an input of one value per row ([N, 1]) matches the reference" *
           doctest::skip(!have_gpu())) {
     // Written once per row, beside the logits' gradient; along the last dimension (warp, block and

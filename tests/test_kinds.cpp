@@ -640,7 +640,6 @@ TEST_CASE("an input only taken at a column of a warp's row is not one the walks 
     }
 }
 
-
 TEST_CASE("a warp's rows that 16 warps keep in part: on an H200 fewer warps, in fours, keep them whole") {
     // ByRowWarpWholeRows: 12 warps keeping rows of 4096 whole ran 5-8% faster than 16 keeping 89%
     // (docs/results/issue-31/stop68), though their loads keep 48 KB in flight, not 64: the cache stays.
@@ -702,9 +701,14 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         // Automatic on an H200 where the prefetch is (a block alone on its SM keeping its whole row)
         // for a fused value and gradient of at most 512 threads (ByRowWalkAheadMaxThreads): cosine.
         {kCosine, {"x", "z"}, 16384, kH200, std::nullopt, true},
-        // Not cross-entropy's 1024 threads (nor class weights'), nor a map (softmax): copied.
-        {kCrossEntropy, {"x"}, 32768, kH200, std::nullopt, false},
+        // At 1024 threads where the walk ahead picks every take of the row out of the walk
+        // (ByRowWalkAheadPickedMaxThreads): cross-entropy's x[y]. Not where a take's owner reads it
+        // at the row's start (class weights' w[y]; label smoothing's and focal's (x - lse)[y]), nor
+        // a map (softmax): copied.
+        {kCrossEntropy, {"x"}, 32768, kH200, std::nullopt, true},
         {"mean(w[y] * (logsumexp(x, -1) - x[y]))", {"x"}, 32768, kH200, std::nullopt, false},
+        {"lp = x - logsumexp(x, -1); mean(-0.9 * lp[y] - 0.1 * mean(lp, -1))", {"x"}, 32768, kH200, std::nullopt, false},
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", {"x"}, 32768, kH200, std::nullopt, false},
         {kSoftmax, {}, 32768, kH200, std::nullopt, false},
         // Asked for: warps' rows, two kept inputs (distillation), cosine on an H100, label smoothing (the
         // sum of its take's adjoint in closed form, no walk).
@@ -747,6 +751,14 @@ TEST_CASE("the row prefetch walks the next row ahead where the first walk only r
         // (lp[y] of label smoothing waits for the row's logsumexp: read after the first walk.)
         const bool takes = std::string(row.program).find("x[y]") != std::string::npos;
         CHECK((source.find("takes_[Team::team_in_block()][take_parity_]") != std::string::npos) == (row.ahead && takes));
+        // x[y] itself is picked out of the walk ahead by the lane whose tile holds the next row's
+        // column y (and by the team's first walk); walked ahead, a row's index is loaded a row
+        // ahead (row_values_ahead), so that a row's start loads nothing (picked_take).
+        const bool picked = std::string(row.program).find(" x[y]") != std::string::npos;
+        CHECK((source.find("take_slots<Team>()[Team::team_in_block()][ahead.take_parity]") != std::string::npos) ==
+              (row.ahead && picked));
+        const bool indexed = std::string(row.program).find("[y]") != std::string::npos;
+        CHECK((source.find("ahead.index") != std::string::npos) == (row.ahead && indexed));
         // Its slot's parity is carried from row to row, not divided out of the row (a 64-bit
         // division's call made every lane wait at each row's start for the loads in flight).
         CHECK((source.find("ahead.take_parity ^= 1") != std::string::npos) == (row.ahead && takes));

@@ -417,11 +417,17 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Row
     spec.row_prefetch = asked || default_value(rule, gpu) != 0;
     // Where the first walk only reduces the cached inputs, the row before can do it as it reads the
     // row in (KernelSpec::row_walk_ahead) instead of copying it. Where that measured faster: a fused
-    // value and gradient of few enough threads (ByRowWalkAheadMaxThreads: cosine's 512). Not the exp
-    // and log programs of 1024 threads a block alone on its SM, which tied or lost, nor maps (softmax
-    // forward + backward 0.7-2% slower in each of three rounds): the defaults table's evidence.
-    spec.row_walk_ahead = spec.row_prefetch && walks.walks_ahead && !program.derivatives.empty() && !program.is_map() &&
-                          spec.block_threads <= default_value(Default::ByRowWalkAheadMaxThreads, gpu);
+    // value and gradient of few enough threads (ByRowWalkAheadMaxThreads: cosine's 512), and on an
+    // H200 of 1024 threads a block alone on its SM where the walk ahead picks every take of the row
+    // (ByRowWalkAheadPickedMaxThreads: cross-entropy's x[y]), so that a row's start waits on nothing.
+    // Not those whose takes' owners read them at the row's start (class weights' w[y], focal's and
+    // label smoothing's (x - lse)[y]: 5-14 points slower), nor maps (softmax forward + backward 0.7-2%
+    // slower in each of three rounds): the defaults table's evidence.
+    if (spec.row_prefetch && walks.walks_ahead && !program.derivatives.empty() && !program.is_map()) {
+        spec.row_walk_ahead = spec.block_threads <= default_value(Default::ByRowWalkAheadMaxThreads, gpu) ||
+                              (spec.block_threads <= default_value(Default::ByRowWalkAheadPickedMaxThreads, gpu) &&
+                               row_takes_picked(program, spec));
+    }
 }
 
 // Takes of K indices per row (x[k]): the kernel walks the K values with the team's lanes (K is

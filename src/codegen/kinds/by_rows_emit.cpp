@@ -8,6 +8,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -147,8 +148,19 @@ public:
         for (int id : passes_.front().reductions)
             out += fmt::format("        {} a{};\n", accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
         out += fmt::format("        Value w[U][{}][VW];\n", cache_slot_.size());
+        for (const RowValue& r : row_values()) {
+            if (r.index) out += fmt::format("        long long index{};  // the row's own values (row_values_ahead)\n", r.k);
+            if (r.value) out += fmt::format("        Value value{};\n", r.k);
+        }
         if (!deferred_takes_.empty()) out += "        int take_parity = 0;  // which of takes_'s two slots the row's takes use (takes_by_owner)\n";
-        return out + "    };\n";
+        out += "    };\n";
+        // The takes' slots (takes_by_owner), one array a block that the team's first walk (which
+        // picks its first row's takes, picked_take) and its rows share.
+        if (!deferred_takes_.empty())
+            out += fmt::format("    template <class Team>\n    __device__ __forceinline__ static Value (&take_slots())[Team::kPerBlock][2][{}] {{\n"
+                               "        __shared__ Value slots[Team::kPerBlock][2][{}];\n        return slots;\n    }}\n",
+                               deferred_takes_.size(), deferred_takes_.size());
+        return out;
     }
 
     // Pieces of a row's start that row_body, row_prefetch_start and first_walk all print.
@@ -203,10 +215,11 @@ public:
         out += fmt::format("{}const long long row = Team::first_row();\n", kIndent) + rows_count(kIndent);
         out += fmt::format("{}if (row >= rows_) return;\n", kIndent);
         out += row_bases(kIndent) + row_cache_declarations(kIndent);
+        out += row_values_ahead([](int k) { return fmt::format("base[{}]", k); }, kIndent);
         const PassPlan& first = passes_.front();
         for (int id : first.reductions)
             out += fmt::format("{}{} a{};\n", kIndent, accumulator_type(static_cast<RowReduction>(program_.node(id).slot)), id);
-        out += walk(first, first.reductions, std::string(kIndent));
+        out += walk(first, first.reductions, std::string(kIndent), true);
         for (int id : first.reductions) out += fmt::format("{}ahead.a{} = a{};\n", kIndent, id, id);
         out += fmt::format("{}const long long next_row_ = row + Team::row_step();\n", kIndent);
         out += fmt::format("{}if (next_row_ < rows_) {{  // the next row's first tile, in flight across this row's merges\n", kIndent);
@@ -228,6 +241,17 @@ public:
         return {walked.begin(), walked.end()};
     }
     int walk_count() const { return static_cast<int>(passes_.size()); }
+
+    // Whether the row has takes and every one is picked (kinds::row_takes_picked; picked_take).
+    bool takes_all_picked() const {
+        bool any = false;
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            if (!live_[id] || program_.nodes[id].kind != ir::NodeKind::Take) continue;
+            if (!picked_take(static_cast<int>(id))) return false;
+            any = true;
+        }
+        return any;
+    }
 
     // Whether a mean and the squared deviations from it share an accumulator (find_centered).
     bool centered() const { return !centered_.empty(); }
@@ -643,6 +667,59 @@ private:
         return out;
     }
 
+    // The row's own values (stage 0): an index, loaded as an integer for its takes and as a value
+    // too where the program also computes with it (y != -100); an [N, 1] input's value. K inputs are
+    // loaded at each of the K (k_values).
+    struct RowValue {
+        int k;  // the kernel's input
+        bool index, value;
+    };
+    std::vector<RowValue> row_values() const {
+        std::vector<bool> value_use(program_.inputs.size(), false);
+        auto use_value = [&](int id) {
+            const ir::Node& node = program_.node(id);
+            if (node.kind == ir::NodeKind::Input) value_use[static_cast<std::size_t>(node.slot)] = true;
+        };
+        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
+            if (!live_[id]) continue;
+            const ir::Node& user = program_.nodes[id];
+            // OneHot and InRow compare the integer index.
+            if (user.kind == ir::NodeKind::OneHot || user.kind == ir::NodeKind::InRow) continue;
+            for (int a = 0; a < user.arity; ++a)
+                if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
+        }
+        for (const auto& b : program_.bindings) use_value(b.node);
+        if (program_.is_map())
+            for (int r : program_.result_nodes()) use_value(r);
+        for (const auto& t : totals_) use_value(t.argument);
+        std::vector<RowValue> values;
+        for (std::size_t k = 0; k < slots_.size(); ++k) {
+            const auto slot = static_cast<std::size_t>(slots_[k]);
+            if (k_input_[slot]) continue;
+            const bool per_row = spec_.inner_strides[k] == 0 || index_[slot];
+            if (index_[slot] || (per_row && value_use[slot]))
+                values.push_back({static_cast<int>(k), static_cast<bool>(index_[slot]), per_row && value_use[slot]});
+        }
+        return values;
+    }
+    // Walked ahead (KernelSpec::row_walk_ahead), the row before loads a row's own values into Ahead,
+    // so that they are in registers at the row's start: loaded there, an index held the row's
+    // gradient walk (each tile finds its column) and its take's load behind it (H200, round 182: the
+    // hand-written schedule with the index loaded at the row's start and the take read from memory
+    // 80.3-80.7% of the copy rate, 94.0-94.9% without). `offset(k)`: input k's offset of that row.
+    template <class Offset>
+    std::string row_values_ahead(Offset offset, std::string_view indent) const {
+        std::string out;
+        for (const RowValue& r : row_values()) {
+            if (r.index)
+                out += fmt::format("{}ahead.index{} = lj::load_index(dtype({}), in.ptr[{}], {});\n", indent, r.k, r.k, r.k, offset(r.k));
+            if (r.value)
+                out += fmt::format("{}ahead.value{} = lj::load1<Value>(dtype({}), in.ptr[{}], {});\n", indent, r.k, r.k, r.k,
+                                   offset(r.k));
+        }
+        return out;
+    }
+
     std::string input_name(int kernel_index) const {
         return cuda_input_name(program_.inputs[static_cast<std::size_t>(slots_[static_cast<std::size_t>(kernel_index)])]);
     }
@@ -902,16 +979,72 @@ private:
     // The lane of column y: vectors of VW columns go to the team's lanes in turn (walk, tile).
     std::string takes_by_owner(std::string_view indent) const {
         const std::string in1 = std::string(indent) + "    ";
-        std::string out = fmt::format("{}__shared__ Value takes_[Team::kPerBlock][2][{}];  // (takes_by_owner)\n", indent,
-                                      deferred_takes_.size());
+        std::string out = fmt::format("{}auto& takes_ = take_slots<Team>();  // (takes_by_owner)\n", indent);
         out += fmt::format("{}const int take_parity_ = ahead.take_parity;  // this row's among the team's\n", indent);
         int t = 0;
         for (int id : deferred_takes_) {
+            if (picked_take(id)) {  // picked by the row before (ahead_work) or the first walk
+                ++t;
+                continue;
+            }
             const std::string index = take_index(id);
             out += fmt::format("{}if ({} >= 0 && {} < C && Team::lane() == (int)({} / VW % Team::kTeam)) {{\n", indent, index,
                                index, index);
             out += take_value(id, in1, true);
             out += fmt::format("{}takes_[Team::team_in_block()][take_parity_][{}] = n{};\n{}}}\n", in1, t++, id, indent);
+        }
+        return out;
+    }
+    // A take picked out of the walk ahead, as the hand-written kernel does: as the row before reads
+    // the next row in (ahead_work; the team's first row in first_walk), the lane whose tile holds
+    // the next row's column y keeps x[y] in the next row's slot, so that nothing at a row's start
+    // waits on the index (round 190, docs/results/issue-31/stop62: 88.2-88.6% of the copy rate
+    // against 85.6-86.7%). Where the take is of a cached input itself and its index is loaded a row
+    // ahead (row_values_ahead); else its owner reads it at the row's start.
+    struct Pick {
+        int k;      // the cached input's kernel index
+        int index;  // the index's kernel index
+    };
+    std::optional<Pick> picked_take(int id) const {
+        if (!spec_.row_walk_ahead || !deferred_takes_.count(id)) return std::nullopt;
+        const ir::Node& take = program_.node(id);
+        const ir::Node& argument = program_.node(take.args[0]);
+        const ir::Node& index = program_.node(take.args[1]);
+        if (argument.kind != ir::NodeKind::Input || index.kind != ir::NodeKind::Input) return std::nullopt;
+        std::optional<Pick> pick;
+        for (std::size_t k = 0; k < slots_.size(); ++k)
+            if (slots_[k] == argument.slot && cache_slot_.count(static_cast<int>(k))) pick = Pick{static_cast<int>(k), -1};
+        if (!pick) return std::nullopt;
+        for (const RowValue& r : row_values())
+            if (r.index && slots_[static_cast<std::size_t>(r.k)] == index.slot) pick->index = r.k;
+        if (pick->index < 0) return std::nullopt;
+        return pick;
+    }
+    // The picks at a tile's element (`value(k)`: cached input k's value there), into the row at
+    // `parity`'s slots: a whole tile compares the offset in the tile (pick_offsets, before its
+    // vectors), a row's last tile the column.
+    template <class Value_>
+    std::string picks(bool whole, std::string_view parity, Value_ value, std::string_view indent) const {
+        std::string out;
+        int t = 0;
+        for (int id : deferred_takes_) {
+            if (const auto pick = picked_take(id))
+                out += fmt::format("{}if ({}) take_slots<Team>()[Team::team_in_block()][{}][{}] = {};\n", indent,
+                                   whole ? fmt::format("pick{}_ == (int)(u * Team::kTeam * VW + q)", t)
+                                         : fmt::format("col == ahead.index{}", pick->index),
+                                   parity, t, value(pick->k));
+            ++t;
+        }
+        return out;
+    }
+    std::string pick_offsets(std::string_view indent) const {
+        std::string out;
+        int t = 0;
+        for (int id : deferred_takes_) {
+            if (const auto pick = picked_take(id))
+                out += fmt::format("{}const int pick{}_ = lj::offset_in_tile(ahead.index{}, j0, (long long)U * Team::kTeam * VW);\n",
+                                   indent, t, pick->index);
+            ++t;
         }
         return out;
     }
@@ -968,6 +1101,7 @@ private:
     struct Walk {
         std::string_view vw = "VW", u = "U", end = "C";
         bool cached = true;
+        bool picks = false;  // the team's first walk: its row's picked takes (picked_take)
     };
 
     // One tile of a pass: U loads of VW columns of each input the pass reads (from the row cache where
@@ -984,7 +1118,7 @@ private:
         const std::set<int>& bindings = plan.bindings;
         const std::string in4 = in3 + "    ", in5 = in4 + "    ";
         std::string out;
-        const auto [vw, tiles, end, cached] = walk;
+        const auto [vw, tiles, end, cached, first_picks] = walk;
         // The row cache's index of column j: j itself (from the first aligned column in a shifted
         // row), unless blocks of a cluster share the row.
         const std::string_view shifted = spec_.row_shift ? " - shift_" : "";
@@ -1080,6 +1214,7 @@ private:
         // after the tile (add_tile; lj::add_tile_group adds the others' groups as before).
         if (whole)
             for (int id : reductions) out += fmt::format("{}Value e{}[U][VW];\n", in3, id);
+        if (whole && first_picks) out += pick_offsets(in3);
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in3, in3, tiles);
         out += fmt::format("{}const long long j = j0 + (long long)u * Team::kTeam * {};\n", in4, vw);
         if (!whole) {
@@ -1097,6 +1232,12 @@ private:
         out += hot_columns(plan.hot, in5, vw);
         for (std::size_t s = 0; s < loaded.size(); ++s)
             out += fmt::format("{}const Value {} = v[u][{}][q];\n", in5, input_name(loaded[s]), s);
+        if (first_picks)
+            out += picks(whole, "ahead.take_parity", [&](int k) {
+                const auto s = std::find(loaded.begin(), loaded.end(), k);
+                if (s == loaded.end()) throw InternalError("a picked take of an input the first walk does not load");
+                return fmt::format("v[u][{}][q]", s - loaded.begin());
+            }, in5);
         out += element_bindings(bindings, in5);
         for (int id : reductions)
             out += fmt::format("{}e{}{}[q] = (Value)({});\n", in5, id, whole ? "[u]" : "", print(program_.node(id).args[0]));
@@ -1153,6 +1294,7 @@ private:
         const PassPlan& first = passes_.front();
         const std::string in4 = in3 + "    ", in5 = in4 + "    ", in6 = in5 + "    ";
         std::string out = fmt::format("{}if (refill_) {{  // the next row's first walk, and the next row into the cache\n", in3);
+        if (whole) out += pick_offsets(in4);
         if (whole)
             for (int id : first.reductions) out += fmt::format("{}Value e{}[U][VW];\n", in4, id);
         out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < U; ++u) {{\n", in4, in4);
@@ -1168,6 +1310,8 @@ private:
         out += fmt::format("{}#pragma unroll\n{}for (int q = 0; q < VW; ++q) {{\n", in5, in5);
         out += fmt::format("{}const long long col = j + q;\n{}(void)col;\n", in6, in6);
         for (int k : first.loaded) out += fmt::format("{}const Value {} = ahead.w[u][{}][q];\n", in6, input_name(k), cache_slot_.at(k));
+        // (the next row's parity: flipped after this row's takes were read)
+        out += picks(whole, "ahead.take_parity", [&](int k) { return fmt::format("ahead.w[u][{}][q]", cache_slot_.at(k)); }, in6);
         out += element_bindings(first.bindings, in6);
         for (int id : first.reductions)
             out += fmt::format("{}e{}{}[q] = (Value)({});\n", in6, id, whole ? "[u]" : "", print(program_.node(id).args[0]));
@@ -1241,13 +1385,13 @@ private:
 
     // A pass's walk over the row (its tiles; a shifted row's edges), at indent in1; the pass's
     // accumulators (those of `accumulated`) and the row's bases, cache and C are in scope.
-    std::string walk(const PassPlan& plan, const std::vector<int>& accumulated, const std::string& in1) const {
+    std::string walk(const PassPlan& plan, const std::vector<int>& accumulated, const std::string& in1, bool picks = false) const {
         const std::size_t slots = std::max<std::size_t>(plan.loaded.size(), 1);
         const std::string in2 = in1 + "    ";
         const std::string in3 = in2 + "    ";
         // A shifted row's edges, a column a lane: the first columns before the vectors, the last after
         // them, so that each lane still adds its columns in increasing order (argmax's first column).
-        const Walk vectors{"VW", "U", spec_.row_shift ? "Cb_" : "C", true}, edge{"1", "1", "C", false};
+        const Walk vectors{"VW", "U", spec_.row_shift ? "Cb_" : "C", true, picks}, edge{"1", "1", "C", false};
         auto edge_columns = [&](std::string_view count, std::string_view first) {
             return fmt::format("{}if ((long long)Team::lane() < {}) {{  // a shifted row's edge\n"
                                "{}const long long j0 = {} + (long long)Team::lane();\n{}Value v[1][{}][1];\n{}{}}}\n",
@@ -1355,10 +1499,12 @@ private:
         out += fmt::format("{}long long next_base_[{}] = {{}};\n{}if (refill_) {{\n", kIndent,
                            std::max<std::size_t>(slots_.size(), 1), kIndent);
         out += cached_bases("next_c", "next_row_", "next_base_", in1);
-        // The next row's own values (an index, an [N, 1] input) are loaded at its start, where the
-        // walk that follows waits on nothing else (its vectors come from the cache or, walked ahead,
-        // it has none): asked of L2 now, the load there waits on L2, not on memory.
-        for (std::size_t k = 0; k < slots_.size(); ++k) {
+        // The next row's own values (an index, an [N, 1] input): walked ahead, loaded now, into Ahead
+        // (row_values_ahead). Else loaded at its start, where the walk that follows waits on nothing
+        // else (its vectors come from the cache): asked of L2 now, the load there waits on L2, not on memory.
+        if (spec_.row_walk_ahead)
+            out += row_values_ahead([](int k) { return fmt::format("lj::offset<R - 1>(next_c, in.strides[{}])", k); }, in1);
+        for (std::size_t k = 0; k < slots_.size() && !spec_.row_walk_ahead; ++k) {
             const auto slot = static_cast<std::size_t>(slots_[k]);
             if (k_input_[slot] || cache_slot_.count(static_cast<int>(k)) > 0) continue;
             if (spec_.inner_strides[k] == 0 || index_[slot])
@@ -1416,36 +1562,18 @@ private:
                                "{}const long long Cb_ = shift_ + (C - shift_) / 4 * 4;  // after the last\n",
                                kIndent, start, kIndent);
         }
-        // Stage 0: per-row inputs and indices. An index is loaded as an integer for its takes, and as a
-        // value too where the program also computes with it (y != -100).
-        std::vector<bool> value_use(program_.inputs.size(), false);
-        auto use_value = [&](int id) {
-            const ir::Node& node = program_.node(id);
-            if (node.kind == ir::NodeKind::Input) value_use[static_cast<std::size_t>(node.slot)] = true;
-        };
-        for (std::size_t id = 0; id < program_.nodes.size(); ++id) {
-            if (!live_[id]) continue;
-            const ir::Node& user = program_.nodes[id];
-            // OneHot and InRow compare the integer index.
-            if (user.kind == ir::NodeKind::OneHot || user.kind == ir::NodeKind::InRow) continue;
-            for (int a = 0; a < user.arity; ++a)
-                if (!(user.kind == ir::NodeKind::Take && a == 1)) use_value(user.args[static_cast<std::size_t>(a)]);
-        }
-        for (const auto& b : program_.bindings) use_value(b.node);
-        if (program_.is_map())
-            for (int r : program_.result_nodes()) use_value(r);
-        for (const auto& t : totals_) use_value(t.argument);
-        for (std::size_t k = 0; k < slots_.size(); ++k) {
-            const auto slot = static_cast<std::size_t>(slots_[k]);
-            if (k_input_[slot]) continue;  // loaded at each of the K (k_values)
-            if (index_[slot])
-                out += fmt::format("{}const long long {} = lj::load_index(dtype({}), in.ptr[{}], base[{}]);\n", kIndent,
-                                   index_name(slots_[k]), k, k, k);
-            if (spec_.inner_strides[k] == 0 || index_[slot]) {
-                if (value_use[slot])
-                    out += fmt::format("{}const Value {} = lj::load1<Value>(dtype({}), in.ptr[{}], base[{}]);\n", kIndent,
-                                       input_name(static_cast<int>(k)), k, k, k);
-            }
+        // Stage 0: per-row inputs and indices, loaded at the row's start or, walked ahead, by the row
+        // before (row_values_ahead).
+        for (const RowValue& r : row_values()) {
+            const std::string k = std::to_string(r.k);
+            if (r.index)
+                out += fmt::format("{}const long long {} = {};\n", kIndent, index_name(slots_[static_cast<std::size_t>(r.k)]),
+                                   spec_.row_walk_ahead ? "ahead.index" + k
+                                                        : fmt::format("lj::load_index(dtype({}), in.ptr[{}], base[{}])", k, k, k));
+            if (r.value)
+                out += fmt::format("{}const Value {} = {};\n", kIndent, input_name(r.k),
+                                   spec_.row_walk_ahead ? "ahead.value" + k
+                                                        : fmt::format("lj::load1<Value>(dtype({}), in.ptr[{}], base[{}])", k, k, k));
         }
         std::map<int, std::string> reduced;
         auto needed_first = [&](int id) { return defined_first(id); };
@@ -1535,6 +1663,12 @@ kinds::RowWalks kinds::row_walks(const ir::Program& program, const KernelSpec& s
     const RowEmitter emitter(program, without);
     return {emitter.inputs_read_again(), emitter.inputs_walked(), emitter.centered(), emitter.walks_ahead(),
             emitter.walk_count()};
+}
+
+bool kinds::row_takes_picked(const ir::Program& program, const KernelSpec& spec) {
+    KernelSpec ahead = spec;
+    ahead.row_walk_ahead = true;
+    return RowEmitter(program, ahead).takes_all_picked();
 }
 
 std::string kinds::emit_by_rows(const ir::Program& program, const KernelSpec& spec) {

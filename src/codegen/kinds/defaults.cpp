@@ -34,6 +34,7 @@ constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/READM
 constexpr std::string_view kManyWalks = "docs/results/issue-31/stop65/README.md";
 constexpr std::string_view kWarpValuesH200 = "docs/results/issue-31/stop66/round210-h200/three.txt";
 constexpr std::string_view kWholeWarpRows = "docs/results/issue-31/stop68/README.md";
+constexpr std::string_view kPickedTakes = "docs/results/issue-31/stop69/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -287,6 +288,18 @@ constexpr std::array kTable = {
                "cross-entropy 16384 x 32768 77.1-80.4 / 83.0-84.0, 16384 x 32000 78.7-84.1 / 82.0-82.6, class "
                "weights 77.4-82.5 / 68.1-70.4, focal 66.9-72.4 / 62.4-64.5",
                kWalkAheadTakes},
+    DefaultRow{D::ByRowWalkAheadPickedMaxThreads, G::Any, 512,
+               "not measured beyond the H200 (where the H100 keeps a row alone on its SM it copies nothing ahead: "
+               "ByRowPrefetchAlone)",
+               kPickedTakes},
+    DefaultRow{D::ByRowWalkAheadPickedMaxThreads, G::HopperHbm3e, 1024,
+               "H200, 1024 threads, % of the floor with the copies / walked ahead with the take picked out of the "
+               "walk (stop 62's P12; rounds 220-221, each library in turn): cross-entropy 16384 x 32768 81.8-83.0 / "
+               "82.1-85.8 (bench/row_variants.py), 83.0-84.3 / 87.0-87.7 (lossjit_bench --rows); 16384 x 32000 "
+               "81.4-85.2 / 81.9-85.9; 8192 x 49152 80.1-85.3 / 87.6-89.6. Walked ahead with a take its owner reads "
+               "at the row's start: class weights (w[y]) 79.4-83.9 / 67.2-70.3, label smoothing ((x - lse)[y]) "
+               "73.9-78.2 / 69.2-72.3, focal 76.9-81.5 / 69.2-72.5",
+               kPickedTakes},
     DefaultRow{D::ByRowSideCachedThreads, G::Any, 64,
                "H100, RMS norm over the 64 features of [8, 64, 512, 512] with the cache, unroll 8: 89.0% of the copy "
                "rate at 64 threads (13 blocks an SM), 88.0% at 128, 88.8% at 256; 63.9% without the cache",
@@ -419,6 +432,8 @@ std::string_view to_string(Default what) {
         case D::ByRowPrefetchCentered: return "by-row row cache, next row prefetched with a centered accumulator";
         case D::ByRowPrefetchAlone: return "by-row row cache, next row prefetched by a block alone on its SM";
         case D::ByRowWalkAheadMaxThreads: return "by-row row prefetch, most threads a block that walks the next row ahead";
+        case D::ByRowWalkAheadPickedMaxThreads:
+            return "by-row row prefetch, most threads a block that walks the next row ahead, its takes picked";
         case D::ByRowSideCachedThreads: return "by-row side-by-side threads with a row cache";
         case D::ByRowSideCachedUnroll: return "by-row side-by-side unroll with a row cache";
         case D::ByRowSideCachedMinThreadsPerSm: return "by-row side-by-side row cache, least threads an SM";

@@ -105,6 +105,7 @@ enum class Default : unsigned char {
     ByRowPrefetchCentered,          // ... the same for a block a row and a centered accumulator (layer norm)
     ByRowPrefetchAlone,             // ... the same for a block a row alone on its SM, its whole row kept
     ByRowWalkAheadMaxThreads,       // ... a fused value and gradient of at most this many threads a block walks the next row ahead
+    ByRowWalkAheadPickedMaxThreads, // ... at most this many where the walk ahead picks every take of the row (x[y])
     ByRowSideCachedThreads,         // rows side by side with a row cache: threads per block (a thread a row)
     ByRowSideCachedUnroll,          // ... elements of its row a thread loads at once
     ByRowSideCachedMinThreadsPerSm, // ... automatic where whole rows fit at this many threads an SM

@@ -85,5 +85,10 @@ struct RowWalks {
     }
 };
 RowWalks row_walks(const ir::Program& program, const KernelSpec& spec);
+// Whether the spec's kernel, walked ahead (KernelSpec::row_walk_ahead; its row cache and prefetch
+// chosen), has takes at a column of the row and picks every one of them out of the walk ahead, so
+// that nothing at a row's start waits on the row's index (cross-entropy's x[y]; not w[y] or
+// (x - lse)[y], which their owners read at the row's start).
+bool row_takes_picked(const ir::Program& program, const KernelSpec& spec);
 
 }  // namespace lossjit::kinds
