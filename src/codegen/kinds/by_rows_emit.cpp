@@ -78,6 +78,7 @@ public:
         stages();
         plan_passes();
         find_deferred_takes();
+        row_values_ = find_row_values();
         for (std::size_t id = 0; id < program.nodes.size(); ++id) {
             const ir::Node& n = program.nodes[id];
             const bool named = live_[id] && (per_row_[id] || k_level_[id]) &&
@@ -674,7 +675,9 @@ private:
         int k;  // the kernel's input
         bool index, value;
     };
-    std::vector<RowValue> row_values() const {
+    const std::vector<RowValue>& row_values() const { return row_values_; }
+    std::vector<RowValue> row_values_;  // (found once, by the constructor)
+    std::vector<RowValue> find_row_values() const {
         std::vector<bool> value_use(program_.inputs.size(), false);
         auto use_value = [&](int id) {
             const ir::Node& node = program_.node(id);
