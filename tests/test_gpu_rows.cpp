@@ -517,7 +517,9 @@ TEST_CASE("row programs: a take picked out of the walk ahead (a block alone on i
     // alone on its SM walks the next row ahead and picks x[y] out of that walk, its index loaded a row
     // ahead (ByRowWalkAheadPickedMaxThreads); elsewhere the copies. More rows than SMs, so that each
     // block takes rows in turn; 32000 columns end in a partial tile (the pick compares the column);
-    // indices at either end of the row, ignored (-100) and out of range (nan, never a stale slot).
+    // 65536 are kept in part (ByRowPrefetchAlonePart: the last columns, and an index there, walked
+    // from memory); indices at either end of the row, ignored (-100) and out of range (nan, never a
+    // stale slot).
     const bool h200 = gpu_class(open_device(0).gpu) == GpuClass::HopperHbm3e;
     const char* plain = "mean(logsumexp(x, -1) - x[y])";
     const char* ignore = "l = logsumexp(x, -1) - x[y]; sum(where(y != -100, l, 0)) / sum(y != -100)";
@@ -525,7 +527,7 @@ TEST_CASE("row programs: a take picked out of the walk ahead (a block alone on i
         const char* program;
         std::int64_t row_200;  // row 200's index: in range, ignored, or out of range
     };
-    for (const long long columns : {32768LL, 32000LL}) {
+    for (const long long columns : {32768LL, 32000LL, 65536LL}) {
         const long long rows = 300;
         const Typed x(std::to_string(rows) + "x" + std::to_string(columns) + ":normal", DType::float32, 31);
         Typed y(std::to_string(rows) + ":integers[0," + std::to_string(columns - 1) + "]", DType::int64, 32);

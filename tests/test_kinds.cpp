@@ -495,6 +495,13 @@ TEST_CASE("the row prefetch: where a team keeps its row as the inputs hold it, o
          {"x"}, 32000, kH200, std::nullopt, false},
         {cross_entropy, {"x"}, 4096, kH200, std::nullopt, false},
         {cross_entropy, {}, 32768, kH200, std::nullopt, false},
+        // And where such a block keeps one input's row in part for a fused value and gradient
+        // (ByRowPrefetchAlonePart): the cross-entropy family over 65536 columns (86% kept); not a map
+        // (softmax), nor on the H100.
+        {cross_entropy, {"x"}, 65536, kH200, std::nullopt, true},
+        {"lp = (x - logsumexp(x, -1))[y]; mean(-(1 - exp(lp))^2 * lp)", {"x"}, 65536, kH200, std::nullopt, true},
+        {softmax, {}, 65536, kH200, std::nullopt, false},
+        {cross_entropy, {"x"}, 65536, h100, std::nullopt, false},
     };
     for (const Row& row : table) {
         CAPTURE(std::string(row.program));

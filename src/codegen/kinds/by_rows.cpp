@@ -365,9 +365,9 @@ void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, lon
 // The row prefetch (KernelSpec::row_prefetch): where a team keeps its row in the cache (not side by
 // side, not shifted, not of two strides) and the cache keeps each input's own bits (inputs of the
 // compute type: a copy, no conversion), on sm_80 or later; automatic per GPU (ByRowPrefetch,
-// ByRowPrefetchCentered, ByRowPrefetchAlone). `walks`: the program's (row_walks); its `walks_ahead`
-// is read only past the checks below of what else it depends on (rows side by side, of two strides,
-// shifted, in clusters).
+// ByRowPrefetchCentered, ByRowPrefetchAlone, ByRowPrefetchAlonePart). `walks`: the program's
+// (row_walks); its `walks_ahead` is read only past the checks below of what else it depends on (rows
+// side by side, of two strides, shifted, in clusters).
 void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const RowWalks& walks, long long columns,
                          const Knobs& knobs, const GpuFacts& gpu) {
     if (knobs.row_prefetch == false) return;
@@ -377,9 +377,11 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Row
     else if (spec.side_by_side) why_not = "rows side by side are kept a thread or a few a row";
     else if (spec.row_split) why_not = "rows of two strides are walked by runs";
     else if (spec.row_shift) why_not = "rows that do not start on a vector boundary walk their edges from memory";
-    // A grid of whole clusters resident at once is not what blocks an SM times SMs gives (clusters
-    // are placed within GPCs): H100, cross-entropy value + gradient 4096 x 131072 in clusters of 4,
-    // 57-58% of the floor with a grid of 66 clusters taking rows in turn, 81-82% a cluster a row.
+    // Clusters taking rows in turn lost: H100, cross-entropy value + gradient 4096 x 131072 in
+    // clusters of 4, 57-58% of the floor with a grid of 66 clusters, 81-82% a cluster a row; H200
+    // (stop 70), with a grid of the clusters the driver says fit at once (cuOccupancyMaxActiveClusters),
+    // 64.5-65.1% against 75.0-75.1, and no cluster size or blocks an SM won by more than the spread
+    // (docs/results/issue-31/stop70: the patch and its numbers).
     else if (spec.row_cluster > 1) why_not = "blocks of a cluster take each row together";
     else if (gpu.arch < kFirstAsyncCopyArch)
         why_not = gpu.arch > 0 ? fmt::format("its copies need sm_{} or later (this GPU is sm_{})", kFirstAsyncCopyArch, gpu.arch)
@@ -405,14 +407,19 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Row
     // centered accumulator's float64 updates): its loads then wait on the arithmetic, where the
     // copies do not. On an H200 also where a block alone on its SM keeps its whole row: nothing else
     // on the SM reads while its row's merges and its last walk's stores run, and the copies keep
-    // the faster memory busy then (cross-entropy, softmax's backward). Elsewhere the next row's
-    // copies, waited for after the last walk's stores, cost more than the merges they would overlap
-    // (warps' rows; two blocks an SM, as triplet's; rows kept in part, as distillation's; the H100:
-    // docs/tuning.md, "The row prefetch").
+    // the faster memory busy then (cross-entropy, softmax's backward); and where such a block keeps
+    // one input's row in part for a fused value and gradient (the cross-entropy family over 65536
+    // columns, 86% kept). Elsewhere the next row's copies, waited for after the last walk's stores,
+    // cost more than the merges they would overlap (warps' rows; two blocks an SM, as triplet's; two
+    // inputs kept in part, as distillation's; the H100: docs/tuning.md, "The row prefetch").
     const bool block_team = spec.team == spec.block_threads;
-    const bool whole_row_alone = block_alone_on_sm(spec, gpu) && spec.row_cache_columns >= vector_row(columns);
+    const bool alone = block_alone_on_sm(spec, gpu);
+    const bool whole_row_alone = alone && spec.row_cache_columns >= vector_row(columns);
+    const bool part_row_alone = alone && !whole_row_alone && spec.row_cache_inputs == 1 && !program.derivatives.empty() &&
+                                !program.is_map();
     const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered
                          : whole_row_alone             ? Default::ByRowPrefetchAlone
+                         : part_row_alone              ? Default::ByRowPrefetchAlonePart
                                                        : Default::ByRowPrefetch;
     spec.row_prefetch = asked || default_value(rule, gpu) != 0;
     // Where the first walk only reduces the cached inputs, the row before can do it as it reads the

@@ -35,6 +35,7 @@ constexpr std::string_view kManyWalks = "docs/results/issue-31/stop65/README.md"
 constexpr std::string_view kWarpValuesH200 = "docs/results/issue-31/stop66/round210-h200/three.txt";
 constexpr std::string_view kWholeWarpRows = "docs/results/issue-31/stop68/README.md";
 constexpr std::string_view kPickedTakes = "docs/results/issue-31/stop69/README.md";
+constexpr std::string_view kPrefetchAlonePart = "docs/results/issue-31/stop70/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -275,6 +276,17 @@ constexpr std::array kTable = {
                "share an SM (triplet 32768 x 8192 91.0 / 84.4) or a row is kept in part (distillation 42.0-42.4 / "
                "40.2-42.6)",
                kPrefetchAlone},
+    DefaultRow{D::ByRowPrefetchAlonePart, G::Any, 0,
+               "not measured beyond the H200 (where the H100 keeps a row alone on its SM it copies nothing ahead: "
+               "ByRowPrefetchAlone)",
+               kPrefetchAlonePart},
+    DefaultRow{D::ByRowPrefetchAlonePart, G::HopperHbm3e, 1,
+               "H200, value + gradient over 8192 x 65536 (1024 threads keep 86% of each row), % of the floor without "
+               "/ with (bench/row_variants.py, in turn; round 227, two rounds): cross-entropy 75.0-75.1 / 78.5-79.1; "
+               "(round 228, one round) cross-entropy 71.0 / 73.7, label smoothing 69.0 / 74.6, class weights 65.6 / "
+               "72.7, z-loss and accuracy 71.2 / 78.4, focal 70.8 / 78.9. Not two inputs kept in part (distillation "
+               "16384 x 32000, round 169: 42.0-42.4 / 40.2-42.6), nor maps (not measured)",
+               kPrefetchAlonePart},
     DefaultRow{D::ByRowWalkAheadMaxThreads, G::Any, 512,
                "H200, % of the floor with the copies / walked ahead (rounds 177-178): 1 - cosine 16384 x 16384 at 512 "
                "threads 83.5-85.0 / 90.2-91.7; at 1024 threads cross-entropy 16384 x 32768 83.2-83.4 / 82.1-83.3, "
@@ -431,6 +443,8 @@ std::string_view to_string(Default what) {
         case D::ByRowPrefetch: return "by-row row cache, next row prefetched";
         case D::ByRowPrefetchCentered: return "by-row row cache, next row prefetched with a centered accumulator";
         case D::ByRowPrefetchAlone: return "by-row row cache, next row prefetched by a block alone on its SM";
+        case D::ByRowPrefetchAlonePart:
+            return "by-row row cache, next row prefetched by a block alone on its SM keeping one input's row in part";
         case D::ByRowWalkAheadMaxThreads: return "by-row row prefetch, most threads a block that walks the next row ahead";
         case D::ByRowWalkAheadPickedMaxThreads:
             return "by-row row prefetch, most threads a block that walks the next row ahead, its takes picked";
@@ -446,6 +460,7 @@ std::string_view to_string(Default what) {
 
 bool is_switch(Default what) {
     return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered || what == D::ByRowPrefetchAlone ||
+           what == D::ByRowPrefetchAlonePart ||
            what == D::ByRowWarpWholeRows;
 }
 

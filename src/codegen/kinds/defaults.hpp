@@ -104,6 +104,7 @@ enum class Default : unsigned char {
     ByRowPrefetch,                  // by rows with a row cache: 1 where the last walk copies the next row in (sm_80)
     ByRowPrefetchCentered,          // ... the same for a block a row and a centered accumulator (layer norm)
     ByRowPrefetchAlone,             // ... the same for a block a row alone on its SM, its whole row kept
+    ByRowPrefetchAlonePart,         // ... and a fused value and gradient whose block alone keeps one input's row in part
     ByRowWalkAheadMaxThreads,       // ... a fused value and gradient of at most this many threads a block walks the next row ahead
     ByRowWalkAheadPickedMaxThreads, // ... at most this many where the walk ahead picks every take of the row (x[y])
     ByRowSideCachedThreads,         // rows side by side with a row cache: threads per block (a thread a row)
