@@ -284,8 +284,10 @@ constexpr std::array kTable = {
                "H200, value + gradient over 8192 x 65536 (1024 threads keep 86% of each row), % of the floor without "
                "/ with (bench/row_variants.py, in turn; round 227, two rounds): cross-entropy 75.0-75.1 / 78.5-79.1; "
                "(round 228, one round) cross-entropy 71.0 / 73.7, label smoothing 69.0 / 74.6, class weights 65.6 / "
-               "72.7, z-loss and accuracy 71.2 / 78.4, focal 70.8 / 78.9. Not two inputs kept in part (distillation "
-               "16384 x 32000, round 169: 42.0-42.4 / 40.2-42.6), nor maps (not measured)",
+               "72.7, z-loss and accuracy 71.2 / 78.4, focal 70.8 / 78.9; main / the rule (round 229, each library in "
+               "turn): cross-entropy 74.6 / 77.1, label smoothing 71.9 / 75.2, class weights 69.1 / 71.5, z-loss and "
+               "accuracy 72.5 / 75.2, focal 70.6 / 75.7. Not two inputs kept in part (distillation 16384 x 32000, "
+               "round 169: 42.0-42.4 / 40.2-42.6), nor maps (not measured)",
                kPrefetchAlonePart},
     DefaultRow{D::ByRowWalkAheadMaxThreads, G::Any, 512,
                "H200, % of the floor with the copies / walked ahead (rounds 177-178): 1 - cosine 16384 x 16384 at 512 "
