@@ -413,10 +413,10 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Row
     // cost more than the merges they would overlap (warps' rows; two blocks an SM, as triplet's; two
     // inputs kept in part, as distillation's; the H100: docs/tuning.md, "The row prefetch").
     const bool block_team = spec.team == spec.block_threads;
+    const bool fused_gradient = !program.derivatives.empty() && !program.is_map();
     const bool alone = block_alone_on_sm(spec, gpu);
     const bool whole_row_alone = alone && spec.row_cache_columns >= vector_row(columns);
-    const bool part_row_alone = alone && !whole_row_alone && spec.row_cache_inputs == 1 && !program.derivatives.empty() &&
-                                !program.is_map();
+    const bool part_row_alone = alone && !whole_row_alone && spec.row_cache_inputs == 1 && fused_gradient;
     const Default rule = block_team && walks.centered ? Default::ByRowPrefetchCentered
                          : whole_row_alone             ? Default::ByRowPrefetchAlone
                          : part_row_alone              ? Default::ByRowPrefetchAlonePart
@@ -430,7 +430,7 @@ void choose_row_prefetch(KernelSpec& spec, const ir::Program& program, const Row
     // Not those whose takes' owners read them at the row's start (class weights' w[y], focal's and
     // label smoothing's (x - lse)[y]: 5-14 points slower), nor maps (softmax forward + backward 0.7-2%
     // slower in each of three rounds): the defaults table's evidence.
-    if (spec.row_prefetch && walks.walks_ahead && !program.derivatives.empty() && !program.is_map()) {
+    if (spec.row_prefetch && walks.walks_ahead && fused_gradient) {
         spec.row_walk_ahead = spec.block_threads <= default_value(Default::ByRowWalkAheadMaxThreads, gpu) ||
                               (spec.block_threads <= default_value(Default::ByRowWalkAheadPickedMaxThreads, gpu) &&
                                row_takes_picked(program, spec));
