@@ -288,25 +288,73 @@ struct Team {
     // wait until the previous use of this type's shared memory is over.
     template <bool FENCED, class Part>
     __device__ __forceinline__ static Part in_block(Part a) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
+        warp_merge(a);
         if constexpr (TEAM != 32) {
-            constexpr int kWarps = BLOCK / 32;
-            __shared__ Part warps[kWarps];
+            __shared__ Part warps[BLOCK / 32];
             if constexpr (FENCED) __syncthreads();
             if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = a;
             __syncthreads();
-            if constexpr ((kWarps & (kWarps - 1)) == 0) {
-                a = warps[threadIdx.x & (kWarps - 1)];
-#pragma unroll
-                for (int o = kWarps / 2; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
-            } else {  // (a block size set by hand)
-                a = warps[0];
-#pragma unroll
-                for (int w = 1; w < kWarps; ++w) a.combine(warps[w]);
-            }
+            a = merge_warps(warps);
         }
         return a;
+    }
+    template <class Part>
+    __device__ __forceinline__ static void warp_merge(Part& a) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
+    }
+    // The block's warps' parts, each written by its warp's lane 0 before a barrier, merged.
+    template <class Part>
+    __device__ __forceinline__ static Part merge_warps(const Part* warps) {
+        constexpr int kWarps = BLOCK / 32;
+        if constexpr ((kWarps & (kWarps - 1)) == 0) {
+            Part a = warps[threadIdx.x & (kWarps - 1)];
+#pragma unroll
+            for (int o = kWarps / 2; o > 0; o >>= 1) a.combine(a.shuffle_xor(o));
+            return a;
+        } else {  // (a block size set by hand)
+            Part a = warps[0];
+#pragma unroll
+            for (int w = 1; w < kWarps; ++w) a.combine(warps[w]);
+            return a;
+        }
+    }
+
+    // The accumulators of one walk merged together (the emitter prints Team::all_reduce_each where a
+    // walk has several): a block's team exchanges them all between one pair of barriers, not a pair
+    // each (cosine's three sums: two barriers a row, not six), with the combinations of all_reduce in
+    // its order, so the same bits. Warps have no barriers to save; clusters and two-phase accumulators
+    // merge one at a time; so do exchanges past kTogetherBytes of static shared memory (a slot array a
+    // place, which the row cache's reserve for static shared memory, kStaticReserve, must cover).
+    static constexpr int kTogetherBytes = 1024;
+    template <class... Accs>
+    __device__ __forceinline__ static void all_reduce_each(Accs&... accs) {
+        constexpr bool kTogether = TEAM != 32 && CLUSTER == 1 && !(merges_in_two_phases<Accs>::value || ...) &&
+                                   (BLOCK / 32) * (sizeof(Accs) + ...) <= kTogetherBytes;
+        if constexpr (!kTogether) {
+            ((accs = all_reduce(accs)), ...);
+        } else {
+            (warp_merge(accs), ...);
+            __syncthreads();  // every lane has read the slots' previous parts
+            publish_parts<0>(accs...);
+            __syncthreads();
+            gather_parts<0>(accs...);
+        }
+    }
+    template <int I, class Part>
+    __device__ __forceinline__ static Part* together_slots() {  // a static array for each place and type
+        __shared__ Part warps[BLOCK / 32];
+        return warps;
+    }
+    template <int I, class Part, class... Rest>
+    __device__ __forceinline__ static void publish_parts(const Part& a, const Rest&... rest) {
+        if ((threadIdx.x & 31) == 0) together_slots<I, Part>()[threadIdx.x >> 5] = a;
+        if constexpr (sizeof...(Rest) > 0) publish_parts<I + 1>(rest...);
+    }
+    template <int I, class Part, class... Rest>
+    __device__ __forceinline__ static void gather_parts(Part& a, Rest&... rest) {
+        a = merge_warps(together_slots<I, Part>());
+        if constexpr (sizeof...(Rest) > 0) gather_parts<I + 1>(rest...);
     }
 
     // Every thread of the team gets the combination of the team's accumulators, in a fixed order
@@ -383,6 +431,10 @@ struct SideTeam {
             for (int w = 1; w < TEAM; ++w) a.combine(parts[w][row_in_block()]);
         }
         return a;
+    }
+    template <class... Accs>
+    __device__ __forceinline__ static void all_reduce_each(Accs&... accs) {
+        ((accs = all_reduce(accs)), ...);
     }
 };
 

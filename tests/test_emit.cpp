@@ -219,6 +219,36 @@ TEST_CASE("row kernels: whole tiles read the row cache without a load from memor
     CHECK(compile_cuda(source, "sm_90").is_cubin());
 }
 
+TEST_CASE("a walk's several accumulators are merged together (one pair of block barriers), one alone as before") {
+    // lj::Team::all_reduce_each (templates/by_rows.cuh): a block's team exchanges them between one
+    // pair of barriers; warps, clusters and two-phase accumulators (logsumexp) merge one at a time.
+    struct Row {
+        const char* program;
+        std::vector<TensorView> shapes;
+        std::vector<std::string> wrt;
+        const char* merge;  // the merge the walk prints
+    };
+    const auto rows = [](long long n, long long c) { return TensorView::contiguous(nullptr, {n, c}); };
+    const TensorView index{nullptr, DType::int64, {64}, {}};
+    const Row table[] = {
+        {"mean(1 - sum(a * b, -1) / (sqrt(sum(a * a, -1)) * sqrt(sum(b * b, -1))))", {rows(64, 16384), rows(64, 16384)}, {},
+         "Team::all_reduce_each(a"},
+        {"mean(1 - sum(a * b, -1) / (sqrt(sum(a * a, -1)) * sqrt(sum(b * b, -1))))", {rows(64, 16384), rows(64, 16384)},
+         {"a", "b"}, "Team::all_reduce_each(a"},
+        {"mean(amax(x, -1) - amin(x, -1))", {rows(64, 16384)}, {}, "Team::all_reduce_each(a"},
+        {"mean(logsumexp(x, -1) - x[y])", {rows(64, 16384), index}, {"x"}, "= Team::all_reduce(a"},
+        {"mean(sum(x * x, -1))", {rows(64, 16384)}, {}, "= Team::all_reduce(a"},
+    };
+    for (const auto& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.wrt.size());
+        const std::string source = compile(row.program).cuda_source(row.shapes, row.wrt);
+        REQUIRE(source.find(" 32 threads per row") == std::string::npos);  // a block's team: barriers to save
+        CHECK(source.find(row.merge) != std::string::npos);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
+}
+
 TEST_CASE("the elements of amax and amin are computed without FMA contraction, in the value's kernel and the gradient's") {
     // Their gradient compares each element, evaluated again, with the largest: both evaluations must
     // give the same bits (ExpressionPrinter, uncontracted_nodes). Other reductions keep the FMAs.

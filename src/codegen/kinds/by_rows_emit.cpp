@@ -12,6 +12,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/emit_detail.hpp"
 #include "codegen/kernel_spec.hpp"
@@ -1463,8 +1464,15 @@ private:
         if (owners_take) out += takes_by_owner(in1);
         else if (first_pass)
             for (int id : deferred_takes_) out += take_fill(id, in1);
+        // The walk's accumulators merged together where there are several (one pair of block
+        // barriers for all: lj::Team::all_reduce_each).
+        std::vector<std::string> merged;
         for (int id : reductions)
-            if (own(id)) out += fmt::format("{}a{} = Team::all_reduce(a{});\n", in1, id, id);
+            if (own(id)) merged.push_back(fmt::format("a{}", id));
+        if (merged.size() == 1)
+            out += fmt::format("{}{} = Team::all_reduce({});\n", in1, merged[0], merged[0]);
+        else if (merged.size() > 1)
+            out += fmt::format("{}Team::all_reduce_each({});\n", in1, fmt::join(merged, ", "));
         if (owners_take) out += takes_from_owners(in1);
         // The accumulators leave the block scope as values.
         std::string values;
