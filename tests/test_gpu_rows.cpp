@@ -427,6 +427,49 @@ TEST_CASE("row programs: out-of-range indices give nan rows, int32 indices, stri
     CHECK(worst < 2e-6);
 }
 
+// A block's row of two or three inputs reduced alone: on an H200 under a register bound
+// (ByRowBlockSeveralInputsMaxRegisters), float64 and unroll 8 without it; rows a multiple of 4 and not.
+TEST_CASE("row programs: reductions of several inputs along a block's row match the reference" * doctest::skip(!have_gpu())) {
+    // Triplet's two distances (about sqrt(2C) = 200) cancel to about 1 in float32, the program's type:
+    // their rounding, 200 x 2^-24 a row, is the tolerance's (2.3e-6 measured over 24 rows of bfloat16).
+    struct Case {
+        const char* text;
+        bool three;  // reads r too
+        double tolerance;
+    };
+    const Case programs[] = {
+        {"mean(1 - sum(a * b, -1) / max(sqrt(sum(a * a, -1)) * sqrt(sum(b * b, -1)), 1e-8))", false, 2e-6},
+        {"mean(max(sqrt(sum((a - b + 1e-6)^2, -1)) - sqrt(sum((a - r + 1e-6)^2, -1)) + 1, 0))", true, 2e-5},
+        {"mean(sum((a - b)^2, -1))", false, 2e-6},
+    };
+    for (const std::string shape : {"64x16384", "24x20001"}) {
+        for (DType dtype : {DType::float32, DType::bfloat16, DType::float64}) {
+            const Typed a(shape + ":normal", dtype, 21);
+            const Typed b(shape + ":normal", dtype, 22);
+            const Typed r(shape + ":normal", dtype, 23);
+            for (const Case& program : programs) {
+                for (int unroll : {0, 8}) {
+                    const std::string text = program.text;  // (a const char* would be captured as its address)
+                    CAPTURE(shape);
+                    CAPTURE(to_string(dtype));
+                    CAPTURE(text);
+                    CAPTURE(unroll);
+                    Options options;
+                    options.inputs = program.three ? std::vector<std::string>{"a", "b", "r"} : std::vector<std::string>{"a", "b"};
+                    options.knobs.unroll = unroll;
+                    auto loss = compile(text, options);
+                    std::vector<TensorView> views{a.view(), b.view()}, host{a.host.view(), b.host.view()};
+                    if (program.three) {
+                        views.push_back(r.view());
+                        host.push_back(r.host.view());
+                    }
+                    CHECK(rel_error(loss(views), loss.reference(host)) < program.tolerance);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("row programs: rank 3, and rows of one value per row" * doctest::skip(!have_gpu())) {
     const Typed a("6x40x256:normal", DType::float32, 7);
     const Typed b("6x40x256:normal", DType::float32, 8);
@@ -1118,6 +1161,7 @@ TEST_CASE("row programs: a GPU known by name runs the kernels chosen for its nam
         {"mean(logsumexp(x, -1) - x[y])", "256x32768:normal", "y", true},   // a block alone: the H200's prefetch
         {"mean(logsumexp(x, -1) - x[y])", "4096x4096:normal", "y", false},  // warps: each GPU's unroll
         {"mean(1 - sum(x * s, -1) / sqrt(sum(x * x, -1) * sum(s * s, -1)))", "256x16384:normal", "s", true},
+        {"mean(1 - sum(x * s, -1) / sqrt(sum(x * x, -1) * sum(s * s, -1)))", "256x16384:normal", "s", false},  // the H200's register bound
         {"exp(x - logsumexp(x, -1))", "256x32768:normal", "", false},       // a map walking its rows twice
     };
     for (const Case& c : cases) {

@@ -15,6 +15,7 @@
 #include "codegen/kinds/defaults.hpp"
 #include "codegen/kinds/kinds.hpp"
 #include "jit/compile.hpp"
+#include "jit/resources.hpp"
 #include "pipeline.hpp"
 
 using namespace lossjit;
@@ -580,6 +581,67 @@ TEST_CASE("a warp's rows of one input, values alone: unroll 8 on Hopper, on an H
         if (row.min_blocks > 1)
             CHECK(emit_cuda(program, spec).find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) !=
                   std::string::npos);
+    }
+}
+
+TEST_CASE("a block's row of several inputs, reduced alone: on an H200 registers for four blocks of 256") {
+    // ByRowBlockSeveralInputsMaxRegisters (docs/results/issue-31/stop72): cosine's forward over 16384
+    // columns took 73 registers unbounded (three blocks an SM). Not where a warp takes the row, the row
+    // cache keeps it, the kernel writes elements (gradients, maps), one input is read along the row,
+    // the walks are several or call exp or log at each element (bfloat16 distillation spilled), or the
+    // loads in flight would not leave room under the bound (float64, unroll 8: those spill).
+    const char* triplet = "mean(max(sqrt(sum((x - z)^2, -1)) - sqrt(sum((x - w)^2, -1)) + 1, 0))";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long columns;
+        GpuFacts gpu;
+        Knobs knobs;
+        DType dtype;
+        int min_blocks;
+    };
+    const Knobs defaults;
+    Knobs block512, unroll8, unroll2;
+    block512.block_threads = 512;
+    unroll8.unroll = 8;
+    unroll2.unroll = 2;
+    const std::vector<Row> table{
+        {kCosine, {}, 16384, kH200, defaults, DType::float32, 4},
+        {kCosine, {}, 65536, kH200, defaults, DType::float32, 4},
+        {triplet, {}, 32768, kH200, defaults, DType::float32, 4},  // three inputs: 48 registers of loads
+        {kCosine, {}, 16384, kH200, defaults, DType::bfloat16, 4},
+        {kCosine, {}, 16384, kH200, block512, DType::float32, 2},  // a knob's block: still 64 registers
+        {kCosine, {}, 16384, kH200, unroll2, DType::float32, 4},
+        {kCosine, {}, 16384, kH200, unroll8, DType::float32, 1},   // 64 registers of loads
+        {triplet, {}, 32768, kH200, defaults, DType::float64, 1},  // 96 registers of loads
+        {kCosine, {}, 16384, kH100, defaults, DType::float32, 1},
+        {kCosine, {}, 16384, {}, defaults, DType::float32, 1},
+        {kCosine, {}, 4096, kH200, defaults, DType::float32, 1},     // a warp's row
+        {kCosine, {"x"}, 16384, kH200, defaults, DType::float32, 1}, // the gradient: the row cache
+        {"mean(logsumexp(x, -1))", {}, 16384, kH200, defaults, DType::float32, 1},  // one input
+        {"x * z / sum(x * z, -1)", {}, 16384, kH200, defaults, DType::float32, 1},  // a map writes elements
+        {"mean(sum(exp(x) * z, -1))", {}, 16384, kH200, defaults, DType::float32, 1},  // exp at each element
+        {"mean(sum((x - mean(x, -1)) * z, -1))", {}, 16384, kH200, defaults, DType::float32, 1},  // two walks
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.columns);
+        CAPTURE(to_string(row.dtype));
+        CAPTURE(row.gpu.memory_bytes);
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, row.knobs, row.dtype, row.gpu);
+        CHECK(spec.min_blocks_per_sm == row.min_blocks);
+        CHECK((spec.signature().find("registers for") != std::string::npos) == (row.min_blocks > 1));
+        if (row.min_blocks > 1) {
+            const std::string source = emit_cuda(program, spec);
+            CHECK(source.find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) != std::string::npos);
+            // ptxas keeps the kernel in those registers without local memory.
+            const KernelImage image = compile_cuda(source, "sm_90");
+            REQUIRE(image.is_cubin());
+            const auto resources = read_resources(image);
+            REQUIRE(resources.has_value());
+            CHECK(resources->registers <= 64);
+            CHECK(resources->local_bytes == 0);
+        }
     }
 }
 

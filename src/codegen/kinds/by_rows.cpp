@@ -22,6 +22,7 @@ namespace {
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
 constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
 constexpr int kMaxRegistersPerThread = 255;   // ptxas's own limit (sm_50 to sm_90)
+constexpr long long kRegisterBytes = 4;
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
 constexpr int kWarpSchedulersPerSm = 4;  // an SM's warps split among four schedulers (sm_70 to sm_90)
@@ -707,6 +708,20 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     if (warp_one_input_values && spec.row_cache_columns == 0 && spec.team == kWarpThreads) {
         const int registers = default_value(Default::ByRowWarpOneInputMaxRegisters, gpu);
         if (registers < kMaxRegistersPerThread)
+            spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
+    }
+    // A block's row of several inputs, reduced alone (cosine, triplet over 16384 columns and more): on
+    // an H200 at most ByRowBlockSeveralInputsMaxRegisters a thread, four blocks of 256 an SM where
+    // unbounded cosine took 73 (three): the rows' merges and starts then leave a fourth block loading
+    // (cosine 93.7 -> 97.0% of the read roofline; 48 registers, five blocks, 95.5; round 237). Only
+    // as measured, one walk of light element work (no exp or log), and where a thread's loads in
+    // flight take at most three quarters of those registers: float64 triplet (96 registers of loads),
+    // cosine at unroll 8 (64) and distillation's three walks of bfloat16 spill under the bound.
+    if (!warp_per_row && !spec.side_by_side && element_inputs >= 2 && !writes_elements && walks.count == 1 &&
+        !transcendental_elements(program, per_row) && spec.row_cache_columns == 0 && spec.row_cluster <= 1) {
+        const int registers = default_value(Default::ByRowBlockSeveralInputsMaxRegisters, gpu);
+        const long long load_bytes = static_cast<long long>(spec.unroll) * spec.vector_width * element_bytes;
+        if (registers < kMaxRegistersPerThread && load_bytes <= registers * kRegisterBytes * 3 / 4)
             spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;

@@ -33,6 +33,7 @@ constexpr std::string_view kPrefetchAlone = "docs/results/issue-31/stop58/README
 constexpr std::string_view kWalkAheadTakes = "docs/results/issue-31/stop61/README.md";
 constexpr std::string_view kManyWalks = "docs/results/issue-31/stop65/README.md";
 constexpr std::string_view kWarpValuesH200 = "docs/results/issue-31/stop66/round210-h200/three.txt";
+constexpr std::string_view kSeveralInputsH200 = "docs/results/issue-31/stop72/round237-h200/sweeps.txt";
 constexpr std::string_view kWholeWarpRows = "docs/results/issue-31/stop68/README.md";
 constexpr std::string_view kPickedTakes = "docs/results/issue-31/stop69/README.md";
 constexpr std::string_view kPrefetchAlonePart = "docs/results/issue-31/stop70/README.md";
@@ -107,6 +108,15 @@ constexpr std::array kTable = {
                "the read roofline against 88.4 at 512 x 4; bounded to 64 (no local memory) 0.1346 / 0.1352 / 0.1341 ms "
                "against 512 x 4's 0.1375 / 0.1418 / 0.1353 at 32768 x 4096 / 65536 x 2048 / 16384 x 8192",
                kWarpValuesH200},
+    DefaultRow{D::ByRowBlockSeveralInputsMaxRegisters, G::Any, 255,
+               "ptxas's own limit, no bound: the H100's cosine and triplet forwards at 256 x 4 (73-76 registers, three "
+               "blocks an SM) ran at 96.9 and 96.6% of the read roofline (stop 65); not measured bounded there",
+               kRows},
+    DefaultRow{D::ByRowBlockSeveralInputsMaxRegisters, G::HopperHbm3e, 64,
+               "an H200, 16384 x 16384 at 256 x 4, % of the read roofline unbounded -> bounded to 64 (four blocks an "
+               "SM, no local memory): cosine 93.7 -> 97.0-97.1 (73 -> 61 registers), triplet 97.7-97.9 (76 -> 64), a "
+               "row MSE 96.7 -> 97.3 (64 -> 54); bounded to 48 (five blocks) cosine 95.4-95.6, triplet spills",
+               kSeveralInputsH200},
     DefaultRow{D::ShortReductionAccesses, G::Any, 16,
                "MSE on an H100: unroll 8 (16 accesses over 2 streams) 2.745 ms against 2.802 at 4",
                "docs/results/issue-15/h100-2026-11-23/bench.log"},
@@ -404,6 +414,7 @@ std::string_view to_string(Default what) {
         case D::CommonPathReductionThreads: return "common-path reduction threads";
         case D::ByRowWarpTeamThreads: return "by-row warp-team threads";
         case D::ByRowWarpOneInputMaxRegisters: return "by-row warp-team values of one input, registers a thread at most";
+        case D::ByRowBlockSeveralInputsMaxRegisters: return "by-row block-team reductions of several inputs, registers a thread at most";
         case D::ByRowBlockTeamThreads: return "by-row block-team threads";
         case D::ByRowWarpMaxColumns: return "by-row warp max columns";
         case D::ByRowSideTeamThreads: return "by-row side-by-side threads";

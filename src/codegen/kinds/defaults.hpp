@@ -71,6 +71,7 @@ enum class Default : unsigned char {
     ShortElementProgram,            // function applications up to which a reduction's program is short
     ColumnsSmallThreadsPerSm,       // the columns loop's small float32 programs: registers for this many threads per SM
     ByRowWarpOneInputMaxRegisters,  // a warp's rows of one input, values alone, no row cache: registers a thread at most
+    ByRowBlockSeveralInputsMaxRegisters,  // a block's row of several inputs, reduced alone, no row cache: the same
     // Unrolling: 16-byte accesses per thread per tile, divided among the tensors that stream
     ShortReductionAccesses,
     LongReductionAccesses,
