@@ -73,6 +73,16 @@ void check_cache_bytes(const KernelSpec& spec, long long columns, int inputs) {
                                              static_cast<std::size_t>(spec.block_threads / spec.team));
 }
 
+// A spec's register bound as the kernel's source and signature give it: __launch_bounds__(block,
+// min_blocks) and "registers for N blocks per SM", or the block alone and no such words.
+void check_register_bound(const std::string& source, const KernelSpec& spec, int min_blocks) {
+    CHECK(spec.min_blocks_per_sm == min_blocks);
+    CHECK((spec.signature().find("registers for") != std::string::npos) == (min_blocks > 1));
+    const std::string bound = min_blocks > 1 ? fmt::format("__launch_bounds__({}, {})", spec.block_threads, min_blocks)
+                                             : fmt::format("__launch_bounds__({})", spec.block_threads);
+    CHECK(source.find(bound) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_SUITE("kinds") {
@@ -576,11 +586,7 @@ TEST_CASE("a warp's rows of one input, values alone: unroll 8 on Hopper, on an H
         knobs.block_threads = row.block;
         const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, knobs, DType::float32, row.gpu);
         CHECK(spec.unroll == row.unroll);
-        CHECK(spec.min_blocks_per_sm == row.min_blocks);
-        CHECK((spec.signature().find("registers for") != std::string::npos) == (row.min_blocks > 1));
-        if (row.min_blocks > 1)
-            CHECK(emit_cuda(program, spec).find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) !=
-                  std::string::npos);
+        check_register_bound(emit_cuda(program, spec), spec, row.min_blocks);
     }
 }
 
@@ -629,11 +635,9 @@ TEST_CASE("a block's row of several inputs, reduced alone: on an H200 registers 
         CAPTURE(to_string(row.dtype));
         CAPTURE(row.gpu.memory_bytes);
         const auto [program, layout, spec] = plan(row.program, row.wrt, {512, row.columns}, {512}, row.knobs, row.dtype, row.gpu);
-        CHECK(spec.min_blocks_per_sm == row.min_blocks);
-        CHECK((spec.signature().find("registers for") != std::string::npos) == (row.min_blocks > 1));
+        const std::string source = emit_cuda(program, spec);
+        check_register_bound(source, spec, row.min_blocks);
         if (row.min_blocks > 1) {
-            const std::string source = emit_cuda(program, spec);
-            CHECK(source.find(fmt::format("__launch_bounds__({}, {})", spec.block_threads, row.min_blocks)) != std::string::npos);
             // ptxas keeps the kernel in those registers without local memory.
             const KernelImage image = compile_cuda(source, "sm_90");
             REQUIRE(image.is_cubin());
@@ -642,6 +646,40 @@ TEST_CASE("a block's row of several inputs, reduced alone: on an H200 registers 
             CHECK(resources->registers <= 64);
             CHECK(resources->local_bytes == 0);
         }
+    }
+}
+
+TEST_CASE("the registers knob bounds any kind's kernel, replacing the defaults' bound") {
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        Shape shape;
+        GpuFacts gpu;
+        int block;      // a knob's, where set
+        int registers;  // the knob
+        int min_blocks;
+        int bound;      // KernelSpec::register_bound
+    };
+    const std::vector<Row> table{
+        {kCosine, {}, {512, 16384}, kH100, 0, 64, 4, 64},        // no bound by default there
+        {kCosine, {}, {512, 16384}, kH200, 0, 255, 1, 255},      // the H200's default bound dropped
+        {kCosine, {}, {512, 16384}, kH200, 0, 48, 5, 51},        // 65536 / (5 x 256)
+        {kCrossEntropy, {"x"}, {512, 32768}, kH200, 1024, 32, 2, 32},
+        {"mean((x - z)^2)", {}, {4096, 4096}, kH100, 0, 64, 4, 64},      // the rows loop
+        {"mean((x - z)^2)", {"x"}, {4096, 4096}, {}, 512, 64, 2, 64},    // the fused gradient, no GPU named
+        {"x * z", {}, {4096, 4096}, kH100, 128, 32, 16, 32},             // a map: 2048 threads an SM
+    };
+    for (const Row& row : table) {
+        CAPTURE(std::string(row.program));
+        CAPTURE(row.registers);
+        Knobs knobs;
+        knobs.block_threads = row.block;
+        knobs.max_registers = row.registers;
+        const auto [program, layout, spec] = plan(row.program, row.wrt, row.shape, {row.shape[0]}, knobs, DType::float32, row.gpu);
+        CHECK(spec.register_bound() == row.bound);
+        const std::string source = emit_cuda(program, spec);
+        check_register_bound(source, spec, row.min_blocks);
+        CHECK(compile_cuda(source, "sm_90").is_cubin());
     }
 }
 

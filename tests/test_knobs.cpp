@@ -100,6 +100,9 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"vector=auto", [](const Options& o) { return o.knobs.vector_width == 0; }},
         {"blocks_per_sm=4", [](const Options& o) { return o.knobs.max_blocks_per_sm == 4; }},
         {"bps=0", [](const Options& o) { return o.knobs.max_blocks_per_sm == 0; }},
+        {"registers=64", [](const Options& o) { return o.knobs.max_registers == 64; }},
+        {"max_registers=255", [](const Options& o) { return o.knobs.max_registers == 255; }},
+        {"registers=auto", [](const Options& o) { return o.knobs.max_registers == 0; }},
         {"acc=float32", [](const Options& o) { return o.knobs.accumulator == Accumulator::Float32; }},
         {"acc=kahan", [](const Options& o) { return o.knobs.accumulator == Accumulator::CompensatedFloat32; }},
         {"accumulator=float64", [](const Options& o) { return o.knobs.accumulator == Accumulator::Float64; }},
@@ -124,7 +127,7 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK((both.unroll == 0 && both.items_per_thread == 8));
 
     const std::pair<const char*, const char*> errors[] = {
-        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, acc, fast_math, row_cache, row_cluster, row_prefetch, row_team)"},
+        {"bogus=1", "unknown knob 'bogus' (knobs: block, items, unroll, vector, blocks_per_sm, registers, acc, fast_math, row_cache, row_cluster, row_prefetch, row_team)"},
         {"block", "expected KNOB=VALUE"},
         {"block=", "expected KNOB=VALUE"},
         {"block=fast", "knob block: 'fast' is not a whole number (or 'auto')"},
@@ -137,6 +140,9 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
         {"row_cluster=3", "blocks of a row cluster must be 1, 2, 4 or 8 (0: automatic), not 3"},
         {"row_cluster=16", "blocks of a row cluster must be 1, 2, 4 or 8"},
         {"row_team=thread", "knob row_team: 'thread' is not warp, block or auto"},
+        {"registers=16", "registers a thread must be in [32, 255] (0: automatic), not 16"},
+        {"registers=256", "registers a thread must be in [32, 255]"},
+        {"registers=many", "knob registers: 'many' is not a whole number (or 'auto')"},
     };
     for (const auto& [text, message] : errors) {
         CAPTURE(text);
@@ -173,10 +179,13 @@ TEST_CASE("knobs from text: names, aliases, values, auto") {
     CHECK(describe(described) == "block 128, acc compensated, fast_math on, row_cache off, row_cluster 4, row_prefetch on");
     set_knob(described, "row_prefetch=auto");
     CHECK(!described.row_prefetch);
+    set_knob(described, "registers=48");
+    CHECK(describe(described) == "block 128, registers 48, acc compensated, fast_math on, row_cache off, row_cluster 4");
+    set_knob(described, "registers=auto");
     CHECK_THROWS_WITH_AS(set_knob(described, "row_prefetch=sometimes"), "knob row_prefetch: 'sometimes' is not on, off or auto",
                          UsageError);
     // The help names the ranges validate_knobs checks.
-    REQUIRE(knob_help().size() == 11);
+    REQUIRE(knob_help().size() == 12);
     CHECK(knob_help()[0].values.starts_with("threads per block: a multiple of 32 in [32, 1024]; default 256, "));
     CHECK(knob_help()[0].values.ends_with("per GPU in src/codegen/kinds/defaults.cpp"));
     CHECK(knob_help()[4].values.find("[1, 32]") != std::string::npos);

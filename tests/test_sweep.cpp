@@ -148,6 +148,7 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
         x.kernel.knobs.unroll = items / 4;
         x.kernel.knobs.accumulator = Accumulator::Float64;
         x.kernel.knobs.fast_math = false;
+        x.kernel.knobs.max_registers = kMaxRegisters;  // no launch bound: "-"
         x.kernel.registers = 40;
         x.kernel.occupancy = 1.0;
         x.kernel.blocks_per_sm = 2048 / block;
@@ -160,6 +161,7 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     r.rows = {row("block=512 items=16", 512, 16, 0.1790, false), row("default", 256, 32, 0.1801, true),
               row("block=256 items=32", 256, 32, 0.1802, true), row("block=128 items=4", 128, 4, 0.2500, false)};
     r.rows[1].baseline = true;  // the row timed as the defaults; row 2 resolved to the same kernel
+    r.rows[3].kernel.knobs.max_registers = 64;  // a bound: registers for 8 blocks of 128
     r.rows[3].kernel.notes = {"vector width 4 was asked for, but the rows of 'p' do not all start 16-byte aligned: vector width 1 is used"};
     SweepRow failed;
     failed.label = "block=1024 items=2 vector=4";
@@ -176,11 +178,11 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     for (char c : table)
         if (c != ' ' || (!words.empty() && words.back() != ' ' && words.back() != '\n')) words += c;
     CAPTURE(words);
-    CHECK(words.find("\n# block items vector unroll bps cap acc fast math row cache cluster ms GB/s % roof regs spill B occupancy rel. error\n") != std::string::npos);
-    CHECK(words.find("\n1 512 16 4 4 auto float64 off - - 0.1790 2999 100.0% 40 0 100% (4/SM) 3.60e-09\n") != std::string::npos);
-    CHECK(words.find("\n2 256 32 4 8 auto float64 off - - 0.1801 2981 99.4% 40 0 100% (8/SM) 3.60e-09 default\n") != std::string::npos);
-    CHECK(words.find("\n3 256 32 4 8 auto float64 off - - 0.1802 2979 99.3% 40 0 100% (8/SM) 3.60e-09 = default\n") != std::string::npos);
-    CHECK(words.find("\n4 128 4 4 1 auto float64 off - - 0.2500 2147 71.6% 40 0 100% (16/SM) 3.60e-09\n") != std::string::npos);
+    CHECK(words.find("\n# block items vector unroll bps cap reg cap acc fast math row cache cluster ms GB/s % roof regs spill B occupancy rel. error\n") != std::string::npos);
+    CHECK(words.find("\n1 512 16 4 4 auto - float64 off - - 0.1790 2999 100.0% 40 0 100% (4/SM) 3.60e-09\n") != std::string::npos);
+    CHECK(words.find("\n2 256 32 4 8 auto - float64 off - - 0.1801 2981 99.4% 40 0 100% (8/SM) 3.60e-09 default\n") != std::string::npos);
+    CHECK(words.find("\n3 256 32 4 8 auto - float64 off - - 0.1802 2979 99.3% 40 0 100% (8/SM) 3.60e-09 = default\n") != std::string::npos);
+    CHECK(words.find("\n4 128 4 4 1 auto 64 float64 off - - 0.2500 2147 71.6% 40 0 100% (16/SM) 3.60e-09\n") != std::string::npos);
     CHECK(table.find("notes:\n  #4 (block=128 items=4): vector width 4 was asked for") != std::string::npos);
     CHECK(table.find("not timed:\n  block=1024 items=2 vector=4: items per thread (2) must be") != std::string::npos);
 
@@ -191,6 +193,8 @@ TEST_CASE("the table: sorted by time, defaults marked, notes and failures listed
     CHECK(j["rows"][1]["default"] == true);
     CHECK(j["rows"][4]["failure"] == failed.failure);
     CHECK(j["rows"][0]["row_cache"].is_null());  // an MSE kernel keeps no row
+    CHECK(j["rows"][0]["max_registers"] == kMaxRegisters);
+    CHECK(j["rows"][3]["max_registers"] == 64);
     CHECK(j["roofline"]["gbps"] == 3000.0);
     CHECK(j["device"] == r.device);
     CHECK_FALSE(j.contains("tune"));

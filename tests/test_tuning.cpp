@@ -367,11 +367,27 @@ TEST_CASE("stored knobs fill only the knobs left automatic") {
     mine_prefetch.row_prefetch = false;
     apply_tuned(mine_prefetch, prefetched_record);
     CHECK(mine_prefetch.row_prefetch == false);
+
+    // The register bound: a record's is replayed (255: none); a record from before the knob leaves it
+    // automatic, the defaults bounding the kernel as they did; a set knob wins.
+    Knobs bounded_record = prefetched_record;
+    bounded_record.max_registers = 255;
+    Knobs takes_bound;
+    CHECK(apply_tuned(takes_bound, bounded_record));
+    CHECK(takes_bound.max_registers == 255);
+    Knobs before_bound;
+    CHECK(apply_tuned(before_bound, prefetched_record));
+    CHECK(before_bound.max_registers == 0);
+    Knobs mine_bound;
+    mine_bound.max_registers = 64;
+    apply_tuned(mine_bound, bounded_record);
+    CHECK(mine_bound.max_registers == 64);
 }
 
-TEST_CASE("a record's row cache, row cluster, row prefetch and row team are written where known and read back") {
+TEST_CASE("a record's register bound, row cache, row cluster, row prefetch and row team are written where known and read back") {
     TempDir dir;
     TuningRecord with = record("p=8x8 t=8x8");
+    with.knobs.max_registers = 64;
     with.knobs.row_cache = false;  // off is a choice too, not "automatic"
     with.knobs.row_cluster = 1;
     with.knobs.row_prefetch = false;
@@ -382,6 +398,7 @@ TEST_CASE("a record's row cache, row cluster, row prefetch and row team are writ
     CHECK(read(dir.path / "tuning.json").find("\"row_cluster\": 1") != std::string::npos);
     CHECK(read(dir.path / "tuning.json").find("\"row_team\": \"block\"") != std::string::npos);
     CHECK(read(dir.path / "tuning.json").find("\"row_prefetch\": false") != std::string::npos);
+    CHECK(read(dir.path / "tuning.json").find("\"max_registers\": 64") != std::string::npos);
     TuningStore reader(dir.path / "tuning.json", false);
     const auto found = reader.find(with.key);
     REQUIRE(found);

@@ -33,6 +33,8 @@ inline constexpr int kMaxBlockThreads = 1024;    // the CUDA limit
 inline constexpr int kMaxUnroll = 64;            // tiles per thread
 inline constexpr int kMaxItemsPerThread = 64;    // elements per thread per tile (unroll x vector width)
 inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are sized for this many per SM
+inline constexpr int kMinRegisterBound = 32;     // a launch bound below this spills every kernel
+inline constexpr int kMaxRegisters = 255;        // ptxas's own limit a thread (sm_50 to sm_90): no bound
 
 // Every knob: 0 / Auto / nullopt is "automatic".
 //
@@ -42,7 +44,8 @@ inline constexpr int kMaxBlocksPerSm = 32;       // a reduction's partials are s
 //   default; a knob that is set always wins.
 // - resolved (KernelInfo::knobs, a tuning record): concrete values. block_threads > 0, accumulator
 //   not Auto, fast_math and row_cache set (row_cluster and row_prefetch too, where the kernel keeps a row; row_team
-//   where it reduces along rows, not side by side);
+//   where it reduces along rows, not side by side); max_registers the launch bound's registers a thread,
+//   kMaxRegisters where the kernel has no bound;
 //   max_blocks_per_sm 0 stays "no cap" (reductions: what occupancy allows, maps: none). KernelInfo
 //   gives unroll, vector_width and items_per_thread as the kernel runs them (1 each for the strided
 //   loop, which has no tiles). A tuning record keeps items_per_thread and
@@ -57,6 +60,9 @@ struct Knobs {
     int vector_width = 0;       // elements per access, 1, 4 or 8 (accesses of up to 16 bytes) where layout and alignment
                                 // allow; default 8 where every operand is of 16 bits or fewer, else 4
     int max_blocks_per_sm = 0;  // cap on blocks per SM, [1, 32]; default: reductions what occupancy allows, maps no cap
+    int max_registers = 0;      // registers a thread at most, [32, 255], through __launch_bounds__'s blocks per SM
+                                // (65536 / (registers x block threads) of them, which may leave a few more
+                                // registers than asked; 255: no bound); default per kernel and GPU (docs/tuning.md)
     Accumulator accumulator = Accumulator::Auto;  // reductions only; default float64
     std::optional<bool> fast_math;                // NVRTC --use_fast_math (approximate division, sqrt, exp, log); default off
     std::optional<bool> row_cache;                // programs that walk a row more than once: keep the row in shared

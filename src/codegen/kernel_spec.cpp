@@ -50,6 +50,11 @@ long long KernelSpec::blocks(const KernelSpec& spec, const Layout& layout) {
     return inner == 0 ? 1 : (layout.count / inner) * ((inner + tile - 1) / tile);
 }
 
+int KernelSpec::register_bound() const {
+    if (min_blocks_per_sm <= 1) return kMaxRegisters;
+    return static_cast<int>(std::min<long long>(kMaxRegisters, kRegistersPerSm / (static_cast<long long>(min_blocks_per_sm) * block_threads)));
+}
+
 std::string KernelSpec::signature() const {
     // Knobs at their defaults add nothing: a float64 kernel's source (and key) is what it always was.
     std::string knobs;

@@ -105,8 +105,12 @@ struct KernelSpec {
     bool row_walk_ahead = false;
     std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the
-    // registers must allow; 1: no demand beyond one block. Set for the columns loop (choose).
+    // registers must allow; 1: no demand beyond one block. Set by the kinds' defaults (the columns
+    // loop, some row kernels) or by the registers knob (choose).
     int min_blocks_per_sm = 1;
+    // The registers a thread that bound leaves (Knobs::max_registers as a launch reports it):
+    // kRegistersPerSm / (min_blocks_per_sm x block_threads), kMaxRegisters where there is no bound.
+    int register_bound() const;
     // How a derivative is summed where its input is broadcast: the kernel's own values (lj::Summed,
     // templates/abi.cuh).
     enum Summed : int {
@@ -152,6 +156,16 @@ struct KernelSpec {
     // Blocks the rows or strided loop has work for (one per tile, or per block_threads elements).
     static long long blocks(const KernelSpec& spec, const Layout& layout);
 };
+
+// Every GPU from sm_50 to sm_90 has this many 32-bit registers an SM.
+inline constexpr long long kRegistersPerSm = 65536;
+
+// The blocks of `block_threads` an SM holds where each thread has `registers` (at least one): the
+// launch bound's minimum blocks (KernelSpec::min_blocks_per_sm) that keeps a thread to those registers.
+inline long long blocks_at_registers(long long registers, int block_threads) {
+    const long long blocks = kRegistersPerSm / (registers * block_threads);
+    return blocks > 1 ? blocks : 1;
+}
 
 // Rows per block from which a rows-loop kernel with gradients summed along rows lets each block take
 // whole rows (LaunchGrid::whole_rows): the last rows then leave at most 1/32 of the blocks idle.

@@ -88,6 +88,7 @@ const LoadedKernel& KernelMap::get(const ir::Program& program, const KernelSpec&
     info.knobs.items_per_thread = info.knobs.unroll * info.knobs.vector_width;
     info.knobs.accumulator = spec.accumulator;
     info.knobs.fast_math = spec.fast_math;
+    info.knobs.max_registers = spec.register_bound();
     // Only a kernel that could keep a row (it walks the row again for an input) reports the row
     // cache, and only one whose rows a block takes the row cluster; for the others they stay unset, and so does a
     // tuning record of theirs, which then leaves a caller's knob automatic (and the call untuned where every other

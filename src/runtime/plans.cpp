@@ -74,7 +74,7 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
     Variant v;
     Knobs knobs = options.knobs;
     const bool automatic = knobs.block_threads == 0 || (knobs.unroll == 0 && knobs.items_per_thread == 0) ||
-                           knobs.vector_width == 0 || knobs.max_blocks_per_sm == 0 ||
+                           knobs.vector_width == 0 || knobs.max_blocks_per_sm == 0 || knobs.max_registers == 0 ||
                            knobs.accumulator == Accumulator::Auto || !knobs.fast_math || !knobs.row_cache ||
                            knobs.row_cluster == 0 || !knobs.row_prefetch;
     TuningStore* store = options.use_tuning && automatic && tunable ? TuningStore::process() : nullptr;

@@ -43,7 +43,7 @@ std::string format_sweep_table(const SweepResult& r) {
     // Maps: the largest elementwise error, then the largest difference over the largest output
     // (SweepRow::error_of_largest; for a reduction the two are one number).
     const bool map = r.kind == "map";
-    std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "acc", "fast math", "row cache", "cluster", "ms",
+    std::vector<std::string> header{"#", "block", "items", "vector", "unroll", "bps cap", "reg cap", "acc", "fast math", "row cache", "cluster", "ms",
                                     "GB/s", "% roof", "regs", "spill B", "occupancy", "rel. error"};
     if (map) header.push_back("of largest");
     header.push_back("");
@@ -65,6 +65,7 @@ std::string format_sweep_table(const SweepResult& r) {
                                       info.strided ? "-" : std::to_string(k.vector_width),
                                       info.strided ? "-" : std::to_string(k.unroll),
                                       k.max_blocks_per_sm ? std::to_string(k.max_blocks_per_sm) : "auto",
+                                      k.max_registers > 0 && k.max_registers < kMaxRegisters ? std::to_string(k.max_registers) : "-",
                                       std::string(to_string(k.accumulator)), k.fast_math.value_or(false) ? "on" : "off",
                                       // on: kept; prefetch: kept, the next row copied in (row_prefetch)
                                       k.row_cache ? (*k.row_cache ? (k.row_prefetch.value_or(false) ? "prefetch" : "on") : "off")
@@ -87,7 +88,7 @@ std::string format_sweep_table(const SweepResult& r) {
         std::string text;
         for (std::size_t c = 0; c < line.size(); ++c) {
             // Numbers right-aligned, words and the last column left.
-            const bool left = c == 6 || c == 7 || c + 1 == line.size();
+            const bool left = c == 7 || c == 8 || c + 1 == line.size();
             text += left ? fmt::format("{:<{}}", line[c], width[c]) : fmt::format("{:>{}}", line[c], width[c]);
             if (c + 1 < line.size()) text += "  ";
         }
@@ -158,6 +159,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
         j["vector_width"] = k.vector_width;
         j["unroll"] = k.unroll;
         j["max_blocks_per_sm"] = k.max_blocks_per_sm;
+        j["max_registers"] = k.max_registers;
         j["accumulator"] = std::string(to_string(k.accumulator));
         j["fast_math"] = k.fast_math.value_or(false);
         j["row_cache"] = k.row_cache ? json(*k.row_cache) : json(nullptr);  // null: the kernel keeps no row
@@ -200,6 +202,7 @@ std::string sweep_json(const SweepResult& r, const TuneResult* tuned) {
             const auto& k = tuned->record->knobs;
             t["knobs"] = {{"block_threads", k.block_threads}, {"items_per_thread", k.items_per_thread},
                           {"vector_width", k.vector_width},   {"max_blocks_per_sm", k.max_blocks_per_sm},
+                          {"max_registers", k.max_registers},
                           {"accumulator", std::string(to_string(k.accumulator))}, {"fast_math", k.fast_math.value_or(false)},
                           {"row_cache", k.row_cache ? json(*k.row_cache) : json(nullptr)},
                           {"row_cluster", k.row_cluster > 0 ? json(k.row_cluster) : json(nullptr)},

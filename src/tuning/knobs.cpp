@@ -28,6 +28,10 @@ const std::vector<KnobHelp>& knobs() {
                    "allow); default 8 where every operand is of 16 bits or fewer, else 4, where allowed"},
         {"blocks_per_sm", fmt::format("cap on blocks per SM, [1, {}]; default: reductions what occupancy allows, "
                                       "maps none", kMaxBlocksPerSm)},
+        {"registers", fmt::format("registers a thread at most, [{}, {}]: __launch_bounds__ asks ptxas for registers for "
+                                  "65536 / (registers x threads per block) blocks an SM ({}: no bound); default per "
+                                  "kernel and GPU (docs/tuning.md)",
+                                  kMinRegisterBound, kMaxRegisters, kMaxRegisters)},
         {"acc", "reductions' per-thread sum: float64, float32 or compensated (float32, Neumaier); default float64"},
         {"fast_math", "on or off: NVRTC --use_fast_math; default off"},
         {"row_cache", "on or off: a program that walks each row more than once (a statistic, then the elements; a "
@@ -56,6 +60,7 @@ struct Alias {
 };
 constexpr Alias kAliases[] = {{"threads", "block"},          {"block_threads", "block"}, {"items_per_thread", "items"},
                               {"vector_width", "vector"},    {"bps", "blocks_per_sm"},   {"max_blocks_per_sm", "blocks_per_sm"},
+                              {"max_registers", "registers"},
                               {"accumulator", "acc"},        {"fastmath", "fast_math"},
                               {"cache_rows", "row_cache"},   {"cluster", "row_cluster"},
                               {"team", "row_team"},          {"prefetch", "row_prefetch"}};
@@ -119,6 +124,9 @@ void validate_knobs(const Knobs& k) {
     if (k.max_blocks_per_sm < 0 || k.max_blocks_per_sm > kMaxBlocksPerSm)
         throw UsageError(fmt::format("blocks per SM must be in [1, {}] (0: automatic), not {}", kMaxBlocksPerSm,
                                      k.max_blocks_per_sm));
+    if (k.max_registers != 0 && (k.max_registers < kMinRegisterBound || k.max_registers > kMaxRegisters))
+        throw UsageError(fmt::format("registers a thread must be in [{}, {}] (0: automatic), not {}", kMinRegisterBound,
+                                     kMaxRegisters, k.max_registers));
     if (k.row_cluster != 0 && k.row_cluster != 1 && k.row_cluster != 2 && k.row_cluster != 4 && k.row_cluster != 8)
         throw UsageError(fmt::format("blocks of a row cluster must be 1, 2, 4 or 8 (0: automatic), not {}", k.row_cluster));
     if (k.row_team != RowTeam::Auto && k.row_team != RowTeam::Warp && k.row_team != RowTeam::Block)
@@ -187,6 +195,8 @@ void apply_knob(Knobs& changed, std::string_view name, std::string_view value) {
             changed.vector_width = v;
         } else if (*knob == "blocks_per_sm") {
             changed.max_blocks_per_sm = v;
+        } else if (*knob == "registers") {
+            changed.max_registers = v;
         } else if (*knob == "row_cluster") {
             changed.row_cluster = v;
         }
@@ -215,6 +225,7 @@ std::string describe(const Knobs& k) {
     if (k.unroll) parts.push_back(fmt::format("unroll {}", k.unroll));
     if (k.vector_width) parts.push_back(fmt::format("vector {}", k.vector_width));
     if (k.max_blocks_per_sm) parts.push_back(fmt::format("blocks_per_sm {}", k.max_blocks_per_sm));
+    if (k.max_registers) parts.push_back(fmt::format("registers {}", k.max_registers));
     if (k.accumulator != Accumulator::Auto) parts.push_back(fmt::format("acc {}", to_string(k.accumulator)));
     if (k.fast_math) parts.push_back(fmt::format("fast_math {}", *k.fast_math ? "on" : "off"));
     if (k.row_cache) parts.push_back(fmt::format("row_cache {}", *k.row_cache ? "on" : "off"));
@@ -242,6 +253,11 @@ bool apply_tuned(Knobs& asked, const Knobs& tuned) {
     }
     if (asked.max_blocks_per_sm == 0) {
         asked.max_blocks_per_sm = tuned.max_blocks_per_sm;
+        used = true;
+    }
+    // A record from before the knob leaves it automatic: the defaults bound the kernel as they did.
+    if (asked.max_registers == 0 && tuned.max_registers > 0) {
+        asked.max_registers = tuned.max_registers;
         used = true;
     }
     if (asked.accumulator == Accumulator::Auto) {

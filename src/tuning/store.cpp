@@ -63,6 +63,7 @@ json to_json(const TuningRecord& r) {
                 {"nvrtc", r.nvrtc},
                 {"when", r.when}};
     // Written only where known: a record from before the knob reads and writes back as it was.
+    if (r.knobs.max_registers > 0) j["knobs"]["max_registers"] = r.knobs.max_registers;
     if (r.knobs.row_cache) j["knobs"]["row_cache"] = *r.knobs.row_cache;
     if (r.knobs.row_cluster > 0) j["knobs"]["row_cluster"] = r.knobs.row_cluster;
     if (r.knobs.row_prefetch) j["knobs"]["row_prefetch"] = *r.knobs.row_prefetch;
@@ -87,6 +88,7 @@ TuningRecord from_json(const json& j) {
     r.knobs.accumulator = *acc;
     r.knobs.fast_math = k.at("fast_math").get<bool>();
     if (k.contains("row_cache") && !k.at("row_cache").is_null()) r.knobs.row_cache = k.at("row_cache").get<bool>();
+    if (k.contains("max_registers")) r.knobs.max_registers = k.at("max_registers").get<int>();
     if (k.contains("row_cluster")) r.knobs.row_cluster = k.at("row_cluster").get<int>();
     if (k.contains("row_prefetch") && !k.at("row_prefetch").is_null()) r.knobs.row_prefetch = k.at("row_prefetch").get<bool>();
     if (k.contains("row_team")) apply_knob(r.knobs, "row_team", k.at("row_team").get<std::string>());

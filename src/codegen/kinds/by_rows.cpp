@@ -20,18 +20,10 @@ namespace lossjit::kinds {
 namespace {
 
 constexpr int kFirstClusterArch = 90;  // thread-block clusters and distributed shared memory from sm_90
-constexpr long long kRegistersPerSm = 65536;  // every GPU from sm_50 to sm_90
-constexpr int kMaxRegistersPerThread = 255;   // ptxas's own limit (sm_50 to sm_90)
 constexpr long long kRegisterBytes = 4;
 constexpr int kMaxRowCluster = 8;      // the portable cluster size (lj::Team takes 2, 4 or 8)
 constexpr int kFirstAsyncCopyArch = 80;  // cp.async (the row prefetch) from sm_80
 constexpr int kWarpSchedulersPerSm = 4;  // an SM's warps split among four schedulers (sm_70 to sm_90)
-
-// The blocks of `block_threads` an SM holds where each thread has `registers` (at least one): the
-// launch bound's minimum blocks (KernelSpec::min_blocks_per_sm) that keeps a thread to those registers.
-long long blocks_at_registers(long long registers, int block_threads) {
-    return std::max(1LL, kRegistersPerSm / (registers * block_threads));
-}
 
 // Static shared memory (all_reduce's partials, the totals, the finish's scratch) stays below this;
 // a block may have kPortableShared where the GPU is not known.
@@ -707,7 +699,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // (64 registers, no local memory: 1-5% faster than 512 x 4, where unbounded it was 2-9% slower).
     if (warp_one_input_values && spec.row_cache_columns == 0 && spec.team == kWarpThreads) {
         const int registers = default_value(Default::ByRowWarpOneInputMaxRegisters, gpu);
-        if (registers < kMaxRegistersPerThread)
+        if (registers < kMaxRegisters)
             spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
     // A block's row of several inputs, reduced alone (cosine, triplet over 16384 columns and more): on
@@ -721,7 +713,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         !transcendental_elements(program, per_row) && spec.row_cache_columns == 0 && spec.row_cluster <= 1) {
         const int registers = default_value(Default::ByRowBlockSeveralInputsMaxRegisters, gpu);
         const long long load_bytes = static_cast<long long>(spec.unroll) * spec.vector_width * element_bytes;
-        if (registers < kMaxRegistersPerThread && load_bytes <= registers * kRegisterBytes * 3 / 4)
+        if (registers < kMaxRegisters && load_bytes <= registers * kRegisterBytes * 3 / 4)
             spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;

@@ -2,14 +2,24 @@
 // request to its kind.
 #include "codegen/kinds/kinds.hpp"
 
+#include <algorithm>
+
 #include "lossjit/errors.hpp"
 
 namespace lossjit {
 
 KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, const KernelOperands& operands,
                               const Knobs& knobs, bool tuned, const GpuFacts& gpu) {
-    if (program.by_rows()) return kinds::choose_by_rows(program, layout, operands, knobs, tuned, gpu);
-    return kinds::choose_elementwise(program, layout, operands, knobs, tuned, gpu);  // or the columns loop
+    KernelSpec spec = program.by_rows() ? kinds::choose_by_rows(program, layout, operands, knobs, tuned, gpu)
+                                        : kinds::choose_elementwise(program, layout, operands, knobs, tuned, gpu);  // or the columns loop
+    // The registers knob replaces the bound a kind chose, for every kind alike: blocks no more than
+    // the SM has threads for (kMinRegisterBound keeps them within 2048 threads).
+    if (knobs.max_registers > 0) {
+        long long blocks = blocks_at_registers(knobs.max_registers, spec.block_threads);
+        if (gpu.threads_per_sm > 0) blocks = std::min<long long>(blocks, std::max(1, gpu.threads_per_sm / spec.block_threads));
+        spec.min_blocks_per_sm = static_cast<int>(blocks);
+    }
+    return spec;
 }
 
 LaunchGrid plan_grid(const ir::Program& program, const KernelSpec& spec, const Layout& layout,
