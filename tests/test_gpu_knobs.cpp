@@ -108,6 +108,8 @@ TEST_CASE("knobs at their extremes give the right value; kernel_info() reports t
         {"vector 1, unroll 64", [](Options& o) { o.knobs.vector_width = 1, o.knobs.unroll = 64; }},
         {"1 block per SM", [](Options& o) { o.knobs.max_blocks_per_sm = 1; }},
         {"32 blocks per SM of 64 threads", [](Options& o) { o.knobs.block_threads = 64, o.knobs.max_blocks_per_sm = 32; }},
+        {"at most 32 registers, unroll 16", [](Options& o) { o.knobs.max_registers = 32, o.knobs.unroll = 16; }},  // spills
+        {"no register bound", [](Options& o) { o.knobs.max_registers = kMaxRegisters; }},
     };
     for (const auto& [what, change] : table) {
         CAPTURE(what);
@@ -130,6 +132,9 @@ TEST_CASE("knobs at their extremes give the right value; kernel_info() reports t
         if (options.knobs.max_blocks_per_sm) CHECK(info->blocks_per_sm <= options.knobs.max_blocks_per_sm);
         if (options.knobs.block_threads) CHECK(info->knobs.block_threads == options.knobs.block_threads);
         if (options.knobs.items_per_thread) CHECK(info->knobs.items_per_thread == options.knobs.items_per_thread);
+        // The bound the launch ran with, and ptxas kept to it.
+        if (options.knobs.max_registers) CHECK(info->knobs.max_registers == options.knobs.max_registers);
+        CHECK(info->registers <= info->knobs.max_registers);
     }
     // Vector width 4 on data that is not 16-byte aligned: scalar, and the note says why.
     const Inputs shifted({"1000x1000:uniform", "1000x1000:uniform"}, 5, 1);
