@@ -668,6 +668,7 @@ TEST_CASE("the registers knob bounds any kind's kernel, replacing the defaults' 
         {"mean((x - z)^2)", {}, {4096, 4096}, kH100, 0, 64, 4, 64},      // the rows loop
         {"mean((x - z)^2)", {"x"}, {4096, 4096}, {}, 512, 64, 2, 64},    // the fused gradient, no GPU named
         {"x * z", {}, {4096, 4096}, kH100, 128, 32, 16, 32},             // a map: 2048 threads an SM
+        {"x * z", {}, {4096, 4096}, kH100, 128, 255, 1, 255},            // no bound at 128 threads either
     };
     for (const Row& row : table) {
         CAPTURE(std::string(row.program));
@@ -680,6 +681,24 @@ TEST_CASE("the registers knob bounds any kind's kernel, replacing the defaults' 
         const std::string source = emit_cuda(program, spec);
         check_register_bound(source, spec, row.min_blocks);
         CHECK(compile_cuda(source, "sm_90").is_cubin());
+    }
+    // A launch reports register_bound() (KernelInfo::knobs.max_registers); a tuning record replays it
+    // as the knob, which must give the same bound back at every block size and blocks an SM the
+    // hardware holds (a bound of 255 registers or more, e.g. 2 blocks of 128, is none: replayed so).
+    for (int block : {32, 64, 128, 256, 384, 512, 1024}) {
+        for (int blocks = 1; blocks * block <= 2048 && blocks <= kMaxBlocksPerSm; ++blocks) {
+            CAPTURE(block);
+            CAPTURE(blocks);
+            KernelSpec ran;
+            ran.block_threads = block;
+            ran.min_blocks_per_sm = blocks;
+            if (ran.register_bound() < kMinRegisterBound) continue;  // more blocks than the knob can ask for
+            Knobs replayed;
+            replayed.block_threads = block;
+            replayed.max_registers = ran.register_bound();
+            const auto [program, layout, spec] = plan("x * z", {}, {4096, 4096}, {4096}, replayed, DType::float32, kH100);
+            CHECK(spec.min_blocks_per_sm == (ran.register_bound() == kMaxRegisters ? 1 : blocks));
+        }
     }
 }
 

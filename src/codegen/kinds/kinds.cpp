@@ -13,9 +13,11 @@ KernelSpec KernelSpec::choose(const ir::Program& program, const Layout& layout, 
     KernelSpec spec = program.by_rows() ? kinds::choose_by_rows(program, layout, operands, knobs, tuned, gpu)
                                         : kinds::choose_elementwise(program, layout, operands, knobs, tuned, gpu);  // or the columns loop
     // The registers knob replaces the bound a kind chose, for every kind alike: blocks no more than
-    // the SM has threads for (kMinRegisterBound keeps them within 2048 threads).
+    // an SM holds (kMaxBlocksPerSm; threads: kMinRegisterBound keeps them within 2048). kMaxRegisters is
+    // no bound at all, whatever the block (128 threads would otherwise ask for 2 blocks: 256 registers).
     if (knobs.max_registers > 0) {
-        long long blocks = blocks_at_registers(knobs.max_registers, spec.block_threads);
+        long long blocks = knobs.max_registers >= kMaxRegisters ? 1 : blocks_at_registers(knobs.max_registers, spec.block_threads);
+        blocks = std::min<long long>(blocks, kMaxBlocksPerSm);
         if (gpu.threads_per_sm > 0) blocks = std::min<long long>(blocks, std::max(1, gpu.threads_per_sm / spec.block_threads));
         spec.min_blocks_per_sm = static_cast<int>(blocks);
     }
