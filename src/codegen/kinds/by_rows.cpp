@@ -689,8 +689,9 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         while (spec.unroll > 1 && static_cast<long long>(spec.team) * spec.vector_width * (spec.unroll / 2) >= columns)
             spec.unroll /= 2;
     }
+    const bool transcendental = transcendental_elements(program, per_row);
     choose_row_cache(spec, program, layout.rows, columns, sms, warp_per_row, walks, element_inputs, element_bytes,
-                     transcendental_elements(program, per_row), knobs, gpu);
+                     transcendental, knobs, gpu);
     choose_row_cluster(spec, layout.rows, columns, sms, knobs, gpu);
     choose_row_prefetch(spec, program, walks, columns, knobs, gpu);
     // A warp's rows of one input, values alone, without the cache: on an H200 at most
@@ -710,7 +711,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
     // flight take at most three quarters of those registers: float64 triplet (96 registers of loads),
     // cosine at unroll 8 (64) and distillation's three walks of bfloat16 spill under the bound.
     if (!warp_per_row && !spec.side_by_side && element_inputs >= 2 && !writes_elements && walks.count == 1 &&
-        !transcendental_elements(program, per_row) && spec.row_cache_columns == 0 && spec.row_cluster <= 1) {
+        !transcendental && spec.row_cache_columns == 0 && spec.row_cluster <= 1) {
         const int registers = default_value(Default::ByRowBlockSeveralInputsMaxRegisters, gpu);
         const long long load_bytes = static_cast<long long>(spec.unroll) * spec.vector_width * element_bytes;
         if (registers < kMaxRegisters && load_bytes <= registers * kRegisterBytes * 3 / 4)
