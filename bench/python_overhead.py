@@ -107,7 +107,12 @@ def main():
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--json")
     ap.add_argument("--profile", help="write cProfile tables of the lossjit paths to this file")
+    ap.add_argument("--build-native", action="store_true",
+                    help="build the native autograd path first (lossjit.build_native()); without it, the native "
+                         "row is timed where a build for this torch is found")
     args = ap.parse_args()
+    if args.build_native:
+        print(f"native path: {lossjit.build_native()}", flush=True)
     dev = torch.device("cuda", 0)
     p, t = torch.rand(args.n, device=dev), torch.rand(args.n, device=dev)
     loss = lossjit.compile("mean((p - t)^2)")
@@ -183,8 +188,23 @@ def main():
     pg = p.detach().clone().requires_grad_(True)
     grad_calls = max(args.calls // 4, 1000)
     op_value = lambda a, b: op(loss._id, [a, b], 1)[0]  # noqa: E731
+    from lossjit import _native
+    native = _native.module()
+
+    def taking(module):
+        """loss(a, b) with the native path's module (or None: the Python Function) in place."""
+        def call(a, b):
+            _native._module = module
+            return loss(a, b)
+        return call
     grad_variants = [
-        ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", lambda a, b: loss(a, b)),
+        ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", taking(None))]
+    if native is not None:
+        grad_variants.append(("fwd+bwd lossjit: loss(p, t) eager (the native path: the autograd node in C++)",
+                              taking(native)))
+    else:
+        print("note: the native path is not built for this torch (--build-native builds it)", flush=True)
+    grad_variants += [
         ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", op_value),
         ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled),
         ("fwd+bwd lossjit: torch.ops.lossjit.reduce inside torch.compile(fullgraph=True)",
@@ -194,6 +214,7 @@ def main():
     ]
     timed = alternating_host_us([(name, lambda fn=fn: torch.autograd.grad(fn(pg, t), pg)) for name, fn in grad_variants],
                                 grad_calls, args.repeats)
+    _native._module = native
     for name, (median, best) in timed.items():
         rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
         print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)

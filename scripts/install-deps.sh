@@ -4,12 +4,15 @@
 set -euo pipefail
 
 packages=(cmake g++ make tao-pegtl-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev libreadline-dev libboost-math-dev
-          libdlpack-dev pkgconf python3-numpy python3-pytest python3-venv python3-torch)
+          libdlpack-dev pkgconf python3-numpy python3-pytest python3-venv python3-torch
+          libtorch-dev pybind11-dev python3-dev ninja-build)
 # libdlpack-dev: dlpack/dlpack.h for the C ABI (liblossjit_c.so); pkgconf: the install test builds a C
 # program with `pkg-config --libs lossjit`; the python3 packages: the Python package's tests
 # (python/tests, run by scripts/test.sh); python3-venv: a venv and its pip for `pip install ./python`
 # (tests/install/python_install.sh; the package's build backend is in-tree, so no index); python3-torch
-# (1.13, CPU): the oracle of the differential test (tests/differential/).
+# (1.13, CPU): the oracle of the differential test (tests/differential/); libtorch-dev, pybind11-dev,
+# python3-dev, ninja-build: torch's C++ extension loader builds the native autograd path
+# (python/lossjit/_native.cpp) against them in python/tests/test_native.py.
 # Where clang 14 is installed, scripts/test.sh also runs a short fuzz test; it needs clang's runtime
 # (libFuzzer and the sanitizers), which Debian ships apart from the compiler.
 if dpkg-query -W -f='${Status}' clang-14 2>/dev/null | grep -q "install ok installed"; then

@@ -138,9 +138,22 @@ def _dist_info_files(metadata, tag, pure):
 
 
 def _package_files():
-    """The package's Python files, relative to python/ (no __pycache__, no stray libraries)."""
+    """The package's Python files and the native path's C++ source (lossjit/_native.cpp), relative to
+    python/ (no __pycache__, no stray libraries)."""
     root = SOURCE / PACKAGE
-    return sorted(p.relative_to(SOURCE).as_posix() for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    return sorted(p.relative_to(SOURCE).as_posix() for pattern in ("*.py", "*.cpp") for p in root.rglob(pattern)
+                  if "__pycache__" not in p.parts)
+
+
+HEADER = f"{PACKAGE}/include/lossjit/lossjit.h"  # the C API's header, which the native path is built with
+
+
+def _header():
+    """The header's bytes: from an unpacked sdist's package, else from the checkout's include/."""
+    for path in (SOURCE / HEADER, SOURCE.parent / "include" / "lossjit" / "lossjit.h"):
+        if path.is_file():
+            return path.read_bytes()
+    raise RuntimeError("lossjit: include/lossjit/lossjit.h not found beside python/ (the native path's source needs it)")
 
 
 def _write_metadata(directory, tag, pure):
@@ -175,12 +188,14 @@ def prepare_metadata_for_build_editable(metadata_directory, config_settings=None
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    """lossjit/*.py plus lossjit/liblossjit_c.so.1 (the built library, symlinks followed)."""
+    """lossjit/*.py, the native path's source and header, and lossjit/liblossjit_c.so.1 (the built library,
+    symlinks followed)."""
     library, data = _find_library()
     project = _project()
     wheel = _Wheel(wheel_directory, project, _platform_tag(), pure=False)
     for name in _package_files():
         wheel.add(name, (SOURCE / name).read_bytes())
+    wheel.add(HEADER, _header())
     wheel.add(f"{PACKAGE}/{LIBRARY}", data, mode=0o755)
     print(f"lossjit: packaged {library} as {PACKAGE}/{LIBRARY} in {wheel.filename}", file=sys.stderr)
     return wheel.close(_metadata(project))
@@ -195,7 +210,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 
 
 def build_sdist(sdist_directory, config_settings=None):
-    """pyproject.toml, README.md, the backend and the package's Python files; no library (building
+    """pyproject.toml, README.md, the backend, the package's files and the C header; no library (building
     a wheel from it needs LOSSJIT_LIBRARY)."""
     project = _project()
     base = f"{_normalized(project['name'])}-{project['version']}"
@@ -211,5 +226,6 @@ def build_sdist(sdist_directory, config_settings=None):
     with tarfile.open(os.path.join(sdist_directory, filename), "w:gz", format=tarfile.PAX_FORMAT) as tar:
         for name in files:
             add(tar, name, (SOURCE / name).read_bytes())
+        add(tar, HEADER, _header())
         add(tar, "PKG-INFO", _metadata(project))
     return filename

@@ -18,7 +18,7 @@ from . import _lib
 from ._lib import (CaptureError, CompileError, CudaError, InternalError, LossjitError, NoDeviceError,
                    ScratchTooSmall, SourceError, UnsupportedError, UsageError)
 
-__all__ = ["compile", "Loss", "cuda_available", "version", "LossjitError", "SourceError", "UsageError",
+__all__ = ["compile", "Loss", "cuda_available", "build_native", "version", "LossjitError", "SourceError", "UsageError",
            "UnsupportedError", "CompileError", "CudaError", "NoDeviceError", "CaptureError", "ScratchTooSmall",
            "InternalError"]
 
@@ -29,6 +29,17 @@ def version():
     """(lossjit's version, the C API version as (major, minor))."""
     v = _lib.lib.lossjit_c_api_version()
     return __version__, (v >> 16, v & 0xFFFF)
+
+
+def build_native(verbose=False):
+    """Builds the native autograd path for this torch and Python (once; about 20-60 s: a C++ compiler,
+    ninja, Python's headers and torch's) and returns its shared object's path. From then on, in this
+    process and later ones, an eager call on small inputs that need gradients runs its autograd node
+    in C++ instead of a Python torch.autograd.Function (docs/python.md, "The native autograd path").
+    UsageError, with the compiler's output, where it cannot be built; the Python path stays in use."""
+    import torch  # noqa: F401 (the native path is torch's C++ extension)
+    from . import _native
+    return _native.build(verbose=verbose)
 
 
 def cuda_available():

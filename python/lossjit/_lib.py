@@ -60,6 +60,13 @@ class InternalError(LossjitError, RuntimeError):
     """A broken invariant inside lossjit (please report)."""
 
 
+# What a gradient lossjit computed says when differentiated again (create_graph=True, then a second
+# derivative): the ops, the eager Function and the native path (_native.cpp) raise it alike.
+SECOND_DERIVATIVE = ("a gradient flows into a gradient lossjit computed (create_graph=True, then the gradient "
+                     "differentiated again): lossjit differentiates a program once, and the second derivative would "
+                     "miss its term through the inputs; compute it with torch (torch.func.hessian of a torch function) "
+                     "instead")
+
 # lossjit_status (lossjit.h) -> exception class. Fixed by the ABI's major version.
 _ERRORS = {1: SourceError, 2: UsageError, 3: UnsupportedError, 4: CompileError, 5: CudaError,
            6: NoDeviceError, 7: CaptureError, 8: ScratchTooSmall, 9: MemoryError, 10: InternalError}

@@ -17,7 +17,7 @@ import weakref
 import torch
 from torch.autograd.function import once_differentiable
 
-from . import _lib, _registry
+from . import _lib, _native, _registry
 from ._lib import SCRATCH_TOO_SMALL, UnsupportedError, UsageError
 
 lib = _lib.lib
@@ -27,6 +27,8 @@ lib = _lib.lib
 _evaluate = _lib.gil_lib.lossjit_evaluate
 _map = _lib.gil_lib.lossjit_map
 _value_and_grad = _lib.gil_lib.lossjit_value_and_grad
+# The same entry point's address, for the native path (_native.cpp calls it with the GIL held too).
+_VALUE_AND_GRAD_ADDRESS = ctypes.cast(_value_and_grad, ctypes.c_void_p).value
 _map_grad = _lib.gil_lib.lossjit_map_grad
 
 # torch dtype <-> lossjit code, by the names of the library's dtype table (torch spells them alike).
@@ -432,11 +434,45 @@ class TorchLoss:
         for i, t in enumerate(tensors):
             if t.requires_grad:
                 mask |= 1 << i
+        native = _native.module()
+        if (native is not None and self.results == 1 and _eager_reduce_apply is not None and not _functorch_active()
+                and self.handle is not None
+                and _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES):
+            out = self.native_fused(native, tensors, mask)
+            if out is not None:
+                return out
         if _eager_reduce_apply is not None and not _functorch_active():
             out = _eager_reduce_apply(self, mask, *tensors)
         else:
             out = _EagerReduce.apply(self, mask, *tensors)
         return self.loss._Results(*out) if self.results > 1 else out
+
+    def gradient_call(self, tensors, mask):
+        """(layout, gradient plan, stream) of a fused call on these tensors, the inputs' data pointers
+        written and the current stream's scratch and result buffer selected (before a pooled value:
+        the result buffer is the stream's)."""
+        try:
+            st = self.local.state
+        except AttributeError:
+            st = self.state()
+        lay = self.layout(tensors, st)
+        plan = lay.grad_plans.get(mask)
+        if plan is None:
+            plan = lay.grad_plans[mask] = _GradPlan(self.loss, tensors, mask, lay.out_code, self.results)
+        lay.set_data(tensors)
+        return lay, plan, self._bind_stream(lay)
+
+    def native_fused(self, native, tensors, mask):
+        """_EagerReduce's small-input way with the autograd node in C++ (_native.cpp): the layout, plan,
+        stream and pooled value as fused() prepares them; the extension allocates the gradients and
+        launches. None where the launch returned a status: the caller's Python path then repeats the
+        call, growing a scratch that was too small or raising the library's error."""
+        lay, plan, _ = self.gradient_call(tensors, mask)
+        try:
+            return native.fused(tensors, mask, lay.results.next(), _VALUE_AND_GRAD_ADDRESS, self.handle,
+                                lay.address, plan.names_address, plan.address, lay.scratch[2])
+        except native.LaunchError:
+            return None
 
     def _on_cpu(self, tensors):
         arrays = [(t.detach().float() if t.dtype == torch.bfloat16 else t.detach()).numpy() for t in tensors]
@@ -494,16 +530,7 @@ class TorchLoss:
         The value is a new 0-dim tensor (a vector of a program's several results), or with `pooled` the
         next view of the layout's result buffer (as the direct path returns; an op's outputs are never
         views). `upstream`: as in value_and_grad_masked."""
-        try:
-            st = self.local.state
-        except AttributeError:
-            st = self.state()
-        lay = self.layout(tensors, st)
-        plan = lay.grad_plans.get(mask)
-        if plan is None:
-            plan = lay.grad_plans[mask] = _GradPlan(self.loss, tensors, mask, lay.out_code, self.results)
-        lay.set_data(tensors)
-        stream = self._bind_stream(lay)  # before the pooled value: the result buffer is the stream's
+        lay, plan, stream = self.gradient_call(tensors, mask)
         device, plan_words = lay.torch_device, plan.words
         grads = []
         for slot, shape, dtype in plan.grads:
@@ -704,12 +731,13 @@ def _by_input(ctx, grads):
     return out
 
 
-def _input_gradients(ctx, grad_outputs):
-    """Each input's gradient (None where not differentiated): the saved ones times the upstream gradient."""
+def _input_gradients(ctx, grad_outputs, grads=None):
+    """Each input's gradient (None where not differentiated): the saved ones (`grads`, else all that
+    ctx saved) times the upstream gradient."""
     upstream = _first_upstream(ctx, grad_outputs)
     if upstream is None:
         return [None] * ctx.count
-    return _by_input(ctx, [g * upstream for g in ctx.saved_tensors])
+    return _by_input(ctx, [g * upstream for g in (ctx.saved_tensors if grads is None else grads)])
 
 
 def _reduce_setup(ctx, inputs, output):
@@ -719,10 +747,7 @@ def _reduce_setup(ctx, inputs, output):
 
 
 def _refuse_second_derivative(op):
-    raise UnsupportedError(
-        f"{op}: a gradient flows into a gradient lossjit computed (create_graph=True, then the gradient "
-        f"differentiated again): lossjit differentiates a program once, and the second derivative would miss "
-        f"its term through the inputs; compute it with torch (torch.func.hessian of a torch function) instead")
+    raise UnsupportedError(f"{op}: {_lib.SECOND_DERIVATIVE}")
 
 
 def _reduce_backward(ctx, grad_outputs):
@@ -800,7 +825,8 @@ class _EagerReduce(torch.autograd.Function):
         if side.loss.reduction == "composite" or _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES:
             value, grads = side.fused(tensors, mask, pooled=True)
             values = side.split(value)
-            _save_gradients(ctx, side, len(tensors), mask, values, grads)
+            # The gradients, then the inputs they belong to (_refuse_twice needs their edges).
+            _save_gradients(ctx, side, len(tensors), mask, values, [*grads, *(tensors[i] for i in _set_bits(tensors, mask))])
             ctx.side = None
         else:
             values = side.split(side.evaluate(tensors))
@@ -810,17 +836,17 @@ class _EagerReduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        # Grad mode is on in backward only with create_graph=True: then once_differentiable's way, whose
-        # gradients refuse to be differentiated again (the second derivative's term through the inputs
-        # would be missing). Off (a training step), the same without its no_grad block and checks.
+        # Grad mode is on in backward only with create_graph=True: then the gradients refuse to be
+        # differentiated again (the second derivative's term through the inputs would be missing).
         if _grad_enabled():
-            return _eager_backward_once(ctx, *grad_outputs)
+            return _eager_backward_refusing(ctx, *grad_outputs)
         return _eager_backward(ctx, *grad_outputs)
 
 
 def _eager_backward(ctx, *grad_outputs):
     if ctx.side is None:
-        return (None, None, *_input_gradients(ctx, grad_outputs))
+        saved = ctx.saved_tensors
+        return (None, None, *_input_gradients(ctx, grad_outputs, saved[:len(saved) // 2]))
     upstream = _first_upstream(ctx, grad_outputs)
     if upstream is None:
         return (None, None, *[None] * ctx.count)
@@ -832,6 +858,40 @@ def _eager_backward(ctx, *grad_outputs):
     return (None, None, *_by_input(ctx, grads))
 
 
+def _eager_backward_refusing(ctx, *grad_outputs):
+    """_eager_backward with create_graph=True: the gradients carry a node that refuses to be
+    differentiated, with edges to the inputs differentiated and the upstream gradients, so that
+    differentiating anything that depends on them reaches it. (once_differentiable's node leads only
+    to the upstream gradient; where that needs no grad, as torch.autograd.grad(loss, p,
+    create_graph=True) passes it, the gradients were constants and a gradient penalty silently lost
+    the term through the inputs.)"""
+    if _DelayedError is None:  # pragma: no cover - another torch
+        return _eager_backward_once(ctx, *grad_outputs)
+    with torch.no_grad():
+        out = _eager_backward(ctx, *grad_outputs)
+    saved = ctx.saved_tensors
+    inputs = saved[len(saved) // 2:] if ctx.side is None else [saved[i] for i in _set_bits(saved, ctx.mask)]
+    return _refuse_twice(out, [*inputs, *(g for g in grad_outputs if g is not None)])
+
+
+def _refuse_twice(out, reached):
+    """`out` with each gradient in it given a node that raises _lib.SECOND_DERIVATIVE when reached, its edges those of
+    `reached` (torch's DelayedError, what once_differentiable uses)."""
+    positions = [k for k, g in enumerate(out) if g is not None]
+    if not positions:
+        return out
+    refuse = _DelayedError(f"lossjit: {_lib.SECOND_DERIVATIVE}".encode(), len(positions) + len(reached))
+    wrapped = refuse(*(out[k] for k in positions), *reached)
+    out = list(out)
+    for k, g in zip(positions, wrapped):
+        out[k] = g
+    return tuple(out)
+
+
+try:  # private to torch (once_differentiable's node); where it is missing, once_differentiable's way
+    _DelayedError = torch._C._functions.DelayedError
+except AttributeError:  # pragma: no cover - another torch
+    _DelayedError = None
 _eager_backward_once = once_differentiable(_eager_backward)
 
 # _EagerReduce.apply without autograd.Function.apply's Python wrapper (which binds default arguments

@@ -35,13 +35,41 @@ def _problems(n=512, c=384):
     ]
 
 
-@pytest.fixture(params=["in forward", "in backward"])
+@pytest.fixture(scope="session")
+def native_module():
+    """The native autograd path (lossjit/_native.cpp) built once for the session, in conftest.py's
+    scratch TORCH_EXTENSIONS_DIR (a compiler, ninja and Python's headers are on the GPU machines)."""
+    from lossjit import _native
+    _native.build()
+    return _native.module()
+
+
+@pytest.fixture(autouse=True)
+def python_path(monkeypatch):
+    """Every test takes the Python autograd path unless it asks for the native one (fused_way,
+    native_path), whatever was built on this machine."""
+    from lossjit import _native
+    monkeypatch.setattr(_native, "_module", None)
+    monkeypatch.setattr(_native, "_looked", True)
+
+
+@pytest.fixture
+def native_path(monkeypatch, native_module):
+    from lossjit import _native
+    monkeypatch.setattr(_native, "_module", native_module)
+    return native_module
+
+
+@pytest.fixture(params=["in forward", "in forward, native", "in backward"])
 def fused_way(request, monkeypatch):
     """Runs a test with an eager reduction's fused value-and-gradient kernel in forward (as every call
-    below lossjit._torch.FUSED_IN_BACKWARD_MIN_BYTES of inputs runs it) and in backward (every call
-    from it), whatever its tensors' size."""
+    below lossjit._torch.FUSED_IN_BACKWARD_MIN_BYTES of inputs runs it), the same with the autograd
+    node in C++ (the native path, lossjit.build_native()), and in backward (every call from the
+    threshold), whatever its tensors' size."""
     import lossjit._torch as T
     monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 0 if request.param == "in backward" else 1 << 62)
+    if request.param.endswith("native"):
+        request.getfixturevalue("native_path")
     return request.param
 
 
@@ -297,19 +325,26 @@ def test_requires_grad_is_seen_after_calls_without_it():
 
 
 def test_eager_gradients_take_the_autograd_function_and_match_the_op(fused_way):
-    """An eager call that needs gradients runs the autograd.Function (no custom-op dispatch); it gives
-    the op's gradients (bit for bit with the kernel in forward, as the op runs it; within a rounding
+    """An eager call that needs gradients runs the autograd.Function, or the native path's node in C++
+    (no custom-op dispatch either way); it gives the op's gradients (bit for bit with the kernel in
+    forward, as the op runs it; within a rounding
     with the kernel in backward, which multiplies the upstream gradient in where the op multiplies it
     after), and each set of inputs differentiated gets its own plan."""
     loss = example("mse")
     p = torch.rand(3, 1000, device=dev).t().requires_grad_()  # not contiguous; its gradient is, in its shape
     t = torch.rand(1000, 3, device=dev)
     out = loss(p, t)
-    assert type(out.grad_fn).__name__ == "_EagerReduceBackward"
+    if fused_way.endswith("native"):
+        assert "FusedReduce" in out.grad_fn.name(), out.grad_fn.name()
+    else:
+        assert type(out.grad_fn).__name__ == "_EagerReduceBackward"
     (eager,) = torch.autograd.grad(out * 1.5, p)
     (via_op,) = torch.autograd.grad(torch.ops.lossjit.reduce(loss._id, [p, t], 1)[0] * 1.5, p)
     assert eager.shape == p.shape
-    assert torch.equal(eager, via_op) if fused_way == "in forward" else _max_rel(eager, via_op) <= 2.5e-7
+    if fused_way.startswith("in forward"):
+        assert torch.equal(eager, via_op)
+    else:
+        assert _max_rel(eager, via_op) <= 2.5e-7
     t.requires_grad_()
     gp, gt = torch.autograd.grad(loss(p, t), (p, t))
     assert torch.equal(gp, -gt) and _max_rel(gp, 2 * (p.detach() - t.detach()) / 3000) <= 1e-6
@@ -318,7 +353,8 @@ def test_eager_gradients_take_the_autograd_function_and_match_the_op(fused_way):
 
 
 def test_eager_fused_kernel_runs_in_backward_from_the_threshold(monkeypatch):
-    """From FUSED_IN_BACKWARD_MIN_BYTES of inputs the Function saves the inputs, not gradients; an upstream
+    """From FUSED_IN_BACKWARD_MIN_BYTES of inputs the Function saves the inputs, below it the gradients
+    (and the inputs they belong to, whose edges the refusal of a second derivative needs); an upstream
     gradient in float64 (float32 in the kernel would round it) and one that is a tensor of the graph
     give torch's gradients; differentiating the gradient again is refused either way (the kernel's
     gradient has no graph: the saved gradients times an upstream gradient of the graph would otherwise
@@ -330,7 +366,8 @@ def test_eager_fused_kernel_runs_in_backward_from_the_threshold(monkeypatch):
     monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 2 * 4096 * 4 + 1)  # one byte more than the inputs
     out = loss(p, t)
     saved = out.grad_fn.saved_tensors
-    assert len(saved) == 1 and saved[0].data_ptr() != p.data_ptr()  # the gradient of p, from forward
+    assert len(saved) == 2 and saved[0].data_ptr() != p.data_ptr()  # the gradient of p, from forward
+    assert saved[1].data_ptr() == p.data_ptr()
     monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", 2 * 4096 * 4)
     out = loss(p, t)
     assert [s.data_ptr() for s in out.grad_fn.saved_tensors] == [p.data_ptr(), t.data_ptr()]
@@ -343,8 +380,14 @@ def test_eager_fused_kernel_runs_in_backward_from_the_threshold(monkeypatch):
     for threshold in (0, 1 << 62):  # both ways
         monkeypatch.setattr(T, "FUSED_IN_BACKWARD_MIN_BYTES", threshold)
         (g,) = torch.autograd.grad(loss(p, t) * scale, p, create_graph=True)
-        with pytest.raises(RuntimeError, match="once_differentiable"):
+        with pytest.raises(RuntimeError, match="differentiates a program once"):
             g.sum().backward()
+        # An upstream gradient that needs no grad (torch.autograd.grad of the loss itself, as a
+        # gradient penalty takes it): the gradient still refuses, not a constant that loses the term.
+        (g,) = torch.autograd.grad(loss(p, t), p, create_graph=True)
+        assert _max_rel(g.detach(), expect) <= 1e-6
+        with pytest.raises(RuntimeError, match="differentiates a program once"):
+            torch.autograd.grad((g * p).sum(), p)
 
 
 def test_second_derivatives_through_the_ops_are_refused():
@@ -850,3 +893,52 @@ def test_top_k_distillation_matches_torch_gather(shape):
     assert _max_rel(value.detach(), expect.detach()) <= 1e-6
     assert _max_rel(ours_x.grad, theirs_x.grad) <= 1e-6
     assert _max_rel(ours_q.grad, theirs_q.grad) <= 1e-6
+
+
+def test_native_path_matches_the_python_path(native_path, monkeypatch):
+    """The autograd node in C++ (lossjit.build_native()) runs the same fused kernel as the Python
+    Function: the same value and gradients, bit for bit, for one input or several differentiated;
+    a program of several results and a launch that fails take the Python path."""
+    from lossjit import _native
+    cases = [
+        ("mean((p - t)^2)", None, lambda: [torch.rand(3000, device=dev), torch.rand(3000, device=dev)], [0]),
+        ((EXAMPLES / "cross_entropy.loss").read_text(), ["x", "y"],
+         lambda: [torch.randn(64, 1000, device=dev), torch.randint(0, 1000, (64,), device=dev)], [0]),
+        ("mean(w * (p - t)^2)", ["p", "t", "w"],
+         lambda: [torch.rand(500, device=dev), torch.rand(500, device=dev), torch.rand(500, device=dev)], [0, 2]),
+    ]
+    for program, inputs, make, wrt in cases:
+        loss = lossjit.compile(program, inputs=inputs)
+        host = make()
+        got = {}
+        for way, module in (("python", None), ("native", native_path)):
+            monkeypatch.setattr(_native, "_module", module)
+            tensors = [h.clone().requires_grad_(i in wrt) for i, h in enumerate(host)]
+            out = loss(*tensors)
+            assert ("FusedReduce" in out.grad_fn.name()) == (way == "native"), out.grad_fn.name()
+            got[way] = (out.detach(), torch.autograd.grad(out * 0.5, [tensors[i] for i in wrt]))
+        assert torch.equal(got["python"][0], got["native"][0]), program
+        for a, b in zip(got["python"][1], got["native"][1]):
+            assert torch.equal(a, b), program
+        loss.close()
+
+    several = lossjit.compile("loss = mean((p - t)^2); m = mean(p); loss, m", inputs=["p", "t"])
+    p = torch.rand(100, device=dev, requires_grad=True)
+    out = several(p, torch.rand(100, device=dev))
+    assert "FusedReduce" not in out.loss.grad_fn.name()
+
+    class Failing:
+        LaunchError = native_path.LaunchError
+
+        @staticmethod
+        def fused(*args):
+            raise native_path.LaunchError("stand-in")
+    monkeypatch.setattr(_native, "_module", Failing)
+    loss = example("mse")
+    p, t = torch.rand(4096, device=dev, requires_grad=True), torch.rand(4096, device=dev)
+    out = loss(p, t)
+    assert "FusedReduce" not in out.grad_fn.name()
+    (g,) = torch.autograd.grad(out, p)
+    assert _max_rel(g, 2 * (p.detach() - t) / 4096) <= 1e-6
+    loss.close()
+    several.close()

@@ -52,7 +52,7 @@ before=$(snapshot)
 # Imports the installed package from another folder and checks it (prints one line).
 check_import() {
   local venv=$1
-  (cd "$elsewhere" && "$venv/bin/python" - "$venv" <<'EOF'
+  (cd "$elsewhere" && "$venv/bin/python" - "$venv" "$root" <<'EOF'
 import importlib.metadata, pathlib, sys
 import numpy as np
 import lossjit
@@ -63,6 +63,10 @@ package = pathlib.Path(lossjit.__file__).resolve().parent
 library = pathlib.Path(lossjit._lib.library_path).resolve()
 assert venv in package.parents, f"lossjit imported from {package}, not from the venv {venv}"
 assert library == package / "liblossjit_c.so.1", f"loaded {library}, not the package's copy"
+# The native path's source and the C header it is built with (lossjit.build_native()).
+assert (package / "_native.cpp").is_file(), f"no _native.cpp in {package}"
+header = package / "include" / "lossjit" / "lossjit.h"
+assert header.read_bytes() == (pathlib.Path(sys.argv[2]) / "include" / "lossjit" / "lossjit.h").read_bytes(), header
 assert importlib.metadata.version("lossjit") == lossjit.__version__, \
     f"package {importlib.metadata.version('lossjit')} != library {lossjit.__version__} (python/pyproject.toml vs CMake)"
 rng = np.random.default_rng(33)

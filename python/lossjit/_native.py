@@ -1,0 +1,104 @@
+"""The eager autograd path of a reduction in C++ (_native.cpp): built once on request with torch's
+C++ extension loader, then found by every later process of the same torch and Python.
+
+An eager call on small inputs that need gradients is the host's time; in C++ the autograd node costs
+less than a Python torch.autograd.Function (docs/python.md, "The native autograd path"). Nothing is
+built behind the user's back: `lossjit.build_native()` builds it (a compiler, ninja, Python's headers
+and torch's, about 20-60 s), and from then on calls use it where they can. LOSSJIT_TORCH_NATIVE=off
+keeps the Python path (comparisons, debugging)."""
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+import threading
+
+import torch
+
+from ._lib import SECOND_DERIVATIVE, UsageError
+
+MODE_VARIABLE = "LOSSJIT_TORCH_NATIVE"
+SOURCE = pathlib.Path(__file__).with_name("_native.cpp")
+
+_lock = threading.Lock()
+_module = None     # the loaded extension
+_looked = False    # whether a built one was looked for (once a process, unless built since)
+
+
+def _header_directory():
+    """The C API's header: inside the package (a wheel) or the checkout's include/."""
+    here = pathlib.Path(__file__).resolve().parent
+    for d in (here / "include", here.parent.parent / "include"):
+        if (d / "lossjit" / "lossjit.h").is_file():
+            return d
+    raise UsageError("lossjit's C header (lossjit/lossjit.h) is neither in the package nor in the checkout's include/: "
+                     "the native path cannot be built")
+
+
+def _name():
+    """The module's name: one per source, header, torch and Python, so that a change of any of them
+    is a new build (an extension built against another torch must not be loaded)."""
+    digest = hashlib.sha256()
+    digest.update(SOURCE.read_bytes())
+    digest.update((_header_directory() / "lossjit" / "lossjit.h").read_bytes())
+    digest.update(f"{torch.__version__}|{sys.implementation.cache_tag}".encode())
+    return "lossjit_native_" + digest.hexdigest()[:16]
+
+
+def _built_path(name):
+    """Where torch's loader puts the module (TORCH_EXTENSIONS_DIR, else its cache folder)."""
+    from torch.utils import cpp_extension
+    return pathlib.Path(cpp_extension._get_build_directory(name, verbose=False)) / f"{name}.so"
+
+
+def _import(name, path):
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return _configured(module)
+
+
+def _configured(module):
+    module.set_second_derivative(f"lossjit: {SECOND_DERIVATIVE}")
+    return module
+
+
+def module():
+    """The loaded extension, or None: switched off, or not built for this torch and Python."""
+    global _module, _looked
+    if _module is not None or _looked:
+        return _module
+    with _lock:
+        if not _looked:
+            _looked = True
+            if os.environ.get(MODE_VARIABLE, "auto") != "off":
+                try:
+                    name = _name()
+                    path = _built_path(name)
+                    if path.is_file():
+                        _module = _import(name, path)
+                except Exception:  # a private torch function gone, a header missing, an unloadable file:
+                    _module = None  # the Python path, which is correct without it
+    return _module
+
+
+def build(verbose=False):
+    """Builds the native path for this torch and Python if it is not built yet, loads it and returns
+    the path of its shared object. Raises UsageError with the compiler's output where it cannot."""
+    global _module, _looked
+    from torch.utils import cpp_extension
+    name = _name()
+    with _lock:
+        try:
+            loaded = cpp_extension.load(name, [str(SOURCE)], extra_include_paths=[str(_header_directory())],
+                                        extra_cflags=["-O2"], verbose=verbose)
+        except Exception as e:
+            raise UsageError(f"the native path could not be built (a C++ compiler, ninja, Python's headers and torch's "
+                             f"are needed; the Python path stays in use): {e}") from e
+        _module, _looked = _configured(loaded), True
+    return loaded.__file__
+
+
+def active():
+    """Whether eager calls can take the native path in this process."""
+    return module() is not None

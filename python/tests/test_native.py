@@ -1,0 +1,137 @@
+"""The native autograd path (lossjit/_native.cpp) on the CPU: built with torch's C++ extension loader
+into a scratch TORCH_EXTENSIONS_DIR, then driven with a stand-in for lossjit_value_and_grad (a ctypes
+callback that writes known gradients and records its arguments) on CPU tensors, so that the autograd
+node's forward, backward, refusals and errors are checked without a GPU. The GPU tests run it against
+the library (test_gpu.py). Skips, saying why, without torch, a C++ compiler or ninja."""
+import ctypes
+import os
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from lossjit import _lib  # noqa: E402
+
+if shutil.which(os.environ.get("CXX", "c++")) is None or shutil.which("ninja") is None:
+    pytest.skip("no C++ compiler or ninja to build the native path with", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def native():
+    """Built into the session's scratch TORCH_EXTENSIONS_DIR (conftest.py)."""
+    from lossjit import _native
+    path = _native.build()
+    assert os.path.isfile(path) and os.path.basename(path).startswith(_native._name())
+    return _native.module()
+
+
+_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                              ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p,
+                              ctypes.c_void_p)
+
+
+class FakeLibrary:
+    """lossjit_value_and_grad's stand-in: gradient k gets 10 * (k + 1) + e at element e, the value 42."""
+
+    def __init__(self):
+        self.status, self.calls = 0, []
+        self.entry = _SIGNATURE(self._call)
+        self.address = ctypes.cast(self.entry, ctypes.c_void_p).value
+
+    def _call(self, loss, inputs, count, names, wrt_count, grads, value, upstream, upstream_device, exec_):
+        self.calls.append(dict(loss=loss, inputs=inputs, count=count, names=names, wrt_count=wrt_count,
+                               upstream=upstream, upstream_device=upstream_device, exec=exec_))
+        if self.status:
+            return self.status
+        views = ctypes.cast(grads, ctypes.POINTER(_lib.View))
+        for k in range(wrt_count):
+            n = 1
+            for d in range(views[k].ndim):
+                n *= views[k].shape[d]
+            data = (ctypes.c_float * n).from_address(views[k].data)
+            for e in range(n):
+                data[e] = 10 * (k + 1) + e
+        ctypes.c_float.from_address(ctypes.cast(value, ctypes.POINTER(_lib.View))[0].data).value = 42.0
+        return 0
+
+
+def _plan(tensors, mask):
+    """The gradient plan's views as _torch._GradPlan lays them out: one per differentiated input, then the value's."""
+    keep, chosen = [], [t for i, t in enumerate(tensors) if mask >> i & 1]
+    views = (_lib.View * (len(chosen) + 1))()
+    for k, t in enumerate(chosen):
+        shape = _lib.shape_array(t.shape)
+        keep.append(shape)
+        views[k] = _lib.View(None, 0, t.dim(), shape, None)
+    return views, keep
+
+
+def _call(native, fake, tensors, mask, value=None):
+    views, keep = _plan(tensors, mask)
+    value = torch.empty(()) if value is None else value
+    out = native.fused(list(tensors), mask, value, fake.address, 11, 22, 33, ctypes.addressof(views), 44)
+    return out, (views, keep)
+
+
+@pytest.mark.parametrize("mask, expect", [
+    (0b001, {0: [10, 11, 12]}),
+    (0b100, {2: [10, 11, 12, 13]}),
+    (0b101, {0: [10, 11, 12], 2: [20, 21, 22, 23]}),
+])
+def test_value_and_gradients_times_upstream(native, mask, expect):
+    fake = FakeLibrary()
+    tensors = [torch.randn(3, requires_grad=bool(mask & 1)), torch.randn(3), torch.randn(4, requires_grad=bool(mask & 4))]
+    value = torch.empty(())
+    out, keep = _call(native, fake, tensors, mask, value)
+    assert out.item() == 42.0 and out.data_ptr() == value.data_ptr() and out.requires_grad
+    call = fake.calls[0]
+    assert (call["loss"], call["inputs"], call["count"], call["names"], call["exec"]) == (11, 22, 3, 33, 44)
+    assert call["wrt_count"] == len(expect) and call["upstream"] == 1.0 and call["upstream_device"] is None
+    wrt = [tensors[i] for i in sorted(expect)]
+    grads = torch.autograd.grad(out * 0.5, wrt)
+    for g, i in zip(grads, sorted(expect)):
+        assert g.tolist() == [0.5 * v for v in expect[i]] and g.dtype == tensors[i].dtype
+    assert not any(g.requires_grad for g in grads)
+
+
+def test_a_gradient_differentiated_again_is_refused(native):
+    """create_graph=True, then anything that depends on the gradient differentiated: the node refuses,
+    whether or not the upstream gradient requires grad (a gradient penalty must not lose its term)."""
+    fake = FakeLibrary()
+    p, t = torch.randn(3, requires_grad=True), torch.randn(3)
+    out, keep = _call(native, fake, [p, t], 0b01)
+    (g,) = torch.autograd.grad(out, p, create_graph=True)  # upstream: ones, needing no grad
+    assert g.detach().tolist() == [10, 11, 12] and g.requires_grad
+    with pytest.raises(RuntimeError, match="differentiates a program once"):
+        torch.autograd.grad((g * p).sum(), p)
+    scale = torch.tensor(0.25, requires_grad=True)
+    out, keep = _call(native, fake, [p, t], 0b01)
+    (g,) = torch.autograd.grad(out * scale, p, create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiates a program once"):
+        torch.autograd.grad(g.sum(), scale)
+
+
+def test_a_failed_launch_says_its_status(native):
+    fake = FakeLibrary()
+    fake.status = _lib.SCRATCH_TOO_SMALL
+    p, t = torch.randn(3, requires_grad=True), torch.randn(3)
+    with pytest.raises(native.LaunchError):
+        _call(native, fake, [p, t], 0b01)
+    assert native.last_status() == _lib.SCRATCH_TOO_SMALL
+
+
+@pytest.mark.parametrize("mode, found", [("auto", True), ("off", False)])
+def test_a_later_process_finds_the_build(native, mode, found):
+    """Another process of the same torch and Python imports the build without building (no compiler
+    needed: PATH empty), unless LOSSJIT_TORCH_NATIVE=off."""
+    import pathlib
+    import subprocess
+    import sys
+    from lossjit import _native
+    code = ("import lossjit._native as n, torch.utils.cpp_extension as c; "
+            "c.load = None; m = n.module(); print(m is not None and m.__file__)")  # load: never called
+    env = dict(os.environ, PATH="", PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]), **{_native.MODE_VARIABLE: mode})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (native.__file__ if found else "False")
