@@ -97,8 +97,3 @@ def build(verbose=False):
                              f"are needed; the Python path stays in use): {e}") from e
         _module, _looked = _configured(loaded), True
     return loaded.__file__
-
-
-def active():
-    """Whether eager calls can take the native path in this process."""
-    return module() is not None
