@@ -31,12 +31,11 @@ using torch::autograd::variable_list;
 
 using ValueAndGrad = decltype(&lossjit_value_and_grad);
 
-// A launch that returned a status: Python reads it (last_status) and takes its own path for the
-// call, which grows a scratch that was too small or raises the library's error.
+// A launch that returned a status (its message names it): Python takes its own path for the call,
+// which grows a scratch that was too small or raises the library's error with its message.
 struct LaunchError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
-thread_local int32_t last_status = 0;
 
 // One call as Python prepared it: the addresses of its C API arguments. `plan` holds one
 // lossjit_view per differentiated input (contiguous, the input's shape and dtype; data written
@@ -68,10 +67,8 @@ struct FusedReduce : public torch::autograd::Function<FusedReduce> {
         const lossjit_status status =
             call.value_and_grad(call.loss, call.inputs, static_cast<size_t>(count), call.names, grads.size(), call.plan,
                                 call.plan + grads.size(), 1.0f, nullptr, call.exec);
-        if (status != LOSSJIT_OK) {
-            last_status = status;
-            throw LaunchError("lossjit_value_and_grad failed");
-        }
+        if (status != LOSSJIT_OK)
+            throw LaunchError("lossjit_value_and_grad returned status " + std::to_string(static_cast<int>(status)));
         ctx->saved_data["mask"] = mask;
         ctx->saved_data["count"] = count;
         // The gradients, then the inputs they belong to (the refusal below needs their edges).
@@ -140,7 +137,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("fused", &fused,
           "The fused value and gradients of a reduction as an autograd node: (tensors, mask, value, "
           "lossjit_value_and_grad's address, loss, inputs, names, plan, exec)");
-    m.def("last_status", [] { return last_status; }, "The status of this thread's last failed launch");
     m.def("set_second_derivative", [](std::string text) { second_derivative = std::move(text); },
           "What a gradient raises when differentiated again (Python's _lib.SECOND_DERIVATIVE, at load)");
     pybind11::register_exception<LaunchError>(m, "LaunchError");

@@ -434,14 +434,13 @@ class TorchLoss:
         for i, t in enumerate(tensors):
             if t.requires_grad:
                 mask |= 1 << i
-        native = _native.module()
-        if (native is not None and self.results == 1 and _eager_reduce_apply is not None and not _functorch_active()
-                and self.handle is not None
-                and _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES):
-            out = self.native_fused(native, tensors, mask)
-            if out is not None:
-                return out
         if _eager_reduce_apply is not None and not _functorch_active():
+            native = _native.module()
+            if (native is not None and self.results == 1 and self.handle is not None
+                    and _input_bytes(tensors) < FUSED_IN_BACKWARD_MIN_BYTES):
+                out = self.native_fused(native, tensors, mask)
+                if out is not None:
+                    return out
             out = _eager_reduce_apply(self, mask, *tensors)
         else:
             out = _EagerReduce.apply(self, mask, *tensors)
@@ -843,10 +842,16 @@ class _EagerReduce(torch.autograd.Function):
         return _eager_backward(ctx, *grad_outputs)
 
 
+def _saved_gradients_and_inputs(ctx):
+    """What the Function's forward saved below the threshold: the gradients, then the inputs they
+    belong to (as many)."""
+    saved = ctx.saved_tensors
+    return saved[:len(saved) // 2], saved[len(saved) // 2:]
+
+
 def _eager_backward(ctx, *grad_outputs):
     if ctx.side is None:
-        saved = ctx.saved_tensors
-        return (None, None, *_input_gradients(ctx, grad_outputs, saved[:len(saved) // 2]))
+        return (None, None, *_input_gradients(ctx, grad_outputs, _saved_gradients_and_inputs(ctx)[0]))
     upstream = _first_upstream(ctx, grad_outputs)
     if upstream is None:
         return (None, None, *[None] * ctx.count)
@@ -869,8 +874,11 @@ def _eager_backward_refusing(ctx, *grad_outputs):
         return _eager_backward_once(ctx, *grad_outputs)
     with torch.no_grad():
         out = _eager_backward(ctx, *grad_outputs)
-    saved = ctx.saved_tensors
-    inputs = saved[len(saved) // 2:] if ctx.side is None else [saved[i] for i in _set_bits(saved, ctx.mask)]
+    if ctx.side is None:
+        inputs = _saved_gradients_and_inputs(ctx)[1]
+    else:
+        saved = ctx.saved_tensors  # the inputs, all of them
+        inputs = [saved[i] for i in _set_bits(saved, ctx.mask)]
     return _refuse_twice(out, [*inputs, *(g for g in grad_outputs if g is not None)])
 
 
