@@ -11,8 +11,11 @@ on the host, so the loop measures the host. Median (and fastest) of `--repeats` 
 Beside lossjit's entry points and torch's own MSE: torch's floor for a custom op, ops that do
 nothing (a list of two tensors in, a tensor made beforehand out) defined through
 torch.library.custom_op and through torch.library.Library as lossjit::value is, called eagerly and
-inside torch.compile; and the parts of the direct path, each alone. `--profile FILE` also writes
-cProfile's table (by own time) of the direct path, the value op and the compiled call.
+inside torch.compile; and the parts of the direct path, each alone. Where the native path is built
+(`--build-native`), its rows beside the Python paths' (the eager autograd node in C++; the ops'
+kernels in C++, which torch.compile's code calls). `--profile FILE` also writes cProfile's tables
+(by own time) of the direct path, the value op and the compiled call (FILE.forward), and of forward
+and backward inside torch.compile (FILE.backward).
 
     python3 bench/python_overhead.py [--calls 20000] [--repeats 7] [--json out.json] [--profile out.txt]
 """
@@ -49,23 +52,27 @@ def host_us(fn, calls, repeats):
     return statistics.median(times), min(times)
 
 
-def alternating_host_us(variants, calls, rounds):
-    """host_us of each (name, fn), in `rounds` rounds that each time every variant once, in turn (drift
-    on the host reaches all alike): {name: (median, fastest)} over the rounds."""
-    times = {name: [] for name, _ in variants}
-    for _, fn in variants:
-        for _ in range(200):
+def alternating_host_us(variants, calls, rounds, warmup=200, each_round=False):
+    """host_us of each (name, fn, select), in `rounds` rounds that each time every variant once, in turn
+    (drift on the host reaches all alike): {name: (median, fastest)} over the rounds, and with
+    `each_round` also {name: [us of each round]}. select() runs before each variant's calls, untimed
+    (it picks lossjit's paths)."""
+    times = {name: [] for name, _, _ in variants}
+    for _, fn, select in variants:
+        select()
+        for _ in range(warmup):
             fn()
     torch.cuda.synchronize()
     for _ in range(rounds):
-        for name, fn in variants:
+        for name, fn, select in variants:
+            select()
             start = time.perf_counter()
             for _ in range(calls):
                 fn()
             times[name].append((time.perf_counter() - start) / calls * 1e6)
             torch.cuda.synchronize()
-    return {name: (statistics.median(v), min(v)) for name, v in times.items()}
-
+    summary = {name: (statistics.median(v), min(v)) for name, v in times.items()}
+    return (summary, times) if each_round else summary
 
 def floor_ops(dev):
     """Ops that do nothing: a list of tensors in, a tensor made beforehand out."""
@@ -84,9 +91,10 @@ def floor_ops(dev):
 
 
 def profile(rows, calls, path):
-    """cProfile's table, by own time, of `calls` calls of each (name, fn)."""
+    """cProfile's table, by own time, of `calls` calls of each (name, fn, select)."""
     text = io.StringIO()
-    for name, fn in rows:
+    for name, fn, select in rows:
+        select()
         for _ in range(200):
             fn()
         prof = cProfile.Profile()
@@ -106,10 +114,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--json")
-    ap.add_argument("--profile", help="write cProfile tables of the lossjit paths to this file")
+    ap.add_argument("--profile", help="write cProfile tables of the lossjit paths to FILE.forward and FILE.backward")
     ap.add_argument("--build-native", action="store_true",
-                    help="build the native autograd path first (lossjit.build_native()); without it, the native "
-                         "row is timed where a build for this torch is found")
+                    help="build the native path first (lossjit.build_native()); without it, the native "
+                         "path's rows are timed where a build for this torch is found")
     args = ap.parse_args()
     if args.build_native:
         print(f"native path: {lossjit.build_native()}", flush=True)
@@ -162,14 +170,32 @@ def main():
         ("part: two data_ptr() into the views", lambda: lay.set_data((p, t))),
         ("part: torch.compiler.is_compiling()", torch.compiler.is_compiling),
     ]
+    from lossjit import _native
+    native = _native.module()
+    python_paths = lambda: _native.use(None)  # noqa: E731
+    native_paths = lambda: _native.use(native)  # noqa: E731
+    variants = [(name, fn, python_paths) for name, fn in variants]
+    if native is not None:
+        variants += [
+            ("lossjit: torch.ops.lossjit.value (eager, the native path: the op's kernel in C++)",
+             lambda: value(loss._id, [p, t]), native_paths),
+            ("lossjit: loss(p, t) inside torch.compile(fullgraph=True) (the native path)", lambda: lossjit_compiled(p, t),
+             native_paths),
+        ]
+    else:
+        print("note: the native path is not built for this torch (--build-native builds it)", flush=True)
     rows = []
     with torch.no_grad():
+        python_paths()
         if lay.check(p, t) is not True:
             print("note: no TensorGuards layout check here; every call builds the layout key", flush=True)
-        for name, fn in variants + parts:
-            median, best = host_us(fn, args.calls, args.repeats)
+        timed = alternating_host_us(variants, args.calls, args.repeats)
+        for name, fn in parts:
+            timed[name] = host_us(fn, args.calls, args.repeats)
+        for name, (median, best) in timed.items():
             rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
             print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
+        python_paths()
         # The direct path's Python side alone: lossjit_evaluate replaced by a Python function that
         # returns 0 (about what a ctypes call that does nothing costs).
         evaluate, lt._evaluate = lt._evaluate, lambda *a: 0
@@ -181,40 +207,39 @@ def main():
         rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
         print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)
         if args.profile:
-            profile([("direct path", lambda: loss(p, t)), ("lossjit::value", lambda: value(loss._id, [p, t])),
-                     ("compiled", lambda: lossjit_compiled(p, t))], 3000, args.profile)
+            profile([("direct path", lambda: loss(p, t), python_paths),
+                     ("lossjit::value", lambda: value(loss._id, [p, t]), python_paths),
+                     ("compiled", lambda: lossjit_compiled(p, t), python_paths)], 3000, args.profile + ".forward")
     # Forward and backward, as a training step calls a loss: torch.autograd.grad of the value with
     # respect to p (p requires grad), host time per call, each path beside torch's own.
     pg = p.detach().clone().requires_grad_(True)
     grad_calls = max(args.calls // 4, 1000)
     op_value = lambda a, b: op(loss._id, [a, b], 1)[0]  # noqa: E731
-    from lossjit import _native
-    native = _native.module()
-
-    def taking(module):
-        """loss(a, b) with the native path's module (or None: the Python Function) in place."""
-        def call(a, b):
-            _native._module = module
-            return loss(a, b)
-        return call
     grad_variants = [
-        ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", taking(None))]
+        ("fwd+bwd lossjit: loss(p, t) eager (the autograd.Function around the fused kernel)", loss, python_paths)]
     if native is not None:
         grad_variants.append(("fwd+bwd lossjit: loss(p, t) eager (the native path: the autograd node in C++)",
-                              taking(native)))
-    else:
-        print("note: the native path is not built for this torch (--build-native builds it)", flush=True)
+                              loss, native_paths))
     grad_variants += [
-        ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", op_value),
-        ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled),
-        ("fwd+bwd lossjit: torch.ops.lossjit.reduce inside torch.compile(fullgraph=True)",
-         torch.compile(op_value, fullgraph=True)),
-        ("fwd+bwd torch eager: F.mse_loss(p, t)", F.mse_loss),
-        ("fwd+bwd torch.compile: torch.mean((p - t) ** 2)", mse_compiled),
+        ("fwd+bwd lossjit: torch.ops.lossjit.reduce (the op with autograd, eager)", op_value, python_paths),
+        ("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True)", lossjit_compiled, python_paths),
     ]
-    timed = alternating_host_us([(name, lambda fn=fn: torch.autograd.grad(fn(pg, t), pg)) for name, fn in grad_variants],
-                                grad_calls, args.repeats)
-    _native._module = native
+    if native is not None:
+        grad_variants.append(("fwd+bwd lossjit: loss(p, t) inside torch.compile(fullgraph=True) (the native path: "
+                              "lossjit::value_and_grad's kernel in C++)", lossjit_compiled, native_paths))
+    grad_variants += [
+        ("fwd+bwd lossjit: torch.ops.lossjit.reduce inside torch.compile(fullgraph=True)",
+         torch.compile(op_value, fullgraph=True), python_paths),
+        ("fwd+bwd torch eager: F.mse_loss(p, t)", F.mse_loss, python_paths),
+        ("fwd+bwd torch.compile: torch.mean((p - t) ** 2)", mse_compiled, python_paths),
+    ]
+    timed = alternating_host_us([(name, lambda fn=fn: torch.autograd.grad(fn(pg, t), pg), select)
+                                 for name, fn, select in grad_variants], grad_calls, args.repeats)
+    if args.profile:  # forward and backward inside torch.compile: lossjit's paths and torch's own MSE
+        profile([(name, lambda fn=fn: torch.autograd.grad(fn(pg, t), pg), select)
+                 for name, fn, select in grad_variants if "inside torch.compile" in name or "torch.compile:" in name],
+                1000, args.profile + ".backward")
+    _native.use(native)
     for name, (median, best) in timed.items():
         rows.append({"variant": name, "host_us_median": round(median, 2), "host_us_min": round(best, 2)})
         print(f"{median:8.2f} us  (min {best:6.2f})  {name}", flush=True)

@@ -32,10 +32,12 @@ def version():
 
 
 def build_native(verbose=False):
-    """Builds the native autograd path for this torch and Python (once; about 20-60 s: a C++ compiler,
-    ninja, Python's headers and torch's) and returns its shared object's path. From then on, in this
-    process and later ones, an eager call on small inputs that need gradients runs its autograd node
-    in C++ instead of a Python torch.autograd.Function (docs/python.md, "The native autograd path").
+    """Builds the native path for this torch and Python (once; about 20-60 s: a C++ compiler, ninja,
+    Python's headers and torch's) and returns its shared object's path. From then on, in this process
+    and later ones, an eager call on small inputs that need gradients runs its autograd node in C++
+    instead of a Python torch.autograd.Function, and the ops torch.compile's code calls
+    (lossjit::value, lossjit::value_and_grad) run their CUDA kernels in C++ (docs/python.md, "The
+    native path").
     UsageError, with the compiler's output, where it cannot be built; the Python path stays in use."""
     import torch  # noqa: F401 (the native path is torch's C++ extension)
     from . import _native
@@ -186,6 +188,9 @@ class Loss:
             self._torch_side()
 
     def __del__(self):
+        torch_side = getattr(self, "_torch", None)
+        if torch_side is not None:
+            torch_side.close()  # before the handle goes: the native ops' kernels keep it
         handle, self._handle = getattr(self, "_handle", None), None
         if handle and _lib is not None and _lib.lib is not None:
             _lib.lib.lossjit_free(handle)
@@ -194,8 +199,6 @@ class Loss:
         """Frees the compiled program now (a Loss used after this raises UsageError)."""
         with _registry_lock:
             _registry.pop(self._id, None)
-        if self._torch is not None:
-            self._torch.handle = None
         self.__del__()
 
     def __repr__(self):

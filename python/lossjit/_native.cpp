@@ -1,25 +1,44 @@
-// The eager autograd path of a reduction in C++ (python/lossjit/_native.py builds and loads it;
-// docs/python.md, "The native autograd path").
+// lossjit's torch paths in C++ (python/lossjit/_native.py builds and loads it; docs/python.md, "The
+// native path"): the eager autograd node of a reduction, and the CUDA kernels of the ops lossjit::value
+// and lossjit::value_and_grad, which torch.compile's code calls.
 //
-// Why C++: on small inputs a forward and backward is the host's time, and a Python
-// torch.autograd.Function that launches nothing already costs 0.91x torch eager's F.mse_loss
-// forward and backward, where the same Function in C++ costs 0.71x (H200, 4096 elements, round 254
-// of docs/results/issue-31/stop75/); the fused kernel's launch fits in the difference.
+// Why C++: on small inputs a call is the host's time. A Python torch.autograd.Function that launches
+// nothing already costs 0.91x torch eager's F.mse_loss forward and backward, where the same Function in
+// C++ costs 0.71x (H200, 4096 elements, round 254 of docs/results/issue-31/stop75/); and under
+// torch.compile the Python kernel of lossjit::value_and_grad (layout, plan, allocations, the ctypes
+// call) was what kept a compiled step at 1.36x torch.compile's own MSE (round 257).
 //
-// What it does is _EagerReduce's small-input way (python/lossjit/_torch.py), nothing more: forward
-// launches the fused value-and-gradient kernel through the C API and saves the gradients (and the
-// inputs they belong to); backward multiplies them by the upstream gradient. Python prepares every call as for its own path (the
-// layout's input views, the gradient plan's views, the stream's lossjit_exec) and passes their
-// addresses; this file only allocates the gradients, writes their data pointers into the plan's
-// views and launches. The library is reached through the function pointer Python's ctypes loaded,
-// so the extension links nothing of lossjit and survives rebuilds of the library.
+// The eager node does what _EagerReduce's small-input way (python/lossjit/_torch.py) does, nothing more:
+// forward launches the fused value-and-gradient kernel through the C API and saves the gradients (and
+// the inputs they belong to); backward multiplies them by the upstream gradient. Python prepares every
+// call as for its own path (the layout's input views, the gradient plan's views, the stream's
+// lossjit_exec) and passes their addresses; this file only allocates the gradients, writes their data
+// pointers into the plan's views and launches.
+//
+// The ops' kernels build a call's views from the tensors' own sizes and strides and launch; Python is
+// asked only what stays the same from call to call (a Loss's handle and input names, once per Loss; a
+// stream's scratch, once per stream and again after it grew), and runs every call that is not the
+// plain case (its kernel raises the errors, grows the scratch, handles what this file does not).
+//
+// The library is reached through the function pointers Python's ctypes loaded, so the extension links
+// nothing of lossjit and survives rebuilds of the library.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/functions/utils.h>
+#include <torch/library.h>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "lossjit/lossjit.h"
@@ -130,6 +149,295 @@ at::Tensor fused(const std::vector<at::Tensor>& tensors, int64_t mask, const at:
     return FusedReduce::apply(call, mask, at::TensorList(tensors));
 }
 
+// ---- The CUDA kernels of lossjit::value and lossjit::value_and_grad ----
+
+namespace py = pybind11;
+using Evaluate = decltype(&lossjit_evaluate);
+using OutputDtype = decltype(&lossjit_output_dtype);
+
+// What a Loss's calls need that does not change: asked of Python once per Loss (describe), dropped
+// when the Loss goes (forget). The handle stays valid until then: Python forgets a Loss before it
+// frees the handle (its torch side's weak reference fires first; close() forgets explicitly).
+struct LossEntry {
+    lossjit_loss* handle = nullptr;
+    std::vector<std::string> names;  // the inputs', in order
+    int64_t results = 1;
+    std::map<std::vector<int32_t>, int32_t> out_codes;  // the inputs' dtype codes -> the result's
+};
+
+// A stream's lossjit_exec and the scratch buffer it lends (held here, so it outlives a replacement on
+// Python's side); asked of Python once per (device, stream), again after a launch found it too small.
+struct ExecEntry {
+    at::Tensor buffer;
+    lossjit_exec exec{};
+};
+
+struct Ops {
+    Evaluate evaluate = nullptr;
+    ValueAndGrad value_and_grad = nullptr;
+    OutputDtype output_dtype = nullptr;
+    // describe(loss_id) -> (handle, names, results); exec_for(loss_id, device) -> (buffer, stream,
+    // scratch, bytes); the Python kernels of the two ops, for every call not taken here.
+    py::object describe, exec_for, python_value, python_value_and_grad;
+    std::mutex lock;  // over the maps; never held while Python runs (whose callers may hold the GIL)
+    std::unordered_map<int64_t, std::shared_ptr<LossEntry>> losses;
+    std::map<std::pair<int64_t, int64_t>, std::shared_ptr<ExecEntry>> execs;  // (device, stream id)
+    std::unique_ptr<torch::Library> registration;  // the kernels, while registered
+    // Calls launched here, and calls passed to the Python kernels (tests and debugging: ops_counts).
+    std::atomic<uint64_t> launched{0}, passed{0};
+};
+
+// Made by configure_ops and never freed: its Python objects must not be released after the interpreter
+// has gone.
+Ops* ops = nullptr;
+
+std::optional<int32_t> dtype_code(at::ScalarType t) {
+    switch (t) {
+        case at::kFloat: return LOSSJIT_FLOAT32;
+        case at::kDouble: return LOSSJIT_FLOAT64;
+        case at::kBFloat16: return LOSSJIT_BFLOAT16;
+        case at::kHalf: return LOSSJIT_FLOAT16;
+        case at::kInt: return LOSSJIT_INT32;
+        case at::kLong: return LOSSJIT_INT64;
+        case at::kByte: return LOSSJIT_UINT8;
+        case at::kBool: return LOSSJIT_BOOL;
+        default: return std::nullopt;
+    }
+}
+
+std::optional<at::ScalarType> scalar_type(int32_t code) {
+    switch (code) {
+        case LOSSJIT_FLOAT32: return at::kFloat;
+        case LOSSJIT_FLOAT64: return at::kDouble;
+        case LOSSJIT_BFLOAT16: return at::kBFloat16;
+        case LOSSJIT_FLOAT16: return at::kHalf;
+        default: return std::nullopt;  // results are floating point
+    }
+}
+
+std::shared_ptr<LossEntry> loss_entry(int64_t loss_id) {
+    {
+        std::lock_guard<std::mutex> hold(ops->lock);
+        auto it = ops->losses.find(loss_id);
+        if (it != ops->losses.end()) return it->second;
+    }
+    auto entry = std::make_shared<LossEntry>();
+    {
+        py::gil_scoped_acquire gil;
+        // Raises (UsageError: the Loss is gone) through the op's call, as its Python kernel would.
+        auto described = ops->describe(loss_id).cast<py::tuple>();
+        entry->handle = reinterpret_cast<lossjit_loss*>(described[0].cast<uintptr_t>());
+        entry->names = described[1].cast<std::vector<std::string>>();
+        entry->results = described[2].cast<int64_t>();
+    }
+    std::lock_guard<std::mutex> hold(ops->lock);
+    return ops->losses.emplace(loss_id, std::move(entry)).first->second;
+}
+
+std::shared_ptr<ExecEntry> exec_entry(int64_t loss_id, int64_t device) {
+    const c10::Device where(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device));
+    const int64_t stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(where).id();
+    const std::pair<int64_t, int64_t> key{device, stream};
+    {
+        std::lock_guard<std::mutex> hold(ops->lock);
+        auto it = ops->execs.find(key);
+        if (it != ops->execs.end()) return it->second;
+    }
+    auto entry = std::make_shared<ExecEntry>();
+    {
+        py::gil_scoped_acquire gil;
+        auto got = ops->exec_for(loss_id, device).cast<py::tuple>();
+        entry->buffer = got[0].cast<at::Tensor>();
+        entry->exec.stream = reinterpret_cast<void*>(got[1].cast<uintptr_t>());
+        entry->exec.device = static_cast<int32_t>(device);
+        entry->exec.scratch = reinterpret_cast<void*>(got[2].cast<uintptr_t>());
+        entry->exec.scratch_bytes = got[3].cast<size_t>();
+    }
+    std::lock_guard<std::mutex> hold(ops->lock);
+    return ops->execs.insert_or_assign(key, std::move(entry)).first->second;
+}
+
+// One call as this file makes it: the inputs' views (pointing into the tensors' own sizes and strides,
+// valid while `inputs` is), the result's dtype, the device and its stream's exec.
+struct Prepared {
+    std::shared_ptr<LossEntry> loss;
+    std::vector<lossjit_view> views;
+    int32_t out_code = 0;
+    at::ScalarType out_type = at::kFloat;
+    c10::Device device{c10::DeviceType::CUDA};
+    std::shared_ptr<ExecEntry> exec;
+};
+
+// Whether the call is the plain case this file takes: the inputs' count, all on one CUDA device, dtypes
+// lossjit reads, no input needing a gradient (the ops compute none of their own: their Python kernels
+// raise). Anything else goes to the Python kernel, whose checks word the errors.
+bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
+    call.loss = loss_entry(loss_id);
+    if (inputs.size() != call.loss->names.size() || inputs.empty()) return false;
+    const bool grad_mode = at::GradMode::is_enabled();
+    const auto device = inputs[0].device();
+    if (!device.is_cuda()) return false;
+    std::vector<int32_t> codes;
+    codes.reserve(inputs.size());
+    call.views.reserve(inputs.size() + 1);
+    for (const at::Tensor& t : inputs) {
+        if (!t.defined() || t.device() != device || (grad_mode && t.requires_grad())) return false;
+        const auto code = dtype_code(t.scalar_type());
+        if (!code) return false;
+        codes.push_back(*code);
+        call.views.push_back({t.data_ptr(), *code, static_cast<int32_t>(t.dim()), t.sizes().data(), t.strides().data()});
+    }
+    call.device = device;
+    {
+        std::lock_guard<std::mutex> hold(ops->lock);
+        auto it = call.loss->out_codes.find(codes);
+        if (it != call.loss->out_codes.end()) call.out_code = it->second;
+        else call.out_code = -1;
+    }
+    if (call.out_code < 0) {
+        int32_t out = -1;
+        if (ops->output_dtype(call.loss->handle, call.views.data(), call.views.size(), &out) != LOSSJIT_OK) return false;
+        std::lock_guard<std::mutex> hold(ops->lock);
+        call.loss->out_codes.emplace(std::move(codes), out);
+        call.out_code = out;
+    }
+    const auto type = scalar_type(call.out_code);
+    if (!type) return false;
+    call.out_type = *type;
+    call.exec = exec_entry(loss_id, device.index());
+    return true;
+}
+
+// After a launch returned a status: a scratch too small is asked of Python again on the next call
+// (the Python kernel, which repeats this call, grows it).
+void after_failure(lossjit_status status, const Prepared& call) {
+    if (status != LOSSJIT_ERROR_SCRATCH_TOO_SMALL) return;
+    std::lock_guard<std::mutex> hold(ops->lock);
+    for (auto it = ops->execs.begin(); it != ops->execs.end(); ++it)
+        if (it->second == call.exec) {
+            ops->execs.erase(it);
+            break;
+        }
+}
+
+std::vector<at::Tensor> tensor_list(at::TensorList inputs) { return {inputs.begin(), inputs.end()}; }
+
+at::Tensor python_value(int64_t loss_id, at::TensorList inputs) {
+    ++ops->passed;
+    py::gil_scoped_acquire gil;
+    return ops->python_value(loss_id, tensor_list(inputs)).cast<at::Tensor>();
+}
+
+std::vector<at::Tensor> python_value_and_grad(int64_t loss_id, at::TensorList inputs, int64_t mask) {
+    ++ops->passed;
+    py::gil_scoped_acquire gil;
+    return ops->python_value_and_grad(loss_id, tensor_list(inputs), mask).cast<std::vector<at::Tensor>>();
+}
+
+at::Tensor value_kernel(int64_t loss_id, at::TensorList inputs) {
+    Prepared call;
+    if (!prepare(loss_id, inputs, call)) return python_value(loss_id, inputs);
+    const auto options = at::TensorOptions().dtype(call.out_type).device(call.device);
+    const int64_t results = call.loss->results;
+    at::Tensor value = results == 1 ? at::empty({}, options) : at::empty({results}, options);
+    const lossjit_view out{value.data_ptr(), call.out_code, results == 1 ? 0 : 1, results == 1 ? nullptr : &results,
+                           nullptr};
+    const lossjit_status status =
+        ops->evaluate(call.loss->handle, call.views.data(), call.views.size(), &out, &call.exec->exec);
+    if (status == LOSSJIT_OK) {
+        ++ops->launched;
+        return value;
+    }
+    after_failure(status, call);
+    return python_value(loss_id, inputs);
+}
+
+std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList inputs, int64_t mask) {
+    Prepared call;
+    // A program of several results, or no input differentiated: the Python kernel (the op's own
+    // splitting of results into tensors of their own).
+    if (!prepare(loss_id, inputs, call) || call.loss->results != 1 || mask == 0 ||
+        (mask >> static_cast<int64_t>(inputs.size())) != 0)
+        return python_value_and_grad(loss_id, inputs, mask);
+    std::vector<at::Tensor> out;
+    out.push_back(at::empty({}, at::TensorOptions().dtype(call.out_type).device(call.device)));
+    std::vector<const char*> names;
+    std::vector<lossjit_view> grads;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!(mask >> i & 1)) continue;
+        const at::Tensor& t = inputs[i];
+        out.push_back(at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()).device(call.device)));
+        names.push_back(call.loss->names[i].c_str());
+        grads.push_back({out.back().data_ptr(), call.views[i].dtype, call.views[i].ndim, t.sizes().data(), nullptr});
+    }
+    const lossjit_view value{out[0].data_ptr(), call.out_code, 0, nullptr, nullptr};
+    const lossjit_status status =
+        ops->value_and_grad(call.loss->handle, call.views.data(), call.views.size(), names.data(), names.size(),
+                            grads.data(), &value, 1.0f, nullptr, &call.exec->exec);
+    if (status == LOSSJIT_OK) {
+        ++ops->launched;
+        return out;
+    }
+    after_failure(status, call);
+    return python_value_and_grad(loss_id, inputs, mask);
+}
+
+void configure_ops(uint64_t evaluate, uint64_t value_and_grad, uint64_t output_dtype, py::object describe,
+                   py::object exec_for, py::object python_value, py::object python_value_and_grad) {
+    if (!ops) ops = new Ops;
+    ops->evaluate = address<std::remove_pointer_t<Evaluate>>(evaluate);
+    ops->value_and_grad = address<std::remove_pointer_t<ValueAndGrad>>(value_and_grad);
+    ops->output_dtype = address<std::remove_pointer_t<OutputDtype>>(output_dtype);
+    ops->describe = std::move(describe);
+    ops->exec_for = std::move(exec_for);
+    ops->python_value = std::move(python_value);
+    ops->python_value_and_grad = std::move(python_value_and_grad);
+}
+
+// Registers the kernels (on) or removes them (off: the ops' Python kernels run again). Returns whether
+// they are registered: not before configure_ops (no torch side to run them with).
+bool set_ops(bool on) {
+    if (!ops) return false;
+    if (on && !ops->registration) {
+        auto registration = std::make_unique<torch::Library>(torch::Library::IMPL, "lossjit", c10::DispatchKey::CUDA,
+                                                             __FILE__, __LINE__);
+        registration->impl("value", TORCH_FN(value_kernel));
+        registration->impl("value_and_grad", TORCH_FN(value_and_grad_kernel));
+        ops->registration = std::move(registration);
+    } else if (!on) {
+        ops->registration.reset();
+        std::lock_guard<std::mutex> hold(ops->lock);
+        ops->execs.clear();  // Python's scratch may change meanwhile, unannounced
+    }
+    return ops->registration != nullptr;
+}
+
+// Python replaced the scratch of (device, stream): the next call asks for the new one.
+void drop_scratch(int64_t device, uintptr_t stream) {
+    if (!ops) return;
+    std::lock_guard<std::mutex> hold(ops->lock);
+    for (auto it = ops->execs.begin(); it != ops->execs.end();) {
+        if (it->first.first == device && reinterpret_cast<uintptr_t>(it->second->exec.stream) == stream)
+            it = ops->execs.erase(it);
+        else
+            ++it;
+    }
+}
+
+bool ops_registered() { return ops && ops->registration; }
+
+std::pair<uint64_t, uint64_t> ops_counts() {
+    if (!ops) return {0, 0};
+    return {ops->launched.load(), ops->passed.load()};
+}
+
+// A Loss gone or closed: its entry goes before its handle is freed.
+void forget(int64_t loss_id) {
+    if (!ops) return;
+    std::lock_guard<std::mutex> hold(ops->lock);
+    ops->losses.erase(loss_id);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -139,5 +447,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "lossjit_value_and_grad's address, loss, inputs, names, plan, exec)");
     m.def("set_second_derivative", [](std::string text) { second_derivative = std::move(text); },
           "What a gradient raises when differentiated again (Python's _lib.SECOND_DERIVATIVE, at load)");
+    m.def("configure_ops", &configure_ops,
+          "The ops' kernels' library entry points and Python's side: (lossjit_evaluate's, lossjit_value_and_grad's "
+          "and lossjit_output_dtype's addresses, describe, exec_for, the ops' Python kernels of value and "
+          "value_and_grad)");
+    m.def("set_ops", &set_ops, "Registers (True) or removes (False) the CUDA kernels of lossjit::value and "
+                                "lossjit::value_and_grad; returns whether they are registered (not before "
+                                "configure_ops)");
+    m.def("ops_registered", &ops_registered, "Whether the ops' CUDA kernels are registered");
+    m.def("drop_scratch", &drop_scratch, "Python replaced the scratch of (device, stream): the next call asks again");
+    m.def("ops_counts", &ops_counts, "(calls the ops' kernels launched, calls they passed to the Python kernels)");
+    m.def("forget", &forget, "Drops what the ops' kernels keep of a Loss (before its handle is freed)");
     pybind11::register_exception<LaunchError>(m, "LaunchError");
 }

@@ -1,11 +1,13 @@
-"""The eager autograd path of a reduction in C++ (_native.cpp): built once on request with torch's
-C++ extension loader, then found by every later process of the same torch and Python.
+"""lossjit's torch paths in C++ (_native.cpp): the eager autograd node of a reduction and the CUDA
+kernels of the ops lossjit::value and lossjit::value_and_grad (what torch.compile's code calls). Built
+once on request with torch's C++ extension loader, then found by every later process of the same
+torch and Python.
 
-An eager call on small inputs that need gradients is the host's time; in C++ the autograd node costs
-less than a Python torch.autograd.Function (docs/python.md, "The native autograd path"). Nothing is
-built behind the user's back: `lossjit.build_native()` builds it (a compiler, ninja, Python's headers
-and torch's, about 20-60 s), and from then on calls use it where they can. LOSSJIT_TORCH_NATIVE=off
-keeps the Python path (comparisons, debugging)."""
+A call on small inputs is the host's time; in C++ the autograd node costs less than a Python
+torch.autograd.Function, and an op's kernel less than its Python kernel (docs/python.md, "The native
+path"). Nothing is built behind the user's back: `lossjit.build_native()` builds it (a compiler,
+ninja, Python's headers and torch's, about 20-60 s), and from then on calls use it where they can.
+LOSSJIT_TORCH_NATIVE=off keeps the Python paths (comparisons, debugging)."""
 import hashlib
 import importlib.util
 import os
@@ -21,8 +23,11 @@ MODE_VARIABLE = "LOSSJIT_TORCH_NATIVE"
 SOURCE = pathlib.Path(__file__).with_name("_native.cpp")
 
 _lock = threading.Lock()
-_module = None     # the loaded extension
+_module = None     # the loaded extension in use
 _looked = False    # whether a built one was looked for (once a process, unless built since)
+_registered = None  # the extension whose ops' kernels are registered (at most one at a time)
+_configure = None   # _torch's setup of a loaded extension's ops (set by _torch: it imports this module)
+_keeping = []       # the extensions configured: what their ops' kernels keep of each Loss (forget)
 
 
 def _header_directory():
@@ -60,7 +65,57 @@ def _import(name, path):
 
 def _configured(module):
     module.set_second_derivative(f"lossjit: {SECOND_DERIVATIVE}")
+    if _configure is not None:
+        _configure(module)
+        _keeping.append(module)
     return module
+
+
+def _register(module):
+    """Makes `module`'s ops' kernels the registered ones (None: the ops' Python kernels). A module not
+    configured yet (torch's side of lossjit not imported) registers nothing until set_configure."""
+    global _registered
+    if _registered is module:
+        return
+    if _registered is not None:
+        _registered.set_ops(False)
+    _registered = module if module is not None and module.set_ops(True) else None
+
+
+def set_configure(configure):
+    """_torch's setup of an extension's ops (the library's entry points, its Python callbacks), applied
+    to every extension loaded from now on and to the one already in use."""
+    global _configure
+    with _lock:
+        _configure = configure
+        if _module is not None:
+            configure(_module)
+            _keeping.append(_module)
+            _register(_module)
+
+
+def use(module):
+    """Selects the paths: `module`'s (a loaded extension) or, with None, the Python ones. Returns the
+    extension in use before (tests compare the two)."""
+    global _module, _looked
+    with _lock:
+        before = _module
+        _module, _looked = module, True
+        _register(module)
+    return before
+
+
+def scratch_replaced(device, stream):
+    """Python replaced the scratch of (device, stream) (a larger one): the ops' kernels drop their copy."""
+    module = _registered
+    if module is not None:
+        module.drop_scratch(device, stream)
+
+
+def forget(loss_id):
+    """A Loss is gone or closed: the ops' kernels drop what they keep of it before its handle is freed."""
+    for module in _keeping or ():  # None only at interpreter shutdown
+        module.forget(loss_id)
 
 
 def module():
@@ -77,6 +132,7 @@ def module():
                     path = _built_path(name)
                     if path.is_file():
                         _module = _import(name, path)
+                        _register(_module)
                 except Exception:  # a private torch function gone, a header missing, an unloadable file:
                     _module = None  # the Python path, which is correct without it
     return _module
@@ -89,11 +145,12 @@ def build(verbose=False):
     from torch.utils import cpp_extension
     name = _name()
     with _lock:
-        try:
+        try:  # C++17 as the library (torch 1.13's loader asks for C++14)
             loaded = cpp_extension.load(name, [str(SOURCE)], extra_include_paths=[str(_header_directory())],
-                                        extra_cflags=["-O2"], verbose=verbose)
+                                        extra_cflags=["-O2", "-std=c++17"], verbose=verbose)
         except Exception as e:
             raise UsageError(f"the native path could not be built (a C++ compiler, ninja, Python's headers and torch's "
                              f"are needed; the Python path stays in use): {e}") from e
         _module, _looked = _configured(loaded), True
+        _register(_module)
     return loaded.__file__

@@ -114,6 +114,7 @@ def _scratch_entry(handle, device, stream, at_least=0):
     ex = _lib.Exec(stream, device, buffer.data_ptr(), size)
     entry = _scratch[(device, stream)] = (buffer, ex, ctypes.addressof(ex))
     _scratch_generation = next(_generations)
+    _native.scratch_replaced(device, stream)
     return entry
 
 
@@ -284,9 +285,11 @@ _sides = {}
 
 def _forget(loss_id):
     def callback(_ref):
-        sides = _sides  # None only at interpreter shutdown
+        sides, native = _sides, _native  # None only at interpreter shutdown
         if sides is not None:
             sides.pop(loss_id, None)
+        if native is not None:
+            native.forget(loss_id)
     return callback
 
 
@@ -303,6 +306,13 @@ class TorchLoss:
         self.results = max(1, len(loss.results))  # how many results (numbers, or rows of a map's output)
         self.local = threading.local()
         _sides[self.id] = weakref.ref(self, _forget(self.id))
+
+    def close(self):
+        """The Loss frees its handle next: nothing may use it from now on."""
+        self.handle = None
+        native = _native  # None only at interpreter shutdown
+        if native is not None:
+            native.forget(self.id)
 
     def state(self):
         try:
@@ -775,6 +785,32 @@ def _value_and_grad_kernel(loss_id, inputs, wrt_mask):
 
 _ops.impl("value_and_grad", _value_and_grad_kernel, "CompositeExplicitAutograd")
 torch.library.register_fake("lossjit::value_and_grad", lib=_ops)(_reduce_fake)
+
+
+# The native path's CUDA kernels of lossjit::value and lossjit::value_and_grad (_native.cpp) run the
+# plain calls themselves and these Python kernels for the rest; they ask Python only for what stays
+# the same from call to call.
+def _native_describe(loss_id):
+    """(handle, input names, results) of a Loss, for the native kernels (UsageError where it is gone)."""
+    side = _side(loss_id)
+    return side.handle, list(side.loss.inputs), side.results
+
+
+def _native_exec(loss_id, device):
+    """(scratch buffer, stream, its address, its bytes) of the device's current stream, as this module's
+    calls lend it."""
+    stream = _raw_stream(device)
+    buffer = _scratch_entry(_side(loss_id).handle, device, stream)[0]
+    return buffer, stream, buffer.data_ptr(), buffer.numel()
+
+
+def _configure_native(module):
+    module.configure_ops(ctypes.cast(_evaluate, ctypes.c_void_p).value, _VALUE_AND_GRAD_ADDRESS,
+                         ctypes.cast(lib.lossjit_output_dtype, ctypes.c_void_p).value, _native_describe, _native_exec,
+                         _value_kernel, _value_and_grad_kernel)
+
+
+_native.set_configure(_configure_native)
 
 
 class _TracedReduce(torch.autograd.Function):

@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session", autouse=True)
 def torch_extensions_dir(tmp_path_factory):
-    """The native autograd path (lossjit.build_native()) is built into a scratch folder for the session,
+    """The native path (lossjit.build_native()) is built into a scratch folder for the session,
     not the user's cache; test_native.py and test_gpu.py share it."""
     env = pytest.MonkeyPatch()
     env.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.mktemp("torch_extensions")))

@@ -37,7 +37,7 @@ def _problems(n=512, c=384):
 
 @pytest.fixture(scope="session")
 def native_module():
-    """The native autograd path (lossjit/_native.cpp) built once for the session, in conftest.py's
+    """The native path (lossjit/_native.cpp) built once for the session, in conftest.py's
     scratch TORCH_EXTENSIONS_DIR (a compiler, ninja and Python's headers are on the GPU machines)."""
     from lossjit import _native
     _native.build()
@@ -45,19 +45,19 @@ def native_module():
 
 
 @pytest.fixture(autouse=True)
-def python_path(monkeypatch):
-    """Every test takes the Python autograd path unless it asks for the native one (fused_way,
-    native_path), whatever was built on this machine."""
+def python_path():
+    """Every test takes the Python paths (the autograd Function, the ops' Python kernels) unless it asks
+    for the native ones (fused_way, native_path), whatever was built on this machine."""
     from lossjit import _native
-    monkeypatch.setattr(_native, "_module", None)
-    monkeypatch.setattr(_native, "_looked", True)
+    _native.use(None)
 
 
 @pytest.fixture
-def native_path(monkeypatch, native_module):
+def native_path(native_module):
     from lossjit import _native
-    monkeypatch.setattr(_native, "_module", native_module)
-    return native_module
+    _native.use(native_module)
+    yield native_module
+    _native.use(None)
 
 
 @pytest.fixture(params=["in forward", "in forward, native", "in backward"])
@@ -912,7 +912,7 @@ def test_native_path_matches_the_python_path(native_path, monkeypatch):
         host = make()
         got = {}
         for way, module in (("python", None), ("native", native_path)):
-            monkeypatch.setattr(_native, "_module", module)
+            _native.use(module)
             tensors = [h.clone().requires_grad_(i in wrt) for i, h in enumerate(host)]
             out = loss(*tensors)
             assert ("FusedReduce" in out.grad_fn.name()) == (way == "native"), out.grad_fn.name()
@@ -942,3 +942,145 @@ def test_native_path_matches_the_python_path(native_path, monkeypatch):
     assert _max_rel(g, 2 * (p.detach() - t) / 4096) <= 1e-6
     loss.close()
     several.close()
+
+
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def test_native_ops_match_the_python_ops(native_path):
+    """With the native path, lossjit::value and lossjit::value_and_grad run their CUDA kernels in C++ (what
+    torch.compile's code and direct calls reach): the same values and gradients, bit for bit, as their
+    Python kernels, through one compiled function switched between the two at run time (the dispatcher
+    picks the kernel per call), for a plain program, cross-entropy's class indices, three inputs of which
+    two differentiated, bfloat16, a transposed input and a broadcast row vector."""
+    from lossjit import _native
+    n, c = 96, 200
+    g = torch.Generator(device="cpu").manual_seed(11)
+    cases = [
+        ("mean((p - t)^2)", None, lambda: [torch.rand(3000, generator=g), torch.rand(3000, generator=g)], [0]),
+        ((EXAMPLES / "cross_entropy.loss").read_text(), ["x", "y"],
+         lambda: [torch.randn(n, c, generator=g), torch.randint(0, c, (n,), generator=g)], [0]),
+        ("mean(w * (p - t)^2)", ["p", "t", "w"],
+         lambda: [torch.rand(500, generator=g), torch.rand(500, generator=g), torch.rand(500, generator=g)], [0, 2]),
+        ("mean((p - t)^2)", None,
+         lambda: [torch.rand(700, generator=g).bfloat16(), torch.rand(700, generator=g).bfloat16()], [0, 1]),
+        ("mean(abs(p - t))", None, lambda: [torch.randn(c, n, generator=g).t(), torch.randn(n, c, generator=g)], [0]),
+        ((EXAMPLES / "hinge.loss").read_text(), ["p", "t"],
+         lambda: [torch.randn(n, c, generator=g), torch.randn(c, generator=g)], [0, 1]),
+    ]
+    for program, inputs, make, wrt in cases:
+        loss = lossjit.compile(program, inputs=inputs)
+        host = [h.to(dev) for h in make()]
+        mask = sum(1 << i for i in wrt)
+        torch._dynamo.reset()  # one lambda for every case: without it, past the recompile limit
+        compiled = torch.compile(lambda *a: loss(*a) * 0.5, fullgraph=True)
+        got = {}
+        for way, module in (("python", None), ("native", native_path)):
+            _native.use(module)
+            assert native_path.ops_registered() == (way == "native")
+            before = native_path.ops_counts()
+            tensors = [h.clone().requires_grad_(i in wrt) for i, h in enumerate(host)]
+            out = compiled(*tensors)
+            grads = torch.autograd.grad(out, [tensors[i] for i in wrt])
+            with torch.no_grad():
+                forward = compiled(*host)  # lossjit::value
+            direct = torch.ops.lossjit.value_and_grad(loss._id, host, mask)
+            launched, passed = (a - b for a, b in zip(native_path.ops_counts(), before))
+            assert (launched, passed) == ((3, 0) if way == "native" else (0, 0)), (program, way)
+            got[way] = [out.detach(), *grads, forward, *direct]
+        for a, b in zip(got["python"], got["native"]):
+            assert _same_bits(a, b), program
+        loss.close()
+
+
+def test_native_ops_pass_the_rest_to_python(native_path):
+    """What the ops' C++ kernels do not take runs their Python kernels, which answer as before: a program of
+    several results with gradients, an input that requires grad, the wrong count of inputs, mixed
+    devices, a Loss closed; a program of several results without gradients is theirs (a vector)."""
+    several = lossjit.compile("loss = mean((p - t)^2); m = mean(p); loss, m", inputs=["p", "t"])
+    p, t = torch.rand(100, device=dev), torch.rand(100, device=dev)
+    before = native_path.ops_counts()
+    value = torch.ops.lossjit.value(several._id, [p, t])
+    assert value.shape == (2,) and _max_rel(value[1], p.mean()) <= 1e-6
+    assert native_path.ops_counts()[0] == before[0] + 1
+    out = torch.ops.lossjit.value_and_grad(several._id, [p, t], 1)
+    assert len(out) == 3 and _max_rel(out[2], 2 * (p - t) / 100) <= 1e-6
+    assert native_path.ops_counts()[1] == before[1] + 1
+    loss = example("mse")
+    with pytest.raises(lossjit.UsageError, match="not differentiable itself"):
+        torch.ops.lossjit.value_and_grad(loss._id, [p.clone().requires_grad_(), t], 1)
+    with pytest.raises(lossjit.UsageError, match="computes no gradient"):
+        torch.ops.lossjit.value(loss._id, [p.clone().requires_grad_(), t])
+    with pytest.raises(lossjit.UsageError, match="takes 2 inputs"):
+        torch.ops.lossjit.value_and_grad(loss._id, [p], 1)
+    with pytest.raises(lossjit.UsageError, match="is on cpu"):
+        torch.ops.lossjit.value_and_grad(loss._id, [p, t.cpu()], 1)
+    assert _max_rel(torch.ops.lossjit.value(loss._id, [p, t]), torch.mean((p - t) ** 2)) <= 1e-6
+    loss_id = loss._id
+    loss.close()
+    with pytest.raises(lossjit.UsageError, match="no longer exists"):
+        torch.ops.lossjit.value(loss_id, [p, t])
+    several.close()
+
+
+def test_native_ops_grow_a_scratch_too_small(native_path):
+    """A gradient that sums along a broadcast input needs more scratch than a stream's first: on a stream
+    no call has used, the first call's launch says so, the Python kernel grows the scratch and repeats
+    the call; the next call takes the grown scratch and launches in C++."""
+    import lossjit._torch as T
+    loss = example("hinge")
+    p, t = torch.randn(512, 384, device=dev), torch.randn(384, device=dev)
+    expect = torch.ops.lossjit.reduce(loss._id, [p, t], 0b11)
+    torch.cuda.synchronize()
+    for _ in range(64):  # torch's pool of streams: one that no call of this process has used
+        stream = torch.cuda.Stream()
+        if (0, stream.cuda_stream) not in T._scratch:
+            break
+    else:
+        pytest.skip("every pooled stream has a scratch already")
+    with torch.cuda.stream(stream):
+        counts = [native_path.ops_counts()]
+        first = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 0b11)
+        counts.append(native_path.ops_counts())
+        second = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 0b11)
+        counts.append(native_path.ops_counts())
+    stream.synchronize()
+    assert counts[1][1] == counts[0][1] + 1 and counts[2][0] == counts[1][0] + 1  # passed, then launched
+    for out in (first, second):
+        for a, b in zip(out, expect):
+            assert _same_bits(a, b)
+    loss.close()
+
+
+@pytest.mark.parametrize("way", ["python", "native"])
+def test_ops_captured_into_a_cuda_graph(way, request):
+    """lossjit::value_and_grad and lossjit::value (what compiled code calls), through their Python kernels
+    and through their C++ ones, captured into a CUDA graph after a warm-up on another stream and replayed
+    on new data; a program never run before is a CaptureError through either."""
+    if way == "native":
+        request.getfixturevalue("native_path")
+    loss = example("mse")
+    p, t = torch.rand(4096, device=dev), torch.rand(4096, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.ops.lossjit.value_and_grad(loss._id, [p, t], 1)
+        torch.ops.lossjit.value(loss._id, [p, t])
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        value, grad = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 1)
+        forward = torch.ops.lossjit.value(loss._id, [p, t])
+    for _ in range(2):
+        p.copy_(torch.rand(4096, device=dev))
+        graph.replay()
+        torch.cuda.synchronize()
+        expect = torch.mean((p - t) ** 2).item()
+        assert value.item() == pytest.approx(expect, rel=1e-6) and forward.item() == pytest.approx(expect, rel=1e-6)
+        assert _max_rel(grad, 2 * (p - t) / 4096) <= 1e-6
+    fresh = lossjit.compile("mean(abs(a - b))")  # never run: its first call would compile
+    with pytest.raises(lossjit.CaptureError, match="warm-up"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            torch.ops.lossjit.value_and_grad(fresh._id, [p, t], 1)
+    assert _max_rel(torch.ops.lossjit.value(fresh._id, [p, t]), torch.mean(torch.abs(p - t))) <= 1e-6

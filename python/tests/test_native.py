@@ -1,4 +1,4 @@
-"""The native autograd path (lossjit/_native.cpp) on the CPU: built with torch's C++ extension loader
+"""The native path (lossjit/_native.cpp) on the CPU: built with torch's C++ extension loader
 into a scratch TORCH_EXTENSIONS_DIR, then driven with a stand-in for lossjit_value_and_grad (a ctypes
 callback that writes known gradients and records its arguments) on CPU tensors, so that the autograd
 node's forward, backward, refusals and errors are checked without a GPU. The GPU tests run it against
@@ -135,3 +135,103 @@ def test_a_later_process_finds_the_build(native, mode, found):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == (native.__file__ if found else "False")
+
+
+def test_the_ops_kernels_register_once_configured_and_go_again(native):
+    """The CUDA kernels of lossjit::value and lossjit::value_and_grad register only once configured
+    (torch's side of lossjit gives the library's entry points and its callbacks), and set_ops(False)
+    removes them, so that the ops' Python kernels run again. Here on torch 1.13 (CPU): configured with
+    stand-ins, which no call reaches (no CUDA tensors); the GPU tests run the kernels."""
+    from lossjit import _native
+    if _native._configure is not None:
+        pytest.skip("torch's side of lossjit is loaded (torch 2.4 and later): the GPU tests drive the ops' kernels")
+
+    def has_cuda_kernel(op):
+        try:
+            return torch._C._dispatch_has_kernel_for_dispatch_key(op, "CUDA")
+        except RuntimeError:  # "does not exist": nothing registered under the name (torch 1.13 defines no lossjit op)
+            return False
+
+    assert native.set_ops(True) is False and not native.ops_registered()
+    native.configure_ops(1, 2, 3, None, None, None, None)
+    try:
+        assert native.set_ops(True) is True and native.ops_registered()
+        assert has_cuda_kernel("lossjit::value") and has_cuda_kernel("lossjit::value_and_grad")
+        assert native.set_ops(True) is True  # once
+    finally:
+        assert native.set_ops(False) is False
+    assert not native.ops_registered()
+    assert not has_cuda_kernel("lossjit::value") and not has_cuda_kernel("lossjit::value_and_grad")
+    assert native.ops_counts() == (0, 0)
+    native.forget(7)  # nothing kept of that Loss: no-op
+
+
+class FakeExtension:
+    """A loaded extension as _native drives it: records what it is asked; set_ops registers only where
+    the extension was configured (as the real one's, which returns False before configure_ops)."""
+
+    def __init__(self, configured=True):
+        self.configured, self.registered, self.calls = configured, False, []
+
+    def set_ops(self, on):
+        self.calls.append(("set_ops", on))
+        self.registered = on and self.configured
+        return self.registered
+
+    def forget(self, loss_id):
+        self.calls.append(("forget", loss_id))
+
+    def drop_scratch(self, device, stream):
+        self.calls.append(("drop_scratch", device, stream))
+
+
+@pytest.fixture
+def clean_native(monkeypatch):
+    """_native's state as in a process that has loaded nothing (restored afterwards)."""
+    from lossjit import _native
+    for name, value in (("_module", None), ("_looked", False), ("_registered", None), ("_keeping", []),
+                        ("_configure", None)):
+        monkeypatch.setattr(_native, name, value)
+    return _native
+
+
+def test_use_keeps_one_extensions_kernels_registered(clean_native):
+    """use() switches the paths: one extension's ops' kernels registered at a time, none with
+    use(None); a replaced scratch reaches the registered extension only; an extension not configured
+    registers nothing."""
+    n = clean_native
+    a, b = FakeExtension(), FakeExtension()
+    assert n.use(a) is None and n.module() is a and n._registered is a and a.calls == [("set_ops", True)]
+    assert n.use(b) is a and a.calls[-1] == ("set_ops", False) and not a.registered and b.registered
+    n.scratch_replaced(0, 1234)
+    assert b.calls[-1] == ("drop_scratch", 0, 1234) and ("drop_scratch", 0, 1234) not in a.calls
+    assert n.use(b) is b and b.calls.count(("set_ops", True)) == 1  # already registered: nothing asked
+    assert n.use(None) is b and not b.registered and n._registered is None and n.module() is None
+    n.scratch_replaced(0, 1234)  # nothing registered: nobody asked
+    assert b.calls.count(("drop_scratch", 0, 1234)) == 1
+    unconfigured = FakeExtension(configured=False)
+    n.use(unconfigured)
+    assert n.module() is unconfigured and n._registered is None
+
+
+def test_configure_reaches_a_loaded_extension_and_forget_every_configured_one(clean_native):
+    """An extension loaded before torch's side of lossjit (lossjit.build_native() first) is configured
+    and registered when that side arrives (set_configure); forget() reaches every extension configured,
+    registered or not."""
+    n = clean_native
+    a = FakeExtension(configured=False)
+    n.use(a)
+    assert n._registered is None
+    configured = []
+
+    def configure(module):
+        configured.append(module)
+        module.configured = True
+    n.set_configure(configure)
+    assert configured == [a] and n._registered is a and a.registered
+    b = FakeExtension()
+    n._configured(type("Loaded", (FakeExtension,), {"set_second_derivative": lambda self, text: None})())
+    assert len(configured) == 2 and len(n._keeping) == 2
+    n.use(b)
+    n.forget(7)
+    assert ("forget", 7) in a.calls and ("forget", 7) in n._keeping[1].calls and ("forget", 7) not in b.calls
