@@ -330,7 +330,7 @@ void choose_row_cache(KernelSpec& spec, const ir::Program& program, long long ro
 // ByRowClusterMinTiles tiles of its row (not where a row cache was chosen for a block a row). Without
 // a cache every block reads its share of the row from memory in every walk, as one block would the
 // whole row. Clusters, not blocks that hand each other partials through global memory: such a
-// hand-over costs microseconds a row, and at best tied them (stop 71, docs/performance.md).
+// hand-over costs microseconds a row, and at best tied them (stop 71, docs/results/rounds-2026-11-23-to-12-04.md).
 void choose_row_cluster(KernelSpec& spec, long long rows, long long columns, long long sms, const Knobs& knobs,
                         const GpuFacts& gpu) {
     if (spec.row_cluster > 1 || knobs.row_cluster == 1) return;
