@@ -52,11 +52,16 @@ def host_us(fn, calls, repeats):
     return statistics.median(times), min(times)
 
 
+def _nothing():
+    pass
+
+
 def alternating_host_us(variants, calls, rounds, warmup=200, each_round=False):
-    """host_us of each (name, fn, select), in `rounds` rounds that each time every variant once, in turn
-    (drift on the host reaches all alike): {name: (median, fastest)} over the rounds, and with
-    `each_round` also {name: [us of each round]}. select() runs before each variant's calls, untimed
-    (it picks lossjit's paths)."""
+    """host_us of each (name, fn) or (name, fn, select), in `rounds` rounds that each time every variant
+    once, in turn (drift on the host reaches all alike): {name: (median, fastest)} over the rounds, and
+    with `each_round` also {name: [us of each round]}. select(), where given, runs before each variant's
+    calls, untimed (it picks lossjit's paths)."""
+    variants = [(v[0], v[1], v[2] if len(v) > 2 else _nothing) for v in variants]
     times = {name: [] for name, _, _ in variants}
     for _, fn, select in variants:
         select()

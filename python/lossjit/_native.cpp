@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -156,13 +157,16 @@ using Evaluate = decltype(&lossjit_evaluate);
 using OutputDtype = decltype(&lossjit_output_dtype);
 
 // What a Loss's calls need that does not change: asked of Python once per Loss (describe), dropped
-// when the Loss goes (forget). The handle stays valid until then: Python forgets a Loss before it
-// frees the handle (its torch side's weak reference fires first; close() forgets explicitly).
+// when the Loss goes (forget, which Loss.__del__ and close() call before the handle is freed). Torch
+// releases the GIL around an op's call from Python, so a call may overlap a close() on another thread: a kernel uses
+// the handle only while it holds `use` shared, and forget nulls it holding `use` exclusively (a call
+// that then finds it null goes to the Python kernel, which says the Loss is gone).
 struct LossEntry {
+    std::shared_mutex use;
     lossjit_loss* handle = nullptr;
     std::vector<std::string> names;  // the inputs', in order
     int64_t results = 1;
-    std::map<std::vector<int32_t>, int32_t> out_codes;  // the inputs' dtype codes -> the result's
+    std::map<std::vector<int32_t>, int32_t> out_codes;  // the inputs' dtype codes -> the result's (under Ops::lock)
 };
 
 // A stream's lossjit_exec and the scratch buffer it lends (held here, so it outlives a replacement on
@@ -179,7 +183,9 @@ struct Ops {
     // describe(loss_id) -> (handle, names, results); exec_for(loss_id, device) -> (buffer, stream,
     // scratch, bytes); the Python kernels of the two ops, for every call not taken here.
     py::object describe, exec_for, python_value, python_value_and_grad;
-    std::mutex lock;  // over the maps; never held while Python runs (whose callers may hold the GIL)
+    // Over the maps. Taken with or without the GIL, so never held while waiting for the GIL: no Python
+    // runs under it and no tensor is released under it (a tensor's release may take the GIL).
+    std::mutex lock;
     std::unordered_map<int64_t, std::shared_ptr<LossEntry>> losses;
     std::map<std::pair<int64_t, int64_t>, std::shared_ptr<ExecEntry>> execs;  // (device, stream id)
     std::unique_ptr<torch::Library> registration;  // the kernels, while registered
@@ -222,14 +228,14 @@ std::shared_ptr<LossEntry> loss_entry(int64_t loss_id) {
         if (it != ops->losses.end()) return it->second;
     }
     auto entry = std::make_shared<LossEntry>();
-    {
-        py::gil_scoped_acquire gil;
-        // Raises (UsageError: the Loss is gone) through the op's call, as its Python kernel would.
-        auto described = ops->describe(loss_id).cast<py::tuple>();
-        entry->handle = reinterpret_cast<lossjit_loss*>(described[0].cast<uintptr_t>());
-        entry->names = described[1].cast<std::vector<std::string>>();
-        entry->results = described[2].cast<int64_t>();
-    }
+    // Described and kept under the GIL, which forget() runs under too: a Loss closed meanwhile is either
+    // refused here or forgotten after.
+    py::gil_scoped_acquire gil;
+    // Raises (UsageError: the Loss is gone) through the op's call, as its Python kernel would.
+    auto described = ops->describe(loss_id).cast<py::tuple>();
+    entry->handle = reinterpret_cast<lossjit_loss*>(described[0].cast<uintptr_t>());
+    entry->names = described[1].cast<std::vector<std::string>>();
+    entry->results = described[2].cast<int64_t>();
     std::lock_guard<std::mutex> hold(ops->lock);
     return ops->losses.emplace(loss_id, std::move(entry)).first->second;
 }
@@ -254,7 +260,9 @@ std::shared_ptr<ExecEntry> exec_entry(int64_t loss_id, int64_t device) {
         entry->exec.scratch_bytes = got[3].cast<size_t>();
     }
     std::lock_guard<std::mutex> hold(ops->lock);
-    return ops->execs.insert_or_assign(key, std::move(entry)).first->second;
+    // Another call may have kept one meanwhile: the first kept stays (`entry`, if not kept, is released
+    // after the lock).
+    return ops->execs.emplace(key, entry).first->second;
 }
 
 // One call as this file makes it: the inputs' views (pointing into the tensors' own sizes and strides,
@@ -268,18 +276,19 @@ struct Prepared {
     std::shared_ptr<ExecEntry> exec;
 };
 
-// Whether the call is the plain case this file takes: the inputs' count, all on one CUDA device, dtypes
-// lossjit reads, no input needing a gradient (the ops compute none of their own: their Python kernels
-// raise). Anything else goes to the Python kernel, whose checks word the errors.
+// Whether the call is the plain case this file takes: the inputs' count (fewer than 64: the mask's
+// bits), all on one CUDA device, dtypes lossjit reads, no input needing a gradient (the ops compute none
+// of their own: their Python kernels raise), the Loss not closed. Anything else goes to the Python
+// kernel, whose checks word the errors.
 bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
     call.loss = loss_entry(loss_id);
-    if (inputs.size() != call.loss->names.size() || inputs.empty()) return false;
+    if (inputs.size() != call.loss->names.size() || inputs.empty() || inputs.size() >= 64) return false;
     const bool grad_mode = at::GradMode::is_enabled();
     const auto device = inputs[0].device();
     if (!device.is_cuda()) return false;
     std::vector<int32_t> codes;
     codes.reserve(inputs.size());
-    call.views.reserve(inputs.size() + 1);
+    call.views.reserve(inputs.size());
     for (const at::Tensor& t : inputs) {
         if (!t.defined() || t.device() != device || (grad_mode && t.requires_grad())) return false;
         const auto code = dtype_code(t.scalar_type());
@@ -288,15 +297,20 @@ bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
         call.views.push_back({t.data_ptr(), *code, static_cast<int32_t>(t.dim()), t.sizes().data(), t.strides().data()});
     }
     call.device = device;
+    call.exec = exec_entry(loss_id, device.index());  // may ask Python: before `use` is taken
     {
         std::lock_guard<std::mutex> hold(ops->lock);
         auto it = call.loss->out_codes.find(codes);
-        if (it != call.loss->out_codes.end()) call.out_code = it->second;
-        else call.out_code = -1;
+        call.out_code = it != call.loss->out_codes.end() ? it->second : -1;
     }
     if (call.out_code < 0) {
         int32_t out = -1;
-        if (ops->output_dtype(call.loss->handle, call.views.data(), call.views.size(), &out) != LOSSJIT_OK) return false;
+        {
+            std::shared_lock<std::shared_mutex> in_use(call.loss->use);
+            if (!call.loss->handle ||
+                ops->output_dtype(call.loss->handle, call.views.data(), call.views.size(), &out) != LOSSJIT_OK)
+                return false;
+        }
         std::lock_guard<std::mutex> hold(ops->lock);
         call.loss->out_codes.emplace(std::move(codes), out);
         call.out_code = out;
@@ -304,17 +318,27 @@ bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
     const auto type = scalar_type(call.out_code);
     if (!type) return false;
     call.out_type = *type;
-    call.exec = exec_entry(loss_id, device.index());
     return true;
+}
+
+// Launches with the handle held in use (`launch` gets it); a Loss forgotten meanwhile is a status, as a
+// failed launch is, and the caller takes the Python kernel.
+template <class Launch>
+lossjit_status launch_in_use(const Prepared& call, Launch&& launch) {
+    std::shared_lock<std::shared_mutex> in_use(call.loss->use);
+    if (!call.loss->handle) return LOSSJIT_ERROR_USAGE;
+    return launch(call.loss->handle);
 }
 
 // After a launch returned a status: a scratch too small is asked of Python again on the next call
 // (the Python kernel, which repeats this call, grows it).
 void after_failure(lossjit_status status, const Prepared& call) {
     if (status != LOSSJIT_ERROR_SCRATCH_TOO_SMALL) return;
+    std::shared_ptr<ExecEntry> dropped;  // released after the lock
     std::lock_guard<std::mutex> hold(ops->lock);
     for (auto it = ops->execs.begin(); it != ops->execs.end(); ++it)
         if (it->second == call.exec) {
+            dropped = std::move(it->second);
             ops->execs.erase(it);
             break;
         }
@@ -342,8 +366,9 @@ at::Tensor value_kernel(int64_t loss_id, at::TensorList inputs) {
     at::Tensor value = results == 1 ? at::empty({}, options) : at::empty({results}, options);
     const lossjit_view out{value.data_ptr(), call.out_code, results == 1 ? 0 : 1, results == 1 ? nullptr : &results,
                            nullptr};
-    const lossjit_status status =
-        ops->evaluate(call.loss->handle, call.views.data(), call.views.size(), &out, &call.exec->exec);
+    const lossjit_status status = launch_in_use(call, [&](lossjit_loss* handle) {
+        return ops->evaluate(handle, call.views.data(), call.views.size(), &out, &call.exec->exec);
+    });
     if (status == LOSSJIT_OK) {
         ++ops->launched;
         return value;
@@ -356,7 +381,7 @@ std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList in
     Prepared call;
     // A program of several results, or no input differentiated: the Python kernel (the op's own
     // splitting of results into tensors of their own).
-    if (!prepare(loss_id, inputs, call) || call.loss->results != 1 || mask == 0 ||
+    if (!prepare(loss_id, inputs, call) || call.loss->results != 1 || mask <= 0 ||
         (mask >> static_cast<int64_t>(inputs.size())) != 0)
         return python_value_and_grad(loss_id, inputs, mask);
     std::vector<at::Tensor> out;
@@ -371,9 +396,10 @@ std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList in
         grads.push_back({out.back().data_ptr(), call.views[i].dtype, call.views[i].ndim, t.sizes().data(), nullptr});
     }
     const lossjit_view value{out[0].data_ptr(), call.out_code, 0, nullptr, nullptr};
-    const lossjit_status status =
-        ops->value_and_grad(call.loss->handle, call.views.data(), call.views.size(), names.data(), names.size(),
-                            grads.data(), &value, 1.0f, nullptr, &call.exec->exec);
+    const lossjit_status status = launch_in_use(call, [&](lossjit_loss* handle) {
+        return ops->value_and_grad(handle, call.views.data(), call.views.size(), names.data(), names.size(),
+                                   grads.data(), &value, 1.0f, nullptr, &call.exec->exec);
+    });
     if (status == LOSSJIT_OK) {
         ++ops->launched;
         return out;
@@ -406,8 +432,9 @@ bool set_ops(bool on) {
         ops->registration = std::move(registration);
     } else if (!on) {
         ops->registration.reset();
+        decltype(ops->execs) dropped;  // released after the lock
         std::lock_guard<std::mutex> hold(ops->lock);
-        ops->execs.clear();  // Python's scratch may change meanwhile, unannounced
+        dropped.swap(ops->execs);  // Python's scratch may change meanwhile, unannounced
     }
     return ops->registration != nullptr;
 }
@@ -415,12 +442,15 @@ bool set_ops(bool on) {
 // Python replaced the scratch of (device, stream): the next call asks for the new one.
 void drop_scratch(int64_t device, uintptr_t stream) {
     if (!ops) return;
+    std::vector<std::shared_ptr<ExecEntry>> dropped;  // released after the lock
     std::lock_guard<std::mutex> hold(ops->lock);
     for (auto it = ops->execs.begin(); it != ops->execs.end();) {
-        if (it->first.first == device && reinterpret_cast<uintptr_t>(it->second->exec.stream) == stream)
+        if (it->first.first == device && reinterpret_cast<uintptr_t>(it->second->exec.stream) == stream) {
+            dropped.push_back(std::move(it->second));
             it = ops->execs.erase(it);
-        else
+        } else {
             ++it;
+        }
     }
 }
 
@@ -431,11 +461,19 @@ std::pair<uint64_t, uint64_t> ops_counts() {
     return {ops->launched.load(), ops->passed.load()};
 }
 
-// A Loss gone or closed: its entry goes before its handle is freed.
+// A Loss gone or closed: its entry goes before its handle is freed, once no call is launching with it.
 void forget(int64_t loss_id) {
     if (!ops) return;
-    std::lock_guard<std::mutex> hold(ops->lock);
-    ops->losses.erase(loss_id);
+    std::shared_ptr<LossEntry> entry;
+    {
+        std::lock_guard<std::mutex> hold(ops->lock);
+        auto it = ops->losses.find(loss_id);
+        if (it == ops->losses.end()) return;
+        entry = std::move(it->second);
+        ops->losses.erase(it);
+    }
+    std::unique_lock<std::shared_mutex> no_call(entry->use);
+    entry->handle = nullptr;
 }
 
 }  // namespace

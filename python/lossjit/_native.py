@@ -94,9 +94,18 @@ def set_configure(configure):
             _register(_module)
 
 
+def look():
+    """Loads a build on the ops' first call in a process that has not looked for one (a process that only
+    runs compiled code calls no eager path that would): its kernels then take the calls after this one.
+    Not at import: the lookup imports torch's extension loader (and setuptools)."""
+    if not _looked:
+        module()
+
+
 def use(module):
     """Selects the paths: `module`'s (a loaded extension) or, with None, the Python ones. Returns the
-    extension in use before (tests compare the two)."""
+    extension in use before (tests and benchmarks compare the two). Switch while no other thread calls
+    lossjit's ops: torch's dispatcher does not expect a kernel to go while another thread runs it."""
     global _module, _looked
     with _lock:
         before = _module

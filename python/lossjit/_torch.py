@@ -27,7 +27,8 @@ lib = _lib.lib
 _evaluate = _lib.gil_lib.lossjit_evaluate
 _map = _lib.gil_lib.lossjit_map
 _value_and_grad = _lib.gil_lib.lossjit_value_and_grad
-# The same entry point's address, for the native path (_native.cpp calls it with the GIL held too).
+# The same entry point's address, for the native path (_native.cpp's autograd node calls it with the GIL
+# held too; the ops' C++ kernels with the GIL as torch's dispatcher leaves it).
 _VALUE_AND_GRAD_ADDRESS = ctypes.cast(_value_and_grad, ctypes.c_void_p).value
 _map_grad = _lib.gil_lib.lossjit_map_grad
 
@@ -648,6 +649,7 @@ _ops.define("value(int loss_id, Tensor[] inputs) -> Tensor", tags=(torch.Tag.pt2
 
 
 def _value_kernel(loss_id, inputs):
+    _native.look()
     ref = _sides.get(loss_id)
     side = ref() if ref is not None else None
     if side is None or side.handle is None:
@@ -777,6 +779,7 @@ _ops.define("value_and_grad(int loss_id, Tensor[] inputs, int wrt_mask) -> Tenso
 
 
 def _value_and_grad_kernel(loss_id, inputs, wrt_mask):
+    _native.look()
     if _grad_enabled() and _any_requires_grad(inputs):
         raise UsageError("lossjit::value_and_grad is not differentiable itself, and an input requires grad: "
                          "call the Loss, or lossjit::reduce")

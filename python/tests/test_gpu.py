@@ -1026,19 +1026,17 @@ def test_native_ops_pass_the_rest_to_python(native_path):
 
 def test_native_ops_grow_a_scratch_too_small(native_path):
     """A gradient that sums along a broadcast input needs more scratch than a stream's first: on a stream
-    no call has used, the first call's launch says so, the Python kernel grows the scratch and repeats
-    the call; the next call takes the grown scratch and launches in C++."""
+    whose scratch is made anew, the first call's launch says so, the Python kernel grows the scratch and
+    repeats the call; the next call takes the grown scratch and launches in C++."""
     import lossjit._torch as T
+    from lossjit import _native
     loss = example("hinge")
     p, t = torch.randn(512, 384, device=dev), torch.randn(384, device=dev)
     expect = torch.ops.lossjit.reduce(loss._id, [p, t], 0b11)
     torch.cuda.synchronize()
-    for _ in range(64):  # torch's pool of streams: one that no call of this process has used
-        stream = torch.cuda.Stream()
-        if (0, stream.cuda_stream) not in T._scratch:
-            break
-    else:
-        pytest.skip("every pooled stream has a scratch already")
+    stream = torch.cuda.Stream()
+    T._scratch.pop((0, stream.cuda_stream), None)  # made anew, at its first size, by the next call
+    _native.scratch_replaced(0, stream.cuda_stream)
     with torch.cuda.stream(stream):
         counts = [native_path.ops_counts()]
         first = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 0b11)
@@ -1058,8 +1056,10 @@ def test_ops_captured_into_a_cuda_graph(way, request):
     """lossjit::value_and_grad and lossjit::value (what compiled code calls), through their Python kernels
     and through their C++ ones, captured into a CUDA graph after a warm-up on another stream and replayed
     on new data; a program never run before is a CaptureError through either."""
-    if way == "native":
-        request.getfixturevalue("native_path")
+    native = request.getfixturevalue("native_path") if way == "native" else None
+
+    def native_counts():
+        return native.ops_counts() if native is not None else (0, 0)
     loss = example("mse")
     p, t = torch.rand(4096, device=dev), torch.rand(4096, device=dev)
     s = torch.cuda.Stream()
@@ -1069,9 +1069,12 @@ def test_ops_captured_into_a_cuda_graph(way, request):
         torch.ops.lossjit.value(loss._id, [p, t])
     torch.cuda.current_stream().wait_stream(s)
     graph = torch.cuda.CUDAGraph()
+    counts = native_counts()
     with torch.cuda.graph(graph):
         value, grad = torch.ops.lossjit.value_and_grad(loss._id, [p, t], 1)
         forward = torch.ops.lossjit.value(loss._id, [p, t])
+    launched, passed = (a - b for a, b in zip(native_counts(), counts))
+    assert (launched, passed) == ((2, 0) if way == "native" else (0, 0))
     for _ in range(2):
         p.copy_(torch.rand(4096, device=dev))
         graph.replay()
@@ -1080,7 +1083,9 @@ def test_ops_captured_into_a_cuda_graph(way, request):
         assert value.item() == pytest.approx(expect, rel=1e-6) and forward.item() == pytest.approx(expect, rel=1e-6)
         assert _max_rel(grad, 2 * (p - t) / 4096) <= 1e-6
     fresh = lossjit.compile("mean(abs(a - b))")  # never run: its first call would compile
+    counts = native_counts()
     with pytest.raises(lossjit.CaptureError, match="warm-up"):
         with torch.cuda.graph(torch.cuda.CUDAGraph()):
             torch.ops.lossjit.value_and_grad(fresh._id, [p, t], 1)
+    assert native_counts()[1] == counts[1] + (1 if way == "native" else 0)  # the C++ kernel's status: Python's call
     assert _max_rel(torch.ops.lossjit.value(fresh._id, [p, t]), torch.mean(torch.abs(p - t))) <= 1e-6

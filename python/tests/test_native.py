@@ -142,9 +142,10 @@ def test_the_ops_kernels_register_once_configured_and_go_again(native):
     (torch's side of lossjit gives the library's entry points and its callbacks), and set_ops(False)
     removes them, so that the ops' Python kernels run again. Here on torch 1.13 (CPU): configured with
     stand-ins, which no call reaches (no CUDA tensors); the GPU tests run the kernels."""
-    from lossjit import _native
-    if _native._configure is not None:
-        pytest.skip("torch's side of lossjit is loaded (torch 2.4 and later): the GPU tests drive the ops' kernels")
+    import lossjit
+    if lossjit._torch_supported(torch):
+        pytest.skip("torch 2.4 or later: torch's side of lossjit configures the extension (no stand-ins on it); "
+                    "the GPU tests drive the ops' kernels")
 
     def has_cuda_kernel(op):
         try:
@@ -212,6 +213,21 @@ def test_use_keeps_one_extensions_kernels_registered(clean_native):
     unconfigured = FakeExtension(configured=False)
     n.use(unconfigured)
     assert n.module() is unconfigured and n._registered is None
+
+
+def test_look_loads_a_build_once_where_nothing_has_looked(clean_native, monkeypatch):
+    """look(), which the ops' Python kernels call first, looks for a build where nothing has looked yet (a
+    process that only runs compiled code calls no eager path that would), and not again."""
+    n = clean_native
+    looked = []
+
+    def module():
+        looked.append(True)
+        n._looked = True
+    monkeypatch.setattr(n, "module", module)
+    n.look()
+    n.look()
+    assert looked == [True]
 
 
 def test_configure_reaches_a_loaded_extension_and_forget_every_configured_one(clean_native):
