@@ -9,6 +9,7 @@
 //   do not wait for each other;
 // - `streams_mutex` and `gradients_mutex`, shared locks around finding a stream's state or a list of
 //   inputs' gradient program (exclusive only to add one);
+// - `memo_mutex`, around reading or replacing the pointer to the last gradient call's layout;
 // - `mutex`, around the rest that streams share: the device's facts, the loaded kernels, the plan
 //   caches and the timings. A launch takes it only for a layout its stream has not launched before
 //   (to find the plan, or make it: compiling and loading a kernel happens under it);
@@ -132,6 +133,45 @@ struct Loss::State {
     };
     mutable std::shared_mutex gradients_mutex;
     std::map<GradientKey, std::unique_ptr<GradientProgram>, KeyLess> gradients;
+
+    // The value's layout and gradient program of the last gradient call: a training loop repeats one
+    // call, and planning the layout was half of a repeated call's host work (bench/host_path.sh). The
+    // layout depends on the inputs' shapes and strides alone, the program on it and `wrt`.
+    struct GradientMemo {
+        std::vector<Dims> shapes, strides;  // each input's, as the caller gave them
+        std::vector<std::string> wrt;
+        Layout value_layout;
+        const GradientProgram* differentiated = nullptr;  // gradients' entries live as long as the Loss
+
+        bool matches(std::span<const TensorView> inputs, std::span<const std::string> names) const {
+            if (inputs.size() != shapes.size() || !std::equal(names.begin(), names.end(), wrt.begin(), wrt.end()))
+                return false;
+            for (std::size_t k = 0; k < inputs.size(); ++k)
+                if (!(inputs[k].shape == shapes[k]) || !(inputs[k].strides == strides[k])) return false;
+            return true;
+        }
+    };
+    mutable std::mutex memo_mutex;
+    std::shared_ptr<const GradientMemo> memo;
+
+    std::shared_ptr<const GradientMemo> gradient_memo(std::span<const TensorView> inputs, std::span<const std::string> wrt) {
+        {
+            std::lock_guard lock(memo_mutex);
+            if (memo && memo->matches(inputs, wrt)) return memo;
+        }
+        (void)gradient_slots(program, wrt);  // an unknown or repeated name first
+        auto made = std::make_shared<GradientMemo>();
+        for (const auto& view : inputs) {
+            made->shapes.push_back(view.shape);
+            made->strides.push_back(view.strides);
+        }
+        made->wrt.assign(wrt.begin(), wrt.end());
+        made->value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
+        made->differentiated = &gradient_program(wrt, input_levels(made->value_layout));
+        std::lock_guard lock(memo_mutex);
+        memo = made;
+        return made;
+    }
 
     mutable std::shared_mutex streams_mutex;
     std::map<Stream, std::unique_ptr<StreamState>> streams;
@@ -615,9 +655,9 @@ struct Loss::State {
         if (grads.size() != wrt.size())
             throw UsageError(fmt::format("{} gradient{} requested but {} output{} given", wrt.size(),
                                          wrt.size() == 1 ? "" : "s", grads.size(), grads.size() == 1 ? "" : "s"));
-        (void)gradient_slots(program, wrt);  // an unknown or repeated name first
-        const Layout value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
-        const GradientProgram& differentiated = gradient_program(wrt, input_levels(value_layout));
+        const auto known = gradient_memo(inputs, wrt);
+        const Layout& value_layout = known->value_layout;
+        const GradientProgram& differentiated = *known->differentiated;
         const Launchable& what = differentiated.launchable;
 
         const Shape& shape = value_layout.shape;

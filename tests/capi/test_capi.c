@@ -1,6 +1,7 @@
 /* The C ABI from C (compiled as C11): `test_capi` checks what needs no GPU (versions, errors with
  * their caret, handles, the CPU reference, DLPack); `test_capi gpu` runs the GPU part and exits 77
- * (skipped, saying why) where there is no CUDA device. Device memory comes from the driver API,
+ * (skipped, saying why) where there is no CUDA device; `test_capi launch` runs the launch path
+ * against a driver that does nothing (fake_driver.c). Device memory comes from the driver API,
  * dlopen'ed like lossjit does, so the test links nothing of CUDA. */
 #include <dlfcn.h>
 #include <math.h>
@@ -418,14 +419,85 @@ static int gpu_part(void) {
     return 0;
 }
 
+/* The launch path's bookkeeping without a GPU, run against tests/capi/fake_driver.c (LOSSJIT_LIBCUDA):
+ * repeated calls, calls that change shapes, strides, the inputs differentiated or the program, and
+ * wrong calls between right ones, which must fail as they would on a first call (the layout a
+ * repeated call remembers must not let a wrong view through). The driver computes nothing: only
+ * statuses are checked. */
+static int launch_part(void) {
+    static float p[4096], t[4096], grads[2][4096], value, scratch[1 << 18];
+    static long long labels[64];
+    int stream_token = 0;
+    lossjit_exec exec = {&stream_token, 0, scratch, sizeof scratch};
+    int64_t flat[] = {4096}, short_flat[] = {4095}, square[] = {64, 64}, transposed[] = {1, 64}, rows[] = {64};
+    lossjit_view v = {&value, LOSSJIT_FLOAT32, 0, NULL, NULL};
+
+    lossjit_loss* mse = compile_ok("mean((p - t)^2)", NULL, 0);
+    lossjit_view in[2] = {{p, LOSSJIT_FLOAT32, 1, flat, NULL}, {t, LOSSJIT_FLOAT32, 1, flat, NULL}};
+    lossjit_view g[2] = {{grads[0], LOSSJIT_FLOAT32, 1, flat, NULL}, {grads[1], LOSSJIT_FLOAT32, 1, flat, NULL}};
+    const char* wrt_p[] = {"p"};
+    const char* wrt_t[] = {"t"};
+    const char* wrt_both[] = {"p", "t"};
+    const char* wrt_twice[] = {"p", "p"};
+    const char* wrt_unknown[] = {"q"};
+    if (lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_NO_DEVICE) {
+        printf("capi launch part: skipped (%s; run it with LOSSJIT_LIBCUDA naming the fake driver)\n",
+               lossjit_last_error());
+        lossjit_free(mse);
+        return 77;
+    }
+    for (int i = 0; i < 3; ++i) CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec));
+    lossjit_view short_grad = {grads[0], LOSSJIT_FLOAT32, 1, short_flat, NULL};
+    CHECK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, &short_grad, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    CHECK(strstr(lossjit_last_error(), "gradient of 'p'") != NULL);
+    CHECK(lossjit_value_and_grad(mse, in, 2, wrt_unknown, 1, g, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    CHECK(lossjit_value_and_grad(mse, in, 2, wrt_twice, 2, g, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    CHECK(lossjit_value_and_grad(mse, in, 1, wrt_p, 1, g, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_t, 1, g, &v, 1.0f, NULL, &exec));
+    CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_both, 2, g, &v, 1.0f, NULL, &exec));
+    CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec));
+
+    /* Another shape, strides (p transposed), and back. */
+    lossjit_view in2[2] = {{p, LOSSJIT_FLOAT32, 2, square, NULL}, {t, LOSSJIT_FLOAT32, 2, square, NULL}};
+    lossjit_view g2 = {grads[0], LOSSJIT_FLOAT32, 2, square, NULL};
+    CHECK_OK(lossjit_value_and_grad(mse, in2, 2, wrt_p, 1, &g2, &v, 1.0f, NULL, &exec));
+    CHECK(lossjit_value_and_grad(mse, in2, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    in2[0].strides = transposed;
+    CHECK_OK(lossjit_value_and_grad(mse, in2, 2, wrt_p, 1, &g2, &v, 1.0f, NULL, &exec));
+    CHECK_OK(lossjit_value_and_grad(mse, in2, 2, wrt_p, 1, &g2, &v, 1.0f, NULL, &exec));
+    CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec));
+    CHECK_OK(lossjit_evaluate(mse, in, 2, &v, &exec));
+
+    /* A row program: its index input must stay an integer on a repeated call. */
+    lossjit_loss* ce = compile_ok("mean(logsumexp(x, -1) - x[y])", NULL, 0);
+    lossjit_view rows_in[2] = {{p, LOSSJIT_FLOAT32, 2, square, NULL}, {labels, LOSSJIT_INT64, 1, rows, NULL}};
+    const char* wrt_x[] = {"x"};
+    for (int i = 0; i < 2; ++i) CHECK_OK(lossjit_value_and_grad(ce, rows_in, 2, wrt_x, 1, &g2, &v, 1.0f, NULL, &exec));
+    rows_in[1].dtype = LOSSJIT_FLOAT32;
+    CHECK(lossjit_value_and_grad(ce, rows_in, 2, wrt_x, 1, &g2, &v, 1.0f, NULL, &exec) == LOSSJIT_ERROR_USAGE);
+    rows_in[1].dtype = LOSSJIT_INT64;
+    CHECK_OK(lossjit_value_and_grad(ce, rows_in, 2, wrt_x, 1, &g2, &v, 1.0f, NULL, &exec));
+
+    /* Scratch too small says how much would do. */
+    lossjit_exec small = {&stream_token, 0, scratch, 16};
+    CHECK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &small) == LOSSJIT_ERROR_SCRATCH_TOO_SMALL);
+    CHECK(lossjit_last_error_scratch_bytes() > 16);
+    CHECK_OK(lossjit_value_and_grad(mse, in, 2, wrt_p, 1, g, &v, 1.0f, NULL, &exec));
+    lossjit_free(ce);
+    lossjit_free(mse);
+    printf("capi launch part: done\n");
+    return 0;
+}
+
 int main(int argc, char** argv) {
     int status = 0;
     if (argc > 1 && strcmp(argv[1], "gpu") == 0) status = gpu_part();
+    else if (argc > 1 && strcmp(argv[1], "launch") == 0) status = launch_part();
     else cpu_part();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
     }
-    if (status == 0) printf("test_capi%s: all checks passed\n", argc > 1 ? " gpu" : "");
+    if (status == 0) printf("test_capi%s%s: all checks passed\n", argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
     return status;
 }
