@@ -29,6 +29,7 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -166,7 +167,7 @@ struct LossEntry {
     lossjit_loss* handle = nullptr;
     std::vector<std::string> names;  // the inputs', in order
     int64_t results = 1;
-    std::map<std::vector<int32_t>, int32_t> out_codes;  // the inputs' dtype codes -> the result's (under Ops::lock)
+    std::map<std::string, int32_t> out_codes;  // the inputs' dtype codes, a byte each -> the result's (under Ops::lock)
 };
 
 // A stream's lossjit_exec and the scratch buffer it lends (held here, so it outlives a replacement on
@@ -189,6 +190,11 @@ struct Ops {
     std::unordered_map<int64_t, std::shared_ptr<LossEntry>> losses;
     std::map<std::pair<int64_t, int64_t>, std::shared_ptr<ExecEntry>> execs;  // (device, stream id)
     std::unique_ptr<torch::Library> registration;  // the kernels, while registered
+    // lossjit's dtype codes <-> torch's scalar types, as Python's table says (set_dtypes, once: calls
+    // read them without a lock). code_of holds a code + 1 (0: none); type_of_code the first `codes`.
+    std::array<int32_t, static_cast<size_t>(at::ScalarType::NumOptions)> code_of{};
+    std::array<at::ScalarType, 32> type_of_code{};
+    std::atomic<size_t> codes{0};
     // Calls launched here, and calls passed to the Python kernels (tests and debugging: ops_counts).
     std::atomic<uint64_t> launched{0}, passed{0};
 };
@@ -198,27 +204,16 @@ struct Ops {
 Ops* ops = nullptr;
 
 std::optional<int32_t> dtype_code(at::ScalarType t) {
-    switch (t) {
-        case at::kFloat: return LOSSJIT_FLOAT32;
-        case at::kDouble: return LOSSJIT_FLOAT64;
-        case at::kBFloat16: return LOSSJIT_BFLOAT16;
-        case at::kHalf: return LOSSJIT_FLOAT16;
-        case at::kInt: return LOSSJIT_INT32;
-        case at::kLong: return LOSSJIT_INT64;
-        case at::kByte: return LOSSJIT_UINT8;
-        case at::kBool: return LOSSJIT_BOOL;
-        default: return std::nullopt;
-    }
+    const auto index = static_cast<size_t>(t);
+    if (index >= ops->code_of.size() || ops->code_of[index] == 0) return std::nullopt;
+    return ops->code_of[index] - 1;
 }
 
 std::optional<at::ScalarType> scalar_type(int32_t code) {
-    switch (code) {
-        case LOSSJIT_FLOAT32: return at::kFloat;
-        case LOSSJIT_FLOAT64: return at::kDouble;
-        case LOSSJIT_BFLOAT16: return at::kBFloat16;
-        case LOSSJIT_FLOAT16: return at::kHalf;
-        default: return std::nullopt;  // results are floating point
-    }
+    if (code < 0 || static_cast<size_t>(code) >= ops->codes.load()) return std::nullopt;
+    const at::ScalarType type = ops->type_of_code[static_cast<size_t>(code)];
+    if (!at::isFloatingType(type)) return std::nullopt;  // results are floating point
+    return type;
 }
 
 std::shared_ptr<LossEntry> loss_entry(int64_t loss_id) {
@@ -265,11 +260,15 @@ std::shared_ptr<ExecEntry> exec_entry(int64_t loss_id, int64_t device) {
     return ops->execs.emplace(key, entry).first->second;
 }
 
+// The most inputs a call takes here (a mask's bits, below its sign): more go to the Python kernel.
+constexpr size_t kMaxInputs = 63;
+
 // One call as this file makes it: the inputs' views (pointing into the tensors' own sizes and strides,
 // valid while `inputs` is), the result's dtype, the device and its stream's exec.
 struct Prepared {
     std::shared_ptr<LossEntry> loss;
-    std::vector<lossjit_view> views;
+    std::array<lossjit_view, kMaxInputs> views;
+    size_t count = 0;
     int32_t out_code = 0;
     at::ScalarType out_type = at::kFloat;
     c10::Device device{c10::DeviceType::CUDA};
@@ -282,19 +281,18 @@ struct Prepared {
 // kernel, whose checks word the errors.
 bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
     call.loss = loss_entry(loss_id);
-    if (inputs.size() != call.loss->names.size() || inputs.empty() || inputs.size() >= 64) return false;
+    if (inputs.size() != call.loss->names.size() || inputs.empty() || inputs.size() > kMaxInputs) return false;
     const bool grad_mode = at::GradMode::is_enabled();
     const auto device = inputs[0].device();
     if (!device.is_cuda()) return false;
-    std::vector<int32_t> codes;
-    codes.reserve(inputs.size());
-    call.views.reserve(inputs.size());
+    std::string codes;  // the out_codes key: short enough for no allocation up to 15 inputs
     for (const at::Tensor& t : inputs) {
         if (!t.defined() || t.device() != device || (grad_mode && t.requires_grad())) return false;
         const auto code = dtype_code(t.scalar_type());
         if (!code) return false;
-        codes.push_back(*code);
-        call.views.push_back({t.data_ptr(), *code, static_cast<int32_t>(t.dim()), t.sizes().data(), t.strides().data()});
+        codes.push_back(static_cast<char>(*code));
+        call.views[call.count++] = {t.data_ptr(), *code, static_cast<int32_t>(t.dim()), t.sizes().data(),
+                                    t.strides().data()};
     }
     call.device = device;
     call.exec = exec_entry(loss_id, device.index());  // may ask Python: before `use` is taken
@@ -308,7 +306,7 @@ bool prepare(int64_t loss_id, at::TensorList inputs, Prepared& call) {
         {
             std::shared_lock<std::shared_mutex> in_use(call.loss->use);
             if (!call.loss->handle ||
-                ops->output_dtype(call.loss->handle, call.views.data(), call.views.size(), &out) != LOSSJIT_OK)
+                ops->output_dtype(call.loss->handle, call.views.data(), call.count, &out) != LOSSJIT_OK)
                 return false;
         }
         std::lock_guard<std::mutex> hold(ops->lock);
@@ -367,7 +365,7 @@ at::Tensor value_kernel(int64_t loss_id, at::TensorList inputs) {
     const lossjit_view out{value.data_ptr(), call.out_code, results == 1 ? 0 : 1, results == 1 ? nullptr : &results,
                            nullptr};
     const lossjit_status status = launch_in_use(call, [&](lossjit_loss* handle) {
-        return ops->evaluate(handle, call.views.data(), call.views.size(), &out, &call.exec->exec);
+        return ops->evaluate(handle, call.views.data(), call.count, &out, &call.exec->exec);
     });
     if (status == LOSSJIT_OK) {
         ++ops->launched;
@@ -385,20 +383,23 @@ std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList in
         (mask >> static_cast<int64_t>(inputs.size())) != 0)
         return python_value_and_grad(loss_id, inputs, mask);
     std::vector<at::Tensor> out;
+    out.reserve(1 + static_cast<size_t>(__builtin_popcountll(static_cast<unsigned long long>(mask))));
     out.push_back(at::empty({}, at::TensorOptions().dtype(call.out_type).device(call.device)));
-    std::vector<const char*> names;
-    std::vector<lossjit_view> grads;
+    std::array<const char*, kMaxInputs> names;
+    std::array<lossjit_view, kMaxInputs> grads;
+    size_t differentiated = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
         if (!(mask >> i & 1)) continue;
         const at::Tensor& t = inputs[i];
         out.push_back(at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()).device(call.device)));
-        names.push_back(call.loss->names[i].c_str());
-        grads.push_back({out.back().data_ptr(), call.views[i].dtype, call.views[i].ndim, t.sizes().data(), nullptr});
+        names[differentiated] = call.loss->names[i].c_str();
+        grads[differentiated++] = {out.back().data_ptr(), call.views[i].dtype, call.views[i].ndim, t.sizes().data(),
+                                   nullptr};
     }
     const lossjit_view value{out[0].data_ptr(), call.out_code, 0, nullptr, nullptr};
     const lossjit_status status = launch_in_use(call, [&](lossjit_loss* handle) {
-        return ops->value_and_grad(handle, call.views.data(), call.views.size(), names.data(), names.size(),
-                                   grads.data(), &value, 1.0f, nullptr, &call.exec->exec);
+        return ops->value_and_grad(handle, call.views.data(), call.count, names.data(), differentiated, grads.data(),
+                                   &value, 1.0f, nullptr, &call.exec->exec);
     });
     if (status == LOSSJIT_OK) {
         ++ops->launched;
@@ -406,6 +407,19 @@ std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList in
     }
     after_failure(status, call);
     return python_value_and_grad(loss_id, inputs, mask);
+}
+
+// lossjit's dtype codes as Python's table gives them: samples[code] is a tensor of that dtype. Read
+// once a process (the table does not change; the kernels read it without a lock).
+void set_dtypes(const std::vector<at::Tensor>& samples) {
+    if (!ops) ops = new Ops;
+    if (ops->codes.load() > 0 || samples.size() > ops->type_of_code.size()) return;
+    for (size_t code = 0; code < samples.size(); ++code) {
+        const at::ScalarType type = samples[code].scalar_type();
+        ops->code_of[static_cast<size_t>(type)] = static_cast<int32_t>(code) + 1;
+        ops->type_of_code[code] = type;
+    }
+    ops->codes.store(samples.size());
 }
 
 void configure_ops(uint64_t evaluate, uint64_t value_and_grad, uint64_t output_dtype, py::object describe,
@@ -489,6 +503,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "The ops' kernels' library entry points and Python's side: (lossjit_evaluate's, lossjit_value_and_grad's "
           "and lossjit_output_dtype's addresses, describe, exec_for, the ops' Python kernels of value and "
           "value_and_grad)");
+    m.def("set_dtypes", &set_dtypes,
+          "lossjit's dtype codes: a tensor of each code's dtype, in code order (Python's table, _lib.DTYPE_NAMES)");
+    m.def("dtype_code_of", [](const at::Tensor& t) { return ops ? dtype_code(t.scalar_type()).value_or(-1) : -1; },
+          "lossjit's dtype code of a tensor as the ops' kernels read it, -1 for none (tests)");
     m.def("set_ops", &set_ops, "Registers (True) or removes (False) the CUDA kernels of lossjit::value and "
                                 "lossjit::value_and_grad; returns whether they are registered (not before "
                                 "configure_ops)");

@@ -67,8 +67,13 @@ def _configured(module):
     module.set_second_derivative(f"lossjit: {SECOND_DERIVATIVE}")
     if _configure is not None:
         _configure(module)
-        _keeping.append(module)
+        _keep(module)
     return module
+
+
+def _keep(module):
+    if all(kept is not module for kept in _keeping):
+        _keeping.append(module)
 
 
 def _register(module):
@@ -90,7 +95,7 @@ def set_configure(configure):
         _configure = configure
         if _module is not None:
             configure(_module)
-            _keeping.append(_module)
+            _keep(_module)
             _register(_module)
 
 

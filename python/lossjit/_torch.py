@@ -808,6 +808,7 @@ def _native_exec(loss_id, device):
 
 
 def _configure_native(module):
+    module.set_dtypes([torch.empty(0, dtype=d) for d in _DTYPES])
     module.configure_ops(ctypes.cast(_evaluate, ctypes.c_void_p).value, _VALUE_AND_GRAD_ADDRESS,
                          ctypes.cast(lib.lossjit_output_dtype, ctypes.c_void_p).value, _native_describe, _native_exec,
                          _value_kernel, _value_and_grad_kernel)

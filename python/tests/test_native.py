@@ -167,6 +167,22 @@ def test_the_ops_kernels_register_once_configured_and_go_again(native):
     native.forget(7)  # nothing kept of that Loss: no-op
 
 
+def test_the_ops_kernels_take_dtype_codes_from_pythons_table(native):
+    """The ops' kernels read lossjit's dtype codes from Python's table (_lib.DTYPE_NAMES, through
+    set_dtypes), not from a copy of their own: each dtype of the table gets its code, any other none,
+    and the table is read once (a later one is ignored: calls read it without a lock)."""
+    from lossjit import _lib
+    table = [getattr(torch, name) for name in _lib.DTYPE_NAMES]
+    native.set_dtypes([torch.empty(0, dtype=d) for d in table])
+    for code, dtype in enumerate(table):
+        assert native.dtype_code_of(torch.empty(0, dtype=dtype)) == code
+    assert native.dtype_code_of(torch.empty(0, dtype=torch.complex64)) == -1
+    assert native.dtype_code_of(torch.empty(0, dtype=torch.int16)) == -1
+    native.set_dtypes([torch.empty(0, dtype=torch.int16)])
+    assert native.dtype_code_of(torch.empty(0, dtype=torch.int16)) == -1
+    assert native.dtype_code_of(torch.empty(0, dtype=table[0])) == 0
+
+
 class FakeExtension:
     """A loaded extension as _native drives it: records what it is asked; set_ops registers only where
     the extension was configured (as the real one's, which returns False before configure_ops)."""
