@@ -267,3 +267,8 @@ def test_configure_reaches_a_loaded_extension_and_forget_every_configured_one(cl
     n.use(b)
     n.forget(7)
     assert ("forget", 7) in a.calls and ("forget", 7) in n._keeping[1].calls and ("forget", 7) not in b.calls
+    n.use(a)
+    n.set_configure(configure)  # `a` configured again: still kept once, so forgotten once
+    assert configured[-1] is a and len(n._keeping) == 2
+    n.forget(8)
+    assert a.calls.count(("forget", 8)) == 1
