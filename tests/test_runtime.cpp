@@ -24,11 +24,11 @@ namespace {
 std::shared_ptr<const Plan> plan_for(std::vector<Shape> shapes) {
     auto plan = std::make_shared<Plan>();
     for (auto& shape : shapes) {
-        plan->alignment |= std::uint64_t{1} << plan->shapes.size();
-        plan->alignment8 |= std::uint64_t{1} << plan->shapes.size();
+        plan->alignment |= std::uint64_t{1} << plan->inputs.shapes.size();
+        plan->alignment8 |= std::uint64_t{1} << plan->inputs.shapes.size();
         plan->dtypes.push_back(DType::float32);
-        plan->shapes.push_back(std::move(shape));
-        plan->strides.emplace_back();
+        plan->inputs.shapes.push_back(std::move(shape));
+        plan->inputs.strides.emplace_back();
     }
     plan->dtypes.push_back(DType::float32);  // the result
     return plan;

@@ -193,7 +193,8 @@ struct Ops {
     // lossjit's dtype codes <-> torch's scalar types, as Python's table says (set_dtypes, once: calls
     // read them without a lock). code_of holds a code + 1 (0: none); type_of_code the first `codes`.
     std::array<int32_t, static_cast<size_t>(at::ScalarType::NumOptions)> code_of{};
-    std::array<at::ScalarType, 32> type_of_code{};
+    static constexpr size_t kMaxCodes = 32;  // lossjit has 8 dtypes (LOSSJIT_DTYPE_COUNT)
+    std::array<at::ScalarType, kMaxCodes> type_of_code{};
     std::atomic<size_t> codes{0};
     // Calls launched here, and calls passed to the Python kernels (tests and debugging: ops_counts).
     std::atomic<uint64_t> launched{0}, passed{0};
@@ -413,7 +414,10 @@ std::vector<at::Tensor> value_and_grad_kernel(int64_t loss_id, at::TensorList in
 // once a process (the table does not change; the kernels read it without a lock).
 void set_dtypes(const std::vector<at::Tensor>& samples) {
     if (!ops) ops = new Ops;
-    if (ops->codes.load() > 0 || samples.size() > ops->type_of_code.size()) return;
+    if (samples.size() > Ops::kMaxCodes)
+        throw std::invalid_argument(std::to_string(samples.size()) + " dtype codes, more than the ops' kernels hold (" +
+                                    std::to_string(Ops::kMaxCodes) + ")");
+    if (ops->codes.load() > 0) return;
     for (size_t code = 0; code < samples.size(); ++code) {
         const at::ScalarType type = samples[code].scalar_type();
         ops->code_of[static_cast<size_t>(type)] = static_cast<int32_t>(code) + 1;

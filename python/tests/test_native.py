@@ -181,6 +181,8 @@ def test_the_ops_kernels_take_dtype_codes_from_pythons_table(native):
     native.set_dtypes([torch.empty(0, dtype=torch.int16)])
     assert native.dtype_code_of(torch.empty(0, dtype=torch.int16)) == -1
     assert native.dtype_code_of(torch.empty(0, dtype=table[0])) == 0
+    with pytest.raises(ValueError, match="more than the ops' kernels hold"):  # not a silent fall-back to Python
+        native.set_dtypes([torch.empty(0)] * 33)
 
 
 class FakeExtension:

@@ -138,17 +138,13 @@ struct Loss::State {
     // call, and planning the layout was half of a repeated call's host work (bench/host_path.sh). The
     // layout depends on the inputs' shapes and strides alone, the program on it and `wrt`.
     struct GradientMemo {
-        std::vector<Dims> shapes, strides;  // each input's, as the caller gave them
+        ViewShapes inputs;
         std::vector<std::string> wrt;
         Layout value_layout;
         const GradientProgram* differentiated = nullptr;  // gradients' entries live as long as the Loss
 
-        bool matches(std::span<const TensorView> inputs, std::span<const std::string> names) const {
-            if (inputs.size() != shapes.size() || !std::equal(names.begin(), names.end(), wrt.begin(), wrt.end()))
-                return false;
-            for (std::size_t k = 0; k < inputs.size(); ++k)
-                if (!(inputs[k].shape == shapes[k]) || !(inputs[k].strides == strides[k])) return false;
-            return true;
+        bool matches(std::span<const TensorView> views, std::span<const std::string> names) const {
+            return std::equal(names.begin(), names.end(), wrt.begin(), wrt.end()) && inputs.matches(views);
         }
     };
     mutable std::mutex memo_mutex;
@@ -161,10 +157,7 @@ struct Loss::State {
         }
         (void)gradient_slots(program, wrt);  // an unknown or repeated name first
         auto made = std::make_shared<GradientMemo>();
-        for (const auto& view : inputs) {
-            made->shapes.push_back(view.shape);
-            made->strides.push_back(view.strides);
-        }
+        made->inputs = ViewShapes(inputs);
         made->wrt.assign(wrt.begin(), wrt.end());
         made->value_layout = plan_program_layout(program, operand_shapes(program.inputs, inputs), nullptr);
         made->differentiated = &gradient_program(wrt, input_levels(made->value_layout));

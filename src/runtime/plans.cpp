@@ -100,9 +100,7 @@ Variant choose_variant(const Options& options, const ir::Program& program, bool 
 
 bool Plan::matches(const CallViews& views) const {
     const auto& inputs = views.inputs;
-    if (inputs.size() != shapes.size() || (views.output != nullptr) != has_output) return false;
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-        if (inputs[k].shape != shapes[k] || inputs[k].strides != strides[k]) return false;
+    if (!this->inputs.matches(inputs) || (views.output != nullptr) != has_output) return false;
     if (views.output && (views.output->shape != output_shape || views.output->strides != output_strides)) return false;
     if (dtype_count(views) != dtypes.size()) return false;
     for (std::size_t i = 0; i < dtypes.size(); ++i)
@@ -155,10 +153,7 @@ std::shared_ptr<const Plan> make_plan(const Launchable& launchable, const Option
     plan->map_forward = program.is_map() && program.derivatives.empty();
     plan->parameters = kernel_parameters(program, plan->spec);
 
-    for (const auto& v : inputs) {
-        plan->shapes.push_back(v.shape);
-        plan->strides.push_back(v.strides);
-    }
+    plan->inputs = ViewShapes(inputs);
     if (output) {
         plan->output_shape = output->shape;
         plan->output_strides = output->strides;

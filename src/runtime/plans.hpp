@@ -67,11 +67,30 @@ struct Launchable {
     std::string label;  // "" for the loss, "grad(p,t) " for gradients: keeps their kernels apart
 };
 
-// Everything a launch needs that depends only on the inputs' shapes, strides and alignment.
-struct Plan {
-    // The layout it was made for.
+// The inputs' shapes and strides as a caller gave them: what a layout is planned from (a plan's key,
+// and the key of the layout a repeated gradient call remembers).
+struct ViewShapes {
     std::vector<Dims> shapes;
     std::vector<Dims> strides;
+
+    ViewShapes() = default;
+    explicit ViewShapes(std::span<const TensorView> views) {
+        for (const auto& v : views) {
+            shapes.push_back(v.shape);
+            strides.push_back(v.strides);
+        }
+    }
+    bool matches(std::span<const TensorView> views) const {
+        if (views.size() != shapes.size()) return false;
+        for (std::size_t k = 0; k < views.size(); ++k)
+            if (views[k].shape != shapes[k] || views[k].strides != strides[k]) return false;
+        return true;
+    }
+};
+
+// Everything a launch needs that depends only on the inputs' shapes, strides and alignment.
+struct Plan {
+    ViewShapes inputs;  // the layout it was made for
     Dims output_shape;
     Dims output_strides;
     std::vector<DType> dtypes;  // the inputs', then the result's, then the gradients'
