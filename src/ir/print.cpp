@@ -70,6 +70,7 @@ std::string cuda_input_name(const std::string& name) { return "x_" + name; }
 std::string cuda_binding_name(const std::string& name) { return "b_" + name; }
 std::string cuda_param_name(const std::string& name) { return "param_" + name; }
 std::string cuda_param_reciprocal_name(const std::string& name) { return "rcp_param_" + name; }
+std::string cuda_seed_name(int slot) { return slot > 0 ? fmt::format("seed_{}", slot) : std::string("seed_"); }
 
 std::string without_outer_parens(const std::string& text) {
     if (text.size() < 2 || text.front() != '(' || text.back() != ')') return text;
@@ -176,10 +177,9 @@ std::string ExpressionPrinter::define(int id) const {
             if (cuda) throw InternalError("the CUDA printer met a row-wise node that was not named");
             return language_reduction(n);
         case ir::NodeKind::Seed:
-            // Every gradient kernel defines seed_, and seed_1, ... for the further reductions of a
-            // Composite program (no user's name can be these: theirs have prefixes); dumps call it g.
-            if (n.slot > 0) return cuda ? fmt::format("seed_{}", n.slot) : fmt::format("g{}", n.slot);
-            return cuda ? "seed_" : "g";
+            // Seeds of the further reductions of a Composite program have their slot; dumps call them g.
+            if (cuda) return cuda_seed_name(n.slot);
+            return n.slot > 0 ? fmt::format("g{}", n.slot) : std::string("g");
     }
     throw InternalError("printer met an unknown node kind");
 }

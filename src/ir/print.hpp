@@ -75,5 +75,8 @@ std::string cuda_input_name(const std::string& name);
 std::string cuda_binding_name(const std::string& name);
 std::string cuda_param_name(const std::string& name);
 std::string cuda_param_reciprocal_name(const std::string& name);  // rcp_param_<name>: see param_reciprocals
+// The seed of reduction `slot` (ir::NodeKind::Seed): seed_, seed_1, ... (no user's name can be these:
+// theirs have prefixes); every gradient kernel defines them.
+std::string cuda_seed_name(int slot);
 
 }  // namespace lossjit

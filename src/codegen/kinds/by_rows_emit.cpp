@@ -1558,8 +1558,8 @@ private:
             // its divisor, times its factor.
             const std::size_t seeds = std::max<std::size_t>(program_.gradient_totals.size(), 1);
             for (std::size_t j = 0; j < seeds; ++j)
-                out += fmt::format("{}const Value seed_{} = (Value)grads.total_scale({});\n", kIndent,
-                                   j > 0 ? std::to_string(j) : std::string(), j);
+                out += fmt::format("{}const Value {} = (Value)grads.total_scale({});\n", kIndent,
+                                   cuda_seed_name(static_cast<int>(j)), j);
         }
         if (spec_.row_shift) {
             // Every operand walked along the row starts it at the same column of a vector (choose_by_rows).

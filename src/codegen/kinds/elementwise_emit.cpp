@@ -75,7 +75,7 @@ std::string emit_elementwise(const ir::Program& program, const KernelSpec& spec)
     // A reduction's derivatives start from the seed (ir::NodeKind::Seed): upstream / divisor (times a
     // composite program's factor), set by the kernel; a map's backward starts from upstream_.
     const bool seeded = grads > 0 && !program.is_map();
-    if (seeded) element += "    Value seed_;  // upstream gradient / divisor\n";
+    if (seeded) element += fmt::format("    Value {};  // upstream gradient / divisor\n", cuda_seed_name(0));
     element += param_reciprocals(program);  // after every member the kernel initializes
     if (grads == 0) {
         element += "    using Result = Value;\n";
