@@ -4,7 +4,8 @@
 // beside stop 59's hand-written C (the same schedule: the next row walked ahead, its first tile in
 // flight across the merges), in turn, each against cudaMemcpy's rate for the same bytes; LJ_PROFILE
 // set: two launches of each, untimed (for ncu). Rounds 270-271 added N's variants (make_variants.py):
-// Nb, Ns, Nq (round 271's form, this file; round 269's timed N and C alone, round 270's N, Nb, C).
+// Nb, Ns, Nq (round 271's form, this file; round 269's timed N and C alone, round 270's N, Nb, C);
+// built with -DROUND274, N, Nc, Ne and C (prepared for a later round, r274.sh).
 #include "ce_now.cuh"
 #include <cstdio>
 #include <vector>
@@ -106,12 +107,19 @@ __global__ void __launch_bounds__(1024) early_kernel(const lj::Extents extents, 
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
+#ifdef ROUND274  // r274.sh: N, Nc, Ne, C (make_variants.py)
+void launch_nc(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out,
+               const lj::Grads<1>& gr);
+void launch_ne(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out,
+               const lj::Grads<1>& gr);
+#else
 void launch_ns(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out,
                const lj::Grads<1>& gr);
 void launch_nq(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out,
                const lj::Grads<1>& gr);
 void launch_nb(int grid, int block, size_t smem, const lj::Extents& ex, const lj::Inputs<2>& in, const lj::RowsOut& out,
                const lj::Grads<1>& gr);
+#endif
 
 // Median of `reps` timed launches after two untimed (LJ_PROFILE: the two launches alone).
 template <class Launch>
@@ -203,14 +211,19 @@ int main(int argc, char** argv) {
         struct Variant { const char* name; void (*launch)(int, size_t, const lj::Extents&, const lj::Inputs<2>&, const lj::RowsOut&, const lj::Grads<1>&); };
         const Variant variants[] = {
             {"N printed", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { lossjit_kernel<<<g, 1024, sm>>>(e, i, o, d); }},
+#ifdef ROUND274
+            {"Nc index late, seed shared", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { launch_nc(g, 1024, sm, e, i, o, d); }},
+            {"Ne index late, seed member", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { launch_ne(g, 1024, sm, e, i, o, d); }},
+#else
             {"Nb index after merges", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { launch_nb(g, 1024, sm, e, i, o, d); }},
             {"Ns seed a member", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { launch_ns(g, 1024, sm, e, i, o, d); }},
             {"Nq seed in shared", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { launch_nq(g, 1024, sm, e, i, o, d); }},
+#endif
             {"C hand-written", [](int g, size_t sm, const lj::Extents& e, const lj::Inputs<2>& i, const lj::RowsOut& o, const lj::Grads<1>& d) { early_kernel<4><<<g, 1024, sm>>>(e, i, o, d); }},
         };
         std::vector<float> href(profile ? 0 : elems), h(profile ? 0 : elems);
         printf("N=%lld C=%lld round %d copy %.3f ms\n", N, C, round, copy);
-        for (int v = 0; v < 5; ++v) {
+        for (int v = 0; v < (int)(sizeof(variants) / sizeof(variants[0])); ++v) {
             gr.ptr[0] = v == 0 ? ga : gb;
             if (v > 0) CK(cudaMemset(gb, 0, elems * 4));
             const float t = time_launches([&] { variants[v].launch(sms, smem, ex, in, out, gr); }, reps);

@@ -6,6 +6,7 @@
 #       this stop, reverted: its kernel is this one)
 #   nq: the seed read once by the kernel into shared memory, each row reading it there
 #   nx: the seed without its loads (grads.scale[0]: right only where upstream and factor are null)
+#   nc, nd, ne: prepared after round 271 for round 274 (below)
 # Usage (in the folder holding ce_now.cuh): python3 make_variants.py
 SEED = '        const Value seed_ = (Value)grads.total_scale(0);\n'
 
@@ -68,5 +69,67 @@ void launch_{v}(int grid, int block, size_t smem, const lj::Extents& ex, const l
 '''
 now = open('ce_now.cuh').read()
 for name, make in (('nb', nb), ('ns', ns), ('nq', nq), ('nx', nx)):
+    open(f'k_{name}.cuh', 'w').write(make(now).replace('lossjit_kernel(', f'lossjit_kernel_{name}('))
+    open(f'tu_{name}.cu', 'w').write(TU.format(v=name))
+
+
+# Prepared after round 271, not run (r274.sh): what C does in its once-a-row code, with the seed read
+# once and no register held across the row for the row after next.
+#   nc: nb + nq (the index after the merges, the seed in shared memory) + the row after next's base
+#       computed where its first tile is loaded, at the row's end
+#   nd: nq + the row after next's base computed at the row's end (the index where main loads it)
+def late_after_next(s):
+    s = edit(s, '''        long long after_next_base_[2] = {};
+        if (after_next_row_ < rows_) {
+            long long after_c[lj::kMaxRank];
+            lj::coords<R - 1>(e, after_next_row_, after_c);
+            after_next_base_[0] = lj::offset<R - 1>(after_c, in.strides[0]);
+        }
+''', '')
+    return edit(s, '''            if (after_next_row_ < rows_) {  // the row after next's first tile, in flight across the next row's merges
+''', '''            if (after_next_row_ < rows_) {  // the row after next's first tile, in flight across the next row's merges
+                long long after_next_base_[2] = {};
+                long long after_c[lj::kMaxRank];
+                lj::coords<R - 1>(e, after_next_row_, after_c);
+                after_next_base_[0] = lj::offset<R - 1>(after_c, in.strides[0]);
+''')
+
+
+def nc(s):
+    return late_after_next(nq(nb(s)))
+
+
+def nd(s):
+    return late_after_next(nq(s))
+
+
+for name, make in (('nc', nc), ('nd', nd)):
+    open(f'k_{name}.cuh', 'w').write(make(now).replace('lossjit_kernel(', f'lossjit_kernel_{name}('))
+    open(f'tu_{name}.cu', 'w').write(TU.format(v=name))
+
+
+#   ne: as printer_ne.patch prints it: the next row's index loaded at the start of the gradient's
+#       pass (after the merges, as nb, a few statements later), the seed a RowProgram member (ns), the
+#       row after next's base at the row's end
+def ne(s):
+    s = edit(s, '''        long long next_base_[2] = {};
+        if (refill_) {
+            long long next_c[lj::kMaxRank];''', '''        long long next_base_[2] = {};
+        long long next_at_1 = 0;
+        if (refill_) {
+            long long next_c[lj::kMaxRank];''')
+    s = edit(s, '''            ahead.index1 = lj::load_index(dtype(1), in.ptr[1], lj::offset<R - 1>(next_c, in.strides[1]));
+''', '''            next_at_1 = lj::offset<R - 1>(next_c, in.strides[1]);
+''')
+    s = edit(s, '''            ahead.a1 = {};  // the next row's first walk starts
+''', '''            if (refill_) {
+                ahead.index1 = lj::load_index(dtype(1), in.ptr[1], next_at_1);
+            }
+            ahead.a1 = {};  // the next row's first walk starts
+''')
+    return late_after_next(ns(s))
+
+
+for name, make in (('ne', ne),):
     open(f'k_{name}.cuh', 'w').write(make(now).replace('lossjit_kernel(', f'lossjit_kernel_{name}('))
     open(f'tu_{name}.cu', 'w').write(TU.format(v=name))
