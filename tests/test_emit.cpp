@@ -29,8 +29,6 @@ std::string read_file(const std::string& path) {
     return s.str();
 }
 
-std::string example(const std::string& name) { return read_file(source_dir() + "/examples/" + name); }
-
 ir::Program checked(const std::string& text) { return check(parse(text, "expr"), {}); }
 
 KernelSpec contiguous_spec(const ir::Program& p) {
@@ -97,7 +95,7 @@ TEST_CASE("the expression printer") {
 
 TEST_CASE("golden: the hinge kernel for p [32768, 32768] and a broadcast t [32768]") {
     Options options;
-    auto loss = compile(example("hinge.loss"), options);
+    auto loss = compile(example_text("hinge.loss"), options);
     const std::vector<TensorView> shapes{TensorView::contiguous(nullptr, {32768, 32768}),
                                          TensorView::contiguous(nullptr, {32768})};
     const std::string source = loss.cuda_source(shapes);
@@ -111,14 +109,14 @@ TEST_CASE("golden: the hinge kernel for p [32768, 32768] and a broadcast t [3276
 TEST_CASE("every example compiles to sm_90 CUBIN and to PTX") {
     for (const char* name : {"hinge.loss", "mse.loss", "kl.loss", "smooth_l1.loss", "hardsigmoid.loss"}) {
         CAPTURE(name);
-        const auto program = checked(example(name));
+        const auto program = checked(example_text(name));
         const std::string source = emit_cuda(program, contiguous_spec(program));
         const auto cubin = compile_cuda(source, "sm_90");
         CHECK(cubin.is_cubin());
         CHECK(cubin.data.size() > 1000);
         CHECK(cubin.data.compare(0, 4, "\x7f" "ELF") == 0);
     }
-    const auto program = checked(example("mse.loss"));
+    const auto program = checked(example_text("mse.loss"));
     const auto ptx = compile_cuda(emit_cuda(program, contiguous_spec(program)), "compute_90");
     CHECK_FALSE(ptx.is_cubin());
     CHECK(ptx.data.find(".entry lossjit_kernel") != std::string::npos);
@@ -518,7 +516,7 @@ TEST_CASE("golden: the kernel of every kind, for the layouts that choose between
             views.push_back(TensorView{nullptr, in.dtype, in.shape, in.strides});
         }
         const bool file = c.program.ends_with(".loss");
-        const auto loss = compile(file ? example(c.program) : c.program, options);
+        const auto loss = compile(file ? example_text(c.program) : c.program, options);
         const std::string source = loss.cuda_source(views, c.wrt);
         const auto variant_at = source.find("// Kernel variant: ");
         REQUIRE(variant_at != std::string::npos);

@@ -34,13 +34,6 @@ bool have_gpu() {
     return available;
 }
 
-std::string example(const std::string& name) {
-    std::ifstream in(source_dir() + "/examples/" + name);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 struct DeviceTensor {
     HostTensor host;
     DeviceBuffer buffer;
@@ -95,19 +88,19 @@ TEST_CASE("device" * doctest::skip(!have_gpu())) {
 
 TEST_CASE("the five reference problems at full size match the CPU reference" * doctest::skip(!have_gpu())) {
     SUBCASE("hinge 32768x32768, t broadcast over rows") {
-        check_reduction(example("hinge.loss"), {full_size("32768x32768:uniform"), full_size("32768:sign")});
+        check_reduction(example_text("hinge.loss"), {full_size("32768x32768:uniform"), full_size("32768:sign")});
     }
     SUBCASE("mse 32768x32768") {
-        check_reduction(example("mse.loss"), {full_size("32768x32768:uniform"), full_size("32768x32768:uniform")});
+        check_reduction(example_text("mse.loss"), {full_size("32768x32768:uniform"), full_size("32768x32768:uniform")});
     }
     SUBCASE("kl batchmean 16384x16384 softmax rows") {
-        check_reduction(example("kl.loss"), {full_size("16384x16384:softmax"), full_size("16384x16384:softmax")});
+        check_reduction(example_text("kl.loss"), {full_size("16384x16384:softmax"), full_size("16384x16384:softmax")});
     }
     SUBCASE("smooth_l1 32768x32768") {
-        check_reduction(example("smooth_l1.loss"), {full_size("32768x32768:normal"), full_size("32768x32768:normal")});
+        check_reduction(example_text("smooth_l1.loss"), {full_size("32768x32768:normal"), full_size("32768x32768:normal")});
     }
     SUBCASE("hardsigmoid 4096x393216: every element written") {
-        auto loss = compile(example("hardsigmoid.loss"));
+        auto loss = compile(example_text("hardsigmoid.loss"));
         const DeviceTensor x = make(full_size("4096x393216:normal[0,3]"), 7);
         DeviceBuffer out(x.host.bytes.size());
         out.fill_bytes(0xFF);  // NaN: an element the kernel skips cannot match the reference
@@ -180,7 +173,7 @@ TEST_CASE("maps: strided output, broadcast inputs, every element written" * doct
 }
 
 TEST_CASE("parameters change per call without recompiling" * doctest::skip(!have_gpu())) {
-    auto loss = compile(example("smooth_l1.loss"));
+    auto loss = compile(example_text("smooth_l1.loss"));
     const DeviceTensor p = make("100000:normal", 1), t = make("100000:normal", 2);
     const std::vector<TensorView> device{p.device(), t.device()};
     const std::vector<TensorView> host{p.host.view(), t.host.view()};
@@ -195,7 +188,7 @@ TEST_CASE("parameters change per call without recompiling" * doctest::skip(!have
 }
 
 TEST_CASE("the same bits every run; evaluate() leaves the result on the device" * doctest::skip(!have_gpu())) {
-    auto loss = compile(example("mse.loss"));
+    auto loss = compile(example_text("mse.loss"));
     const DeviceTensor p = make("4096x4096:uniform", 1), t = make("4096x4096:uniform", 2);
     const std::vector<TensorView> device{p.device(), t.device()};
     const float first = loss(device);
@@ -376,7 +369,7 @@ TEST_CASE("KL of nearly equal distributions: one log keeps the relative error sm
     }
     Options options;
     options.inputs = {"p", "t"};
-    auto loss = compile(example("kl.loss"), options);
+    auto loss = compile(example_text("kl.loss"), options);
     const DeviceTensor dp(HostTensor::from_floats({rows, classes}, p)), dt(HostTensor::from_floats({rows, classes}, t));
     const double gpu = loss(std::vector<TensorView>{dp.device(), dt.device()});
     const double reference = loss.reference(std::vector<TensorView>{dp.host.view(), dt.host.view()});
@@ -475,10 +468,10 @@ void check_gradients(const std::string& program, const std::vector<std::pair<std
 
 TEST_CASE("value_and_grad: one kernel, the value and every gradient element match the reference" *
           doctest::skip(!have_gpu())) {
-    check_gradients(example("smooth_l1.loss"), {{"p", full_size("32768x32768:normal")}, {"t", full_size("32768x32768:normal")}}, {"p"});
-    check_gradients(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p", "t"}, 2.5f);
-    check_gradients(example("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
-    check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
+    check_gradients(example_text("smooth_l1.loss"), {{"p", full_size("32768x32768:normal")}, {"t", full_size("32768x32768:normal")}}, {"p"});
+    check_gradients(example_text("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p", "t"}, 2.5f);
+    check_gradients(example_text("kl.loss"), {{"p", "512x512:softmax"}, {"t", "512x512:softmax"}}, {"p"});
+    check_gradients(example_text("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p"});
     check_gradients("sum(where(x > 0, sigmoid(x) * y, -y) + x * y)", {{"x", "100003:normal"}, {"y", "100003:normal"}}, {"y", "x"});
 }
 
@@ -508,15 +501,15 @@ TEST_CASE("every row of the language table: the GPU's value and derivatives matc
 
 TEST_CASE("gradients of broadcast inputs are summed over the rows, deterministically" * doctest::skip(!have_gpu())) {
     // hinge's t at full size: 32768 columns, each a sum over 32768 rows.
-    check_gradients(example("hinge.loss"), {{"p", full_size("32768x32768:uniform")}, {"t", full_size("32768:sign")}}, {"p", "t"});
+    check_gradients(example_text("hinge.loss"), {{"p", full_size("32768x32768:uniform")}, {"t", full_size("32768:sign")}}, {"p", "t"});
     // Odd widths (no 16-byte accesses), rank 3, more strips than one resident grid, a row [1, C].
-    check_gradients(example("hinge.loss"), {{"p", "333x201:uniform"}, {"t", "201:sign"}}, {"t"}, 3.0f);
+    check_gradients(example_text("hinge.loss"), {{"p", "333x201:uniform"}, {"t", "201:sign"}}, {"t"}, 3.0f);
     check_gradients("mean(w * (p - t)^2)", {{"w", "1x64:uniform"}, {"p", "7x9x64:normal"}, {"t", "7x9x64:normal"}}, {"w", "p"});
     check_gradients("sum(softplus(x * b) - y * b)", {{"x", "3x2000000:normal"}, {"b", "2000000:normal"}, {"y", "3x2000000:normal"}}, {"b"});
     check_gradients("mean(b)", {{"b", "64:normal"}, {"x", "5x64:normal"}}, {"b"});  // b broadcast, x unread
 
     // The same bits on every run.
-    auto loss = compile(example("hinge.loss"));
+    auto loss = compile(example_text("hinge.loss"));
     const DeviceTensor p = make("4099x520:normal", 5), t = make("520:sign", 6);
     const std::vector<TensorView> device{p.device(), t.device()};
     DeviceBuffer g(520 * sizeof(float));
@@ -594,13 +587,13 @@ TEST_CASE("gradients of one value per row and of scalars are summed on the GPU, 
 }
 
 TEST_CASE("grad() without the value, and an upstream gradient on the device" * doctest::skip(!have_gpu())) {
-    check_gradients(example("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p"}, 1.5f, GradCall::Grad);
-    check_gradients(example("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p", "t"}, 4.0f,
+    check_gradients(example_text("mse.loss"), {{"p", "1000x333:normal"}, {"t", "1000x333:normal"}}, {"p"}, 1.5f, GradCall::Grad);
+    check_gradients(example_text("hinge.loss"), {{"p", "300x200:uniform"}, {"t", "200:sign"}}, {"p", "t"}, 4.0f,
                     GradCall::DeviceUpstream);
 }
 
 TEST_CASE("gradients: one Loss across layouts, expanded views, empty batches, narrow rows" * doctest::skip(!have_gpu())) {
-    auto loss = compile(example("hinge.loss"));
+    auto loss = compile(example_text("hinge.loss"));
     const std::vector<std::string> wrt{"p", "t"};
     auto check = [&](const std::vector<TensorView>& device, const std::vector<TensorView>& host) {
         const auto grads = loss.grad(device, wrt);
@@ -641,7 +634,7 @@ TEST_CASE("gradients: one Loss across layouts, expanded views, empty batches, na
 }
 
 TEST_CASE("grad() can allocate the gradients itself" * doctest::skip(!have_gpu())) {
-    auto loss = compile(example("hinge.loss"));
+    auto loss = compile(example_text("hinge.loss"));
     const DeviceTensor p = make("300x200:uniform", 11), t = make("200:sign", 12);
     const std::vector<std::string> wrt{"t", "p"};
     const auto grads = loss.grad(std::vector<TensorView>{p.device(), t.device()}, wrt);
@@ -664,13 +657,13 @@ TEST_CASE("grad() can allocate the gradients itself" * doctest::skip(!have_gpu()
 }
 
 TEST_CASE("the backward of a map: upstream tensor times the derivatives" * doctest::skip(!have_gpu())) {
-    check_gradients(example("hardsigmoid.loss"), {{"x", "1000x1000:normal"}}, {"x"});
+    check_gradients(example_text("hardsigmoid.loss"), {{"x", "1000x1000:normal"}}, {"x"});
     check_gradients("x * sigmoid(y) + exp(-x)", {{"x", "300x257:normal"}, {"y", "300x257:normal"}}, {"y", "x"});
     check_gradients("x * y", {{"x", "300x256:normal"}, {"y", "256:normal"}}, {"x", "y"});  // y summed over rows
 }
 
 TEST_CASE("gradients refuse what they cannot do, clearly" * doctest::skip(!have_gpu())) {
-    auto loss = compile(example("hinge.loss"));
+    auto loss = compile(example_text("hinge.loss"));
     const DeviceTensor p = make("30x20:uniform", 1), t = make("20:sign", 2);
     const std::vector<TensorView> device{p.device(), t.device()};
     DeviceBuffer g(30 * 20 * sizeof(float));

@@ -17,7 +17,6 @@
 #include "jit/compile.hpp"
 #include "jit/resources.hpp"
 #include "pipeline.hpp"
-#include "support.hpp"
 
 using namespace lossjit;
 
@@ -1106,42 +1105,6 @@ TEST_CASE("the row cache: one source for every row length; a tuning record's kno
     CHECK(automatic.team == automatic.block_threads);
     CHECK(replayed.team == automatic.team);
     CHECK(emit_cuda(softmax, replayed) == emit_cuda(softmax, automatic));
-}
-
-TEST_CASE("the row losses' fused values and gradients compile without local memory at their benchmark shapes") {
-    // Their kernels sit at the registers' bound (1024 threads a block: 64 each), where ptxas spills
-    // at the slightest cost: the cross-entropy's seed read once a kernel instead of once a row spilled
-    // 48 bytes and ran at 75% of the copy rate against 88% (H200, docs/results/issue-31/stop78). So a
-    // printer change that spills these fails here, on the CPU, before any GPU times it. (Distillation's
-    // kernel over 8192 x 1000 keeps 8 bytes of local memory, and is not here.)
-    auto example = [](const char* name) { return lossjit_test::read_text(source_dir() + "/examples/" + name + ".loss"); };
-    const std::string cross_entropy = example("cross_entropy"), focal = example("focal"),
-                      smoothing = example("cross_entropy_smoothing"), cosine = example("cosine"), triplet = example("triplet");
-    struct Row {
-        const std::string& program;
-        std::vector<std::string> wrt;
-        Shape shape;
-    };
-    const std::vector<Row> table{
-        {cross_entropy, {"x"}, {16384, 32768}}, {cross_entropy, {"x"}, {32768, 4096}},
-        {cross_entropy, {"x"}, {4096, 131072}}, {cross_entropy, {"x"}, {16384, 32000}},
-        {focal, {"x"}, {16384, 32768}},         {smoothing, {"x"}, {16384, 32768}},
-        {cosine, {"a", "b"}, {16384, 16384}},   {triplet, {"a"}, {32768, 8192}},
-    };
-    for (const GpuFacts& gpu : {kH100, kH200}) {
-        for (const Row& row : table) {
-            CAPTURE(row.program);
-            CAPTURE(row.shape[1]);
-            CAPTURE(gpu.memory_bytes);
-            const auto [program, layout, spec] =
-                plan(row.program.c_str(), row.wrt, row.shape, {row.shape[0]}, {}, DType::float32, gpu);
-            const KernelImage image = compile_cuda(emit_cuda(program, spec), "sm_90");
-            REQUIRE(image.is_cubin());
-            const auto resources = read_resources(image);
-            REQUIRE(resources.has_value());
-            CHECK(resources->local_bytes == 0);
-        }
-    }
 }
 
 }  // TEST_SUITE
