@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$
 case $part in
   rows)
     timeout 300 bash bench/run_rows.sh "$out/rows" --reps 20 > "$out/rows.txt" 2>&1; echo "rows exit $?" >> "$out/rows.txt"
-    timeout 120 "$LOSSJIT_BENCH" --no-sweep --reps 20 --json "$out/five.json" > "$out/five.txt" 2>&1
+    timeout 240 "$LOSSJIT_BENCH" --no-sweep --reps 20 --json "$out/five.json" > "$out/five.txt" 2>&1
     echo "five exit $?" >> "$out/five.txt"
     timeout 150 python3 bench/class_losses.py --shape 16384x32768 --reps 20 > "$out/class_losses.txt" 2>&1
     echo "class_losses exit $?" >> "$out/class_losses.txt"

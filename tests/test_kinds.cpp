@@ -1052,6 +1052,46 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
     }
 }
 
+TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident grid takes them in turn") {
+    // ByRowBlockTeamResidentGrid (docs/results/issue-31/stop79): where a reduction's rows outnumber
+    // its slots (132 SMs x 32 / totals), each block takes several rows; an H200 then launches the
+    // resident grid, other GPUs a block a slot. Rows within the slots keep a block a row; clusters,
+    // the row prefetch's teams and warps are left as they were; the blocks_per_sm knob caps as before.
+    const Occupancy four{.fits_per_sm = 4, .multiprocessors = 132};
+    const Occupancy capped{.fits_per_sm = 4, .max_blocks_per_sm = 2, .multiprocessors = 132};
+    const char* two_totals = "mean(logsumexp(x, -1) - x[y]) + mean(logsumexp(x, -1)^2)";
+    struct Row {
+        const char* program;
+        std::vector<std::string> wrt;
+        long long rows, columns;
+        const GpuFacts& gpu;
+        const Occupancy& occupancy;
+        unsigned blocks;
+    };
+    const Row rows[] = {
+        {kCosine, {}, 16384, 16384, kH200, four, 528},           // 3.9 rows a slot: resident
+        {kCosine, {}, 16384, 16384, kH100, four, 4224},          // a block a slot
+        {kCrossEntropy, {}, 16384, 32768, kH200, four, 528},
+        {kCrossEntropy, {}, 16384, 32768, kH100, four, 4224},
+        {kCrossEntropy, {}, 4096, 32768, kH200, four, 4096},     // within the slots: a block a row
+        {two_totals, {}, 4096, 32768, kH200, four, 528},         // two totals: 2112 slots
+        {two_totals, {}, 4096, 32768, kH100, four, 2112},
+        {kCosine, {}, 16384, 16384, kH100, capped, 264},         // the knob's cap, as before
+        {kCrossEntropy, {"x"}, 4096, 131072, kH200, four, 4224}, // clusters of 4: a slot a block
+        {kCrossEntropy, {}, 32768, 4096, kH200, four, 528},      // warps: resident, as before
+    };
+    for (const auto& row : rows) {
+        CAPTURE(row.program);
+        CAPTURE(row.rows);
+        CAPTURE(row.columns);
+        CAPTURE(to_string(gpu_class(row.gpu)));
+        const auto [program, layout, spec] = plan(row.program, row.wrt, {row.rows, row.columns}, {row.rows}, Knobs{},
+                                                  DType::float32, row.gpu);
+        CHECK(spec.resident_grid == (gpu_class(row.gpu) == GpuClass::HopperHbm3e));
+        CHECK(kinds::by_rows_grid(program, spec, layout, row.occupancy).blocks == row.blocks);
+    }
+}
+
 TEST_CASE("a row team asked for where no team takes a row is noted, not silently dropped") {
     const GpuFacts& h100 = kH100;
     struct Row {

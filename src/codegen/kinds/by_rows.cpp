@@ -717,6 +717,7 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         if (registers < kMaxRegisters && load_bytes <= registers * kRegisterBytes * 3 / 4)
             spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
+    spec.resident_grid = default_value(Default::ByRowBlockTeamResidentGrid, gpu) != 0;
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
@@ -760,8 +761,9 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("by_rows_grid for another loop");
     const long long resident = occupancy.resident_blocks();
     // Teams of a block: a block per row, so that blocks ending at different times keep every SM
-    // busy to the end (H100, 16384 x 32768: 0.750 ms against 0.789 for a resident grid taking
-    // rows in turn). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
+    // busy to the end (H100, 16384 x 32768, where the slots below left 4224 blocks of 3-4 rows:
+    // 0.750 ms against 0.789 for a resident grid taking rows in turn; an H200 measured otherwise,
+    // below). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
     // block per 16 rows). A team that prefetches its next row (KernelSpec::row_prefetch) takes rows
     // in turn too. A reduction's partial sums (one per block and total) must fit the workspace's
     // slots; beyond, blocks take rows grid-stride.
@@ -769,7 +771,13 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     long long grid_limit = block_teams && occupancy.max_blocks_per_sm <= 0 ? std::numeric_limits<int>::max() : resident;
     if (!program.is_map()) {
         const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
-        grid_limit = std::min(grid_limit, std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals));
+        const long long slots = std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals);
+        // Rows beyond the slots, so that each block takes several: where it measured faster
+        // (KernelSpec::resident_grid), every block at once, taking rows in turn. Not a cluster's
+        // blocks: clusters taking rows in turn lost (choose_row_prefetch).
+        if (block_teams && spec.resident_grid && spec.row_cluster <= 1 && KernelSpec::blocks(spec, layout) > slots)
+            grid_limit = std::min(grid_limit, resident);
+        grid_limit = std::min(grid_limit, slots);
     }
     LaunchGrid grid;
     // Whole clusters: a launch of a kernel with a cluster size takes a grid of its multiples.

@@ -37,6 +37,7 @@ constexpr std::string_view kSeveralInputsH200 = "docs/results/issue-31/stop72/ro
 constexpr std::string_view kWholeWarpRows = "docs/results/issue-31/stop68/README.md";
 constexpr std::string_view kPickedTakes = "docs/results/issue-31/stop69/README.md";
 constexpr std::string_view kPrefetchAlonePart = "docs/results/issue-31/stop70/README.md";
+constexpr std::string_view kResidentGrid = "docs/results/issue-31/stop79/README.md";
 
 constexpr std::array kTable = {
     DefaultRow{D::MapThreads, G::Any, 128,
@@ -90,6 +91,16 @@ constexpr std::array kTable = {
                kAxisRows},
     DefaultRow{D::ByRowWarpMaxColumns, G::Any, 8192,
                "a warp per row while a row is a few thousand elements (no block barrier per row); the block beyond", kRows},
+    DefaultRow{D::ByRowBlockTeamResidentGrid, G::Any, 0,
+               "H100 (2026-11-23): cross-entropy forward 16384 x 32768 0.750 ms with a block a slot (4224 blocks of "
+               "3-4 rows) against 0.789 for a resident grid",
+               kRows},
+    DefaultRow{D::ByRowBlockTeamResidentGrid, G::HopperHbm3e, 1,
+               "H200, forward, a block a slot (4224 blocks) / the resident grid, lossjit_bench --rows in turn (round "
+               "277): cosine 16384 x 16384 0.492-0.493 / 0.484-0.485 ms (95.5-95.8 / 97.1-97.3% of the read "
+               "roofline), cross-entropy 16384 x 32768 0.497-0.498 / 0.490-0.492 ms; cosine's grid swept (round 276): "
+               "0.4898-0.4899 ms at 4224 blocks, 0.4843-0.4882 at 1024-2048, 0.4827 at 528 (resident)",
+               kResidentGrid},
     DefaultRow{D::SmallGradientProgramNodes, G::Any, 64,
                "1024 threads leave 64 registers a thread: only programs this small fit without spilling", kHistory},
     DefaultRow{D::ShortElementProgram, G::Any, 4,
@@ -417,6 +428,7 @@ std::string_view to_string(Default what) {
         case D::ByRowBlockSeveralInputsMaxRegisters: return "by-row block-team reductions of several inputs, registers a thread at most";
         case D::ByRowBlockTeamThreads: return "by-row block-team threads";
         case D::ByRowWarpMaxColumns: return "by-row warp max columns";
+        case D::ByRowBlockTeamResidentGrid: return "by-row block teams on a resident grid beyond the slots";
         case D::ByRowSideTeamThreads: return "by-row side-by-side threads";
         case D::ByRowSideSharedThreads: return "by-row side-by-side threads, several a row";
         case D::ByRowSideTeamMinRowsPerSm: return "by-row side-by-side min rows per SM";
@@ -474,7 +486,7 @@ std::string_view to_string(Default what) {
 bool is_switch(Default what) {
     return what == D::ByRowPrefetch || what == D::ByRowPrefetchCentered || what == D::ByRowPrefetchAlone ||
            what == D::ByRowPrefetchAlonePart ||
-           what == D::ByRowWarpWholeRows;
+           what == D::ByRowWarpWholeRows || what == D::ByRowBlockTeamResidentGrid;
 }
 
 }  // namespace lossjit

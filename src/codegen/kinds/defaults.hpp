@@ -63,6 +63,8 @@ enum class Default : unsigned char {
     ByRowSideSharedThreads,         // ... where several threads share a row (fewer rows)
     // Shapes and thresholds
     ByRowWarpMaxColumns,            // rows up to this long get a warp each, longer ones the block
+    ByRowBlockTeamResidentGrid,     // 1 where a block's rows outnumber the partial sums' slots (each block
+                                    // takes several): a resident grid takes them in turn, not a block a slot
     ByRowSideTeamMinRowsPerSm,      // strided rows side by side are taken side by side from this many per SM
     ByRowSideTeamBlocksPerSm,       // ... with as few threads per row as give this many blocks per SM
     AssumedMultiprocessors,         // the SMs a kernel emitted without a GPU (lossjit emit) is planned for
