@@ -1058,6 +1058,7 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
     // resident grid, other GPUs a block a slot. Rows within the slots keep a block a row; clusters,
     // the row prefetch's teams and warps are left as they were; the blocks_per_sm knob caps as before.
     const Occupancy four{.fits_per_sm = 4, .multiprocessors = 132};
+    const Occupancy one{.fits_per_sm = 1, .multiprocessors = 132};
     const Occupancy capped{.fits_per_sm = 4, .max_blocks_per_sm = 2, .multiprocessors = 132};
     const char* two_totals = "mean(logsumexp(x, -1) - x[y]) + mean(logsumexp(x, -1)^2)";
     struct Row {
@@ -1067,6 +1068,7 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
         const GpuFacts& gpu;
         const Occupancy& occupancy;
         unsigned blocks;
+        DType dtype = DType::float32;
     };
     const Row rows[] = {
         {kCosine, {}, 16384, 16384, kH200, four, 528},           // 3.9 rows a slot: resident
@@ -1077,7 +1079,9 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
         {two_totals, {}, 4096, 32768, kH200, four, 528},         // two totals: 2112 slots
         {two_totals, {}, 4096, 32768, kH100, four, 2112},
         {kCosine, {}, 16384, 16384, kH100, capped, 264},         // the knob's cap, as before
-        {kCrossEntropy, {"x"}, 4096, 131072, kH200, four, 4224}, // clusters of 4: a slot a block
+        {kCrossEntropy, {"x"}, 4096, 131072, kH200, four, 4224}, // clusters of 4: a block a slot
+        {kCrossEntropy, {"x"}, 16384, 32768, kH200, one, 132, DType::bfloat16},   // a fused gradient, no prefetch
+        {kCrossEntropy, {"x"}, 16384, 32768, kH100, one, 4224, DType::bfloat16},
         {kCrossEntropy, {}, 32768, 4096, kH200, four, 528},      // warps: resident, as before
     };
     for (const auto& row : rows) {
@@ -1085,8 +1089,9 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
         CAPTURE(row.rows);
         CAPTURE(row.columns);
         CAPTURE(to_string(gpu_class(row.gpu)));
+        CAPTURE(to_string(row.dtype));
         const auto [program, layout, spec] = plan(row.program, row.wrt, {row.rows, row.columns}, {row.rows}, Knobs{},
-                                                  DType::float32, row.gpu);
+                                                  row.dtype, row.gpu);
         CHECK(spec.resident_grid == (gpu_class(row.gpu) == GpuClass::HopperHbm3e));
         CHECK(kinds::by_rows_grid(program, spec, layout, row.occupancy).blocks == row.blocks);
     }
