@@ -22,8 +22,12 @@ export LOSSJIT_BENCH=$build/bench/lossjit_bench TORCH_EXTENSIONS_DIR=${TORCH_EXT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/gpu_$part.txt" 2>&1
 case $part in
   rows)
-    timeout 300 bash bench/run_rows.sh "$out/rows" --reps 20 > "$out/rows.txt" 2>&1; echo "rows exit $?" >> "$out/rows.txt"
-    timeout 240 "$LOSSJIT_BENCH" --no-sweep --reps 20 --json "$out/five.json" > "$out/five.txt" 2>&1
+    # Limits within a call's 600 s (round 275: run_rows and class_losses took 98 s together; the five
+    # problems' bench, with issue 15's fused gradients after them, ran past 120 s before its JSON:
+    # only the five now).
+    timeout 200 bash bench/run_rows.sh "$out/rows" --reps 20 > "$out/rows.txt" 2>&1; echo "rows exit $?" >> "$out/rows.txt"
+    timeout 240 "$LOSSJIT_BENCH" --no-sweep --reps 20 --only hinge mse kl smooth_l1 hardsigmoid \
+      --json "$out/five.json" > "$out/five.txt" 2>&1
     echo "five exit $?" >> "$out/five.txt"
     timeout 150 python3 bench/class_losses.py --shape 16384x32768 --reps 20 > "$out/class_losses.txt" 2>&1
     echo "class_losses exit $?" >> "$out/class_losses.txt"
