@@ -407,7 +407,8 @@ int main(int argc, char** argv) try {
     app.add_option("--json", json_path, "write the results here");
     app.add_option("--examples", examples, "the folder of example programs (default: examples/ beside the build folder)");
     app.add_option("--reps", reps, "timed runs per measurement (median reported)")->capture_default_str();
-    app.add_option("--only", only, "problems to run (default: all five)");
+    app.add_option("--only", only, "problems to run, by name (default: all five; with --rows, all the row problems; "
+                                  "value_and_grad: issue 15's fused gradients)");
     app.add_flag("--explore", explore, "also time unroll / blocks-per-SM variants of each problem");
     app.add_flag("!--no-sweep", sweep, "skip the 2^10..2^30 size sweep");
     app.add_flag("!--no-accuracy", accuracy, "skip the CPU reference and determinism checks");
@@ -442,6 +443,20 @@ int main(int argc, char** argv) try {
     const auto wanted = [&](const std::string& name) {
         return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
     };
+    // A misspelt name would time nothing and say nothing.
+    for (const auto& name : only) {
+        const auto named = [&](const auto& problems, auto problem_name) {
+            return std::any_of(problems.begin(), problems.end(), [&](const auto& p) { return problem_name(p) == name; });
+        };
+        if (name == "value_and_grad" || named(kProblems, [](const Problem& p) { return p.name; }) ||
+            named(kRowProblems, [](const RowProblem& p) { return p.problem.name; }))
+            continue;
+        std::string names = "value_and_grad";
+        for (const auto& p : kProblems) names += ", " + p.name;
+        for (const auto& p : kRowProblems) names += ", '" + p.problem.name + "'";
+        std::fprintf(stderr, "lossjit_bench: --only %s: no such problem (%s)\n", name.c_str(), names.c_str());
+        return 2;
+    }
     for (const auto& problem : kProblems)
         if (wanted(problem.name)) read_example(problem.file);
     for (const auto& row : kRowProblems)
@@ -493,6 +508,7 @@ int main(int argc, char** argv) try {
             }
         }
         for (const auto& rp : row_variants.empty() ? kRowProblems : std::vector<RowProblem>{}) {
+            if (!wanted(rp.problem.name)) continue;
             json row;
             std::size_t input_bytes = 0;
             {
