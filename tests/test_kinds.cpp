@@ -1055,8 +1055,9 @@ TEST_CASE("row clusters: few long rows take a cluster's blocks each, with or wit
 TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident grid takes them in turn") {
     // ByRowBlockTeamResidentGrid (docs/results/issue-31/stop79): where a reduction's rows outnumber
     // its slots (132 SMs x 32 / totals), each block takes several rows; an H200 then launches the
-    // resident grid, other GPUs a block a slot. Rows within the slots keep a block a row; clusters,
-    // the row prefetch's teams and warps are left as they were; the blocks_per_sm knob caps as before.
+    // resident grid, other GPUs a block a slot. Rows within the slots keep a block a row; clusters
+    // and warps are left as they were (the row prefetch's teams take rows in turn anyway: "the row
+    // prefetch: where a team keeps its row ..."); the blocks_per_sm knob caps as before.
     const Occupancy four{.fits_per_sm = 4, .multiprocessors = 132};
     const Occupancy one{.fits_per_sm = 1, .multiprocessors = 132};
     const Occupancy capped{.fits_per_sm = 4, .max_blocks_per_sm = 2, .multiprocessors = 132};

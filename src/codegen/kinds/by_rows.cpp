@@ -761,9 +761,9 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     if (spec.loop != KernelSpec::Loop::ByRow) throw InternalError("by_rows_grid for another loop");
     const long long resident = occupancy.resident_blocks();
     // Teams of a block: a block per row, so that blocks ending at different times keep every SM
-    // busy to the end (H100, 16384 x 32768, where the slots below left 4224 blocks of 3-4 rows:
-    // 0.750 ms against 0.789 for a resident grid taking rows in turn; an H200 measured otherwise,
-    // below). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
+    // busy to the end (H100, 16384 x 32768: 0.750 ms against 0.789 for a resident grid taking
+    // rows in turn; an H200 measured otherwise where the slots below leave blocks several rows
+    // each). Warp teams: a resident grid (32768 x 4096: 0.202 ms against 0.219 for a
     // block per 16 rows). A team that prefetches its next row (KernelSpec::row_prefetch) takes rows
     // in turn too. A reduction's partial sums (one per block and total) must fit the workspace's
     // slots; beyond, blocks take rows grid-stride.

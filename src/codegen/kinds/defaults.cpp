@@ -92,8 +92,9 @@ constexpr std::array kTable = {
     DefaultRow{D::ByRowWarpMaxColumns, G::Any, 8192,
                "a warp per row while a row is a few thousand elements (no block barrier per row); the block beyond", kRows},
     DefaultRow{D::ByRowBlockTeamResidentGrid, G::Any, 0,
-               "H100 (2026-11-23): cross-entropy forward 16384 x 32768 0.750 ms with a block a slot (4224 blocks of "
-               "3-4 rows) against 0.789 for a resident grid",
+               "the rule as set on 2026-11-23 (a block a row up to the slots): on an H100, cross-entropy forward "
+               "16384 x 32768 0.750 ms against 0.789 for a resident grid (that day's explore mixes block sizes and "
+               "caps); the resident grid alone not measured on an H100 since",
                kRows},
     DefaultRow{D::ByRowBlockTeamResidentGrid, G::HopperHbm3e, 1,
                "H200, forward, a block a slot (4224 blocks) / the resident grid, lossjit_bench --rows in turn (round "
