@@ -1056,8 +1056,8 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
     // ByRowBlockTeamResidentGrid (docs/results/issue-31/stop79): where a reduction's rows outnumber
     // its slots (132 SMs x 32 / totals), each block takes several rows; an H200 then launches the
     // resident grid, other GPUs a block a slot. Rows within the slots keep a block a row; clusters
-    // and warps are left as they were (the row prefetch's teams take rows in turn anyway: "the row
-    // prefetch: where a team keeps its row ..."); the blocks_per_sm knob caps as before.
+    // and warps are left as they were, the row prefetch's teams take rows in turn anyway; the
+    // blocks_per_sm knob caps as before.
     const Occupancy four{.fits_per_sm = 4, .multiprocessors = 132};
     const Occupancy one{.fits_per_sm = 1, .multiprocessors = 132};
     const Occupancy capped{.fits_per_sm = 4, .max_blocks_per_sm = 2, .multiprocessors = 132};
@@ -1068,22 +1068,24 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
         long long rows, columns;
         const GpuFacts& gpu;
         const Occupancy& occupancy;
+        bool resident;  // KernelSpec::resident_grid
         unsigned blocks;
         DType dtype = DType::float32;
     };
     const Row rows[] = {
-        {kCosine, {}, 16384, 16384, kH200, four, 528},           // 3.9 rows a slot: resident
-        {kCosine, {}, 16384, 16384, kH100, four, 4224},          // a block a slot
-        {kCrossEntropy, {}, 16384, 32768, kH200, four, 528},
-        {kCrossEntropy, {}, 16384, 32768, kH100, four, 4224},
-        {kCrossEntropy, {}, 4096, 32768, kH200, four, 4096},     // within the slots: a block a row
-        {two_totals, {}, 4096, 32768, kH200, four, 528},         // two totals: 2112 slots
-        {two_totals, {}, 4096, 32768, kH100, four, 2112},
-        {kCosine, {}, 16384, 16384, kH100, capped, 264},         // the knob's cap, as before
-        {kCrossEntropy, {"x"}, 4096, 131072, kH200, four, 4224}, // clusters of 4: a block a slot
-        {kCrossEntropy, {"x"}, 16384, 32768, kH200, one, 132, DType::bfloat16},   // a fused gradient, no prefetch
-        {kCrossEntropy, {"x"}, 16384, 32768, kH100, one, 4224, DType::bfloat16},
-        {kCrossEntropy, {}, 32768, 4096, kH200, four, 528},      // warps: resident, as before
+        {kCosine, {}, 16384, 16384, kH200, four, true, 528},            // 3.9 rows a slot: resident
+        {kCosine, {}, 16384, 16384, kH100, four, false, 4224},          // a block a slot
+        {kCrossEntropy, {}, 16384, 32768, kH200, four, true, 528},
+        {kCrossEntropy, {}, 16384, 32768, kH100, four, false, 4224},
+        {kCrossEntropy, {}, 4096, 32768, kH200, four, true, 4096},      // within the slots: a block a row
+        {two_totals, {}, 4096, 32768, kH200, four, true, 528},          // two totals: 2112 slots
+        {two_totals, {}, 4096, 32768, kH100, four, false, 2112},
+        {kCosine, {}, 16384, 16384, kH100, capped, false, 264},         // the knob's cap, as before
+        {kCrossEntropy, {"x"}, 4096, 131072, kH200, four, false, 4224}, // clusters of 4: a block a slot
+        {kCrossEntropy, {"x"}, 16384, 32768, kH200, one, true, 132, DType::bfloat16},   // a fused gradient, no prefetch
+        {kCrossEntropy, {"x"}, 16384, 32768, kH100, one, false, 4224, DType::bfloat16},
+        {kCrossEntropy, {"x"}, 16384, 32768, kH200, one, false, 132},   // the prefetch's teams: in turn anyway
+        {kCrossEntropy, {}, 32768, 4096, kH200, four, false, 528},      // warps: resident, as before
     };
     for (const auto& row : rows) {
         CAPTURE(row.program);
@@ -1093,7 +1095,7 @@ TEST_CASE("a block's rows beyond the partial sums' slots: on an H200 a resident 
         CAPTURE(to_string(row.dtype));
         const auto [program, layout, spec] = plan(row.program, row.wrt, {row.rows, row.columns}, {row.rows}, Knobs{},
                                                   row.dtype, row.gpu);
-        CHECK(spec.resident_grid == (gpu_class(row.gpu) == GpuClass::HopperHbm3e));
+        CHECK(spec.resident_grid == row.resident);
         CHECK(kinds::by_rows_grid(program, spec, layout, row.occupancy).blocks == row.blocks);
     }
 }

@@ -103,10 +103,10 @@ struct KernelSpec {
     // merges; and the first tile of the row after is loaded before those merges (into registers
     // carried from row to row, RowProgram::Ahead), so that memory stays busy across them. No copies.
     bool row_walk_ahead = false;
-    // ByRow, a block a row (not in clusters, no prefetch), where the rows outnumber the partial sums'
-    // slots so that each block takes several rows anyway: a resident grid, each block taking rows in
-    // turn, rather than a block a slot (by_rows_grid; Default::ByRowBlockTeamResidentGrid). The
-    // launch's grid only: the kernel's source is the same.
+    // ByRow, a block a row (not in clusters, no prefetch), on a GPU where it measured faster
+    // (Default::ByRowBlockTeamResidentGrid): where the rows outnumber the partial sums' slots, so that
+    // each block takes several rows anyway, a resident grid, each block taking rows in turn, rather
+    // than a block a slot (by_rows_grid). The launch's grid only: the kernel's source is the same.
     bool resident_grid = false;
     std::size_t dynamic_shared_bytes() const;  // what a launch gives the row cache
     // __launch_bounds__'s second argument (emit_detail.hpp: launch_bounds), the blocks per SM the

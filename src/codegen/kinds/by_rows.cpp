@@ -41,6 +41,11 @@ long long cached_blocks_per_sm(const KernelSpec& spec, const GpuFacts& gpu) {
     return std::max(1LL, std::min(threads_per_sm / spec.block_threads, shared / block_shared));
 }
 
+// The block takes each row and the hardware hands out the rows' blocks (not a prefetching team, which
+// takes its rows in turn): the grid is the by-rows kind's to choose (by_rows_grid).
+bool block_team_rows(const KernelSpec& spec) {
+    return spec.team == spec.block_threads && spec.team > kWarpThreads && !spec.row_prefetch;
+}
 // A block a row whose row cache leaves no room for a second block on its SM: its own threads are all
 // that keep the SM's loads in flight, and nothing overlaps its row's merges.
 bool block_alone_on_sm(const KernelSpec& spec, const GpuFacts& gpu) {
@@ -717,7 +722,9 @@ KernelSpec choose_by_rows(const ir::Program& program, const Layout& layout, cons
         if (registers < kMaxRegisters && load_bytes <= registers * kRegisterBytes * 3 / 4)
             spec.min_blocks_per_sm = static_cast<int>(blocks_at_registers(registers, spec.block_threads));
     }
-    spec.resident_grid = default_value(Default::ByRowBlockTeamResidentGrid, gpu) != 0;
+    // Not a cluster's blocks: clusters taking rows in turn lost (choose_row_prefetch).
+    spec.resident_grid = block_team_rows(spec) && spec.row_cluster <= 1 &&
+                         default_value(Default::ByRowBlockTeamResidentGrid, gpu) != 0;
     spec.one_block = !program.is_map() && KernelSpec::blocks(spec, layout) <= 1;
     return spec;
 }
@@ -767,23 +774,21 @@ LaunchGrid by_rows_grid(const ir::Program& program, const KernelSpec& spec, cons
     // block per 16 rows). A team that prefetches its next row (KernelSpec::row_prefetch) takes rows
     // in turn too. A reduction's partial sums (one per block and total) must fit the workspace's
     // slots; beyond, blocks take rows grid-stride.
-    const bool block_teams = spec.team == spec.block_threads && spec.team > kWarpThreads && !spec.row_prefetch;
-    long long grid_limit = block_teams && occupancy.max_blocks_per_sm <= 0 ? std::numeric_limits<int>::max() : resident;
+    const long long wanted = KernelSpec::blocks(spec, layout);
+    long long grid_limit = block_team_rows(spec) && occupancy.max_blocks_per_sm <= 0 ? std::numeric_limits<int>::max() : resident;
     if (!program.is_map()) {
         const long long totals = std::max<long long>(1, static_cast<long long>(row_totals(program).size()));
         const long long slots = std::max(1LL, static_cast<long long>(occupancy.multiprocessors) * kMaxBlocksPerSm / totals);
         // Rows beyond the slots, so that each block takes several: where it measured faster
-        // (KernelSpec::resident_grid), every block at once, taking rows in turn. Not a cluster's
-        // blocks: clusters taking rows in turn lost (choose_row_prefetch).
-        if (block_teams && spec.resident_grid && spec.row_cluster <= 1 && KernelSpec::blocks(spec, layout) > slots)
-            grid_limit = std::min(grid_limit, resident);
+        // (KernelSpec::resident_grid), every block at once, taking rows in turn.
+        if (spec.resident_grid && wanted > slots) grid_limit = std::min(grid_limit, resident);
         grid_limit = std::min(grid_limit, slots);
     }
     LaunchGrid grid;
     // Whole clusters: a launch of a kernel with a cluster size takes a grid of its multiples.
     const long long cluster = std::max(1, spec.row_cluster);
     grid_limit = std::max(cluster, grid_limit / cluster * cluster);
-    grid.blocks = static_cast<unsigned>(std::clamp<long long>(KernelSpec::blocks(spec, layout), cluster, grid_limit));
+    grid.blocks = static_cast<unsigned>(std::clamp<long long>(wanted, cluster, grid_limit));
     if (spec.one_block && grid.blocks != 1) throw InternalError("a one-block kernel planned with a larger grid");
     if (spec.scatters()) plan_scatter(grid, spec, layout);
     return grid;
